@@ -1,0 +1,291 @@
+//! `rewind doctor`: can this host record, and which host facts hold here.
+
+use anyhow::Result;
+use clap::Args;
+use kvm_ioctls::{Cap, Kvm};
+use std::path::Path;
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// One JSON object a line: {"ok", "required", "fact", "detail"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+struct Fact {
+    ok: bool,
+    /// Recording needs it.
+    required: bool,
+    fact: String,
+    detail: String,
+}
+
+fn fact(ok: bool, required: bool, fact: impl Into<String>, detail: impl Into<String>) -> Fact {
+    Fact {
+        ok,
+        required,
+        fact: fact.into(),
+        detail: detail.into(),
+    }
+}
+
+fn read_param(module: &str, param: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/sys/module/{module}/parameters/{param}"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Whether a memory slot with dirty-page logging works on a fresh VM.
+fn dirty_log_works(kvm: &Kvm) -> Result<(), String> {
+    let vm = kvm.create_vm().map_err(|e| e.to_string())?;
+    const SIZE: usize = 0x10000;
+    // SAFETY: an anonymous private mapping we own and unmap below.
+    let host = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            SIZE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if host == libc::MAP_FAILED {
+        return Err("mmap failed".into());
+    }
+    let region = kvm_bindings::kvm_userspace_memory_region {
+        slot: 0,
+        flags: kvm_bindings::KVM_MEM_LOG_DIRTY_PAGES,
+        guest_phys_addr: 0x100000,
+        memory_size: SIZE as u64,
+        userspace_addr: host as u64,
+    };
+    // SAFETY: the region is valid for SIZE bytes and outlives the VM (dropped before unmap).
+    let r = unsafe { vm.set_user_memory_region(region) }
+        .map_err(|e| e.to_string())
+        .and_then(|_| vm.get_dirty_log(0, SIZE).map_err(|e| e.to_string()))
+        .map(|_| ());
+    drop(vm);
+    // SAFETY: unmapping what we mapped.
+    unsafe { libc::munmap(host, SIZE) };
+    r
+}
+
+fn check() -> Vec<Fact> {
+    let mut facts = Vec::new();
+    let open = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm");
+    facts.push(match &open {
+        Ok(_) => fact(true, true, "/dev/kvm opens read-write", ""),
+        Err(e) => fact(false, true, "/dev/kvm opens read-write", e.to_string()),
+    });
+    let kvm = match Kvm::new() {
+        Ok(k) => Some(k),
+        Err(e) => {
+            if open.is_ok() {
+                facts.push(fact(false, true, "KVM answers", e.to_string()));
+            }
+            None
+        }
+    };
+    if let Some(kvm) = &kvm {
+        let v = kvm.get_api_version();
+        facts.push(fact(
+            v == 12,
+            true,
+            "KVM API version 12",
+            format!("found {v}"),
+        ));
+        for (cap, name, required, why) in [
+            (
+                Cap::SyncRegs,
+                "KVM_CAP_SYNC_REGS",
+                true,
+                "registers without ioctls on every exit",
+            ),
+            (
+                Cap::Xsave,
+                "KVM_CAP_XSAVE",
+                true,
+                "thread switches keep vector registers",
+            ),
+            (Cap::Xcrs, "KVM_CAP_XCRS", true, "XCR0 for AVX in the guest"),
+            (
+                Cap::ImmediateExit,
+                "KVM_CAP_IMMEDIATE_EXIT",
+                false,
+                "prompt timeouts",
+            ),
+        ] {
+            facts.push(fact(kvm.check_extension(cap), required, name, why));
+        }
+        match kvm.create_vm().and_then(|vm| vm.create_vcpu(0).map(|_| ())) {
+            Ok(()) => facts.push(fact(true, true, "a VM with one vCPU can be created", "")),
+            Err(e) => facts.push(fact(
+                false,
+                true,
+                "a VM with one vCPU can be created",
+                e.to_string(),
+            )),
+        }
+        match dirty_log_works(kvm) {
+            Ok(()) => facts.push(fact(true, false, "dirty page log", "for keyframes")),
+            Err(e) => facts.push(fact(false, false, "dirty page log", e)),
+        }
+    }
+
+    let xsave = std::arch::is_x86_feature_detected!("xsave");
+    facts.push(fact(xsave, true, "CPU has XSAVE", ""));
+    facts.push(fact(
+        std::arch::is_x86_feature_detected!("avx2"),
+        false,
+        "CPU has AVX2",
+        "guests may use it; its state is kept across switches",
+    ));
+    facts.push(fact(
+        std::arch::is_x86_feature_detected!("avx512f"),
+        false,
+        "CPU has AVX-512",
+        "guests may use it; its state is kept across switches",
+    ));
+
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let nested = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .is_some_and(|l| l.split_whitespace().any(|f| f == "hypervisor"));
+    facts.push(fact(
+        !nested,
+        false,
+        "host runs on bare metal",
+        if nested {
+            "this host is itself a virtual machine"
+        } else {
+            ""
+        },
+    ));
+
+    let pvm = Path::new("/sys/module/kvm_pvm").exists();
+    if pvm {
+        let native = read_param("kvm_pvm", "pvm_native").unwrap_or_else(|| "?".into());
+        facts.push(fact(
+            false,
+            false,
+            "hardware KVM",
+            format!(
+                "KVM is PVM (paravirtual, kvm_pvm loaded, pvm_native={native}): guest ring 0 is emulated, exits are slow"
+            ),
+        ));
+        facts.push(fact(
+            false,
+            false,
+            "rdtsc is trapped (CR4.TSD honoured)",
+            "not under PVM: rdtsc in the guest reads the host TSC, so programs that read the TSC directly are not deterministic here",
+        ));
+        facts.push(fact(
+            false,
+            false,
+            "debug registers honoured",
+            "not under PVM: breakpoints use int3 and single steps RFLAGS.TF",
+        ));
+    } else {
+        let vendor = ["kvm_intel", "kvm_amd"]
+            .into_iter()
+            .find(|m| Path::new(&format!("/sys/module/{m}")).exists());
+        let hw = vendor.is_some();
+        facts.push(fact(
+            hw,
+            false,
+            "hardware KVM",
+            vendor.map_or("no kvm_intel or kvm_amd module".to_string(), |m| {
+                format!("{m} loaded")
+            }),
+        ));
+        facts.push(fact(
+            hw,
+            false,
+            "rdtsc is trapped (CR4.TSD honoured)",
+            if hw {
+                "expected on hardware KVM"
+            } else {
+                "unknown"
+            },
+        ));
+        facts.push(fact(
+            hw,
+            false,
+            "debug registers honoured",
+            if hw {
+                "expected on hardware KVM"
+            } else {
+                "unknown"
+            },
+        ));
+    }
+    let pmu = Path::new("/sys/bus/event_source/devices/cpu").exists()
+        || Path::new("/sys/bus/event_source/devices/cpu_core").exists();
+    facts.push(fact(
+        pmu,
+        false,
+        "PMU (hardware performance counters)",
+        "Rewind needs none",
+    ));
+
+    match vmm::store::Store::from_env()
+        .map_err(anyhow::Error::from)
+        .and_then(|s| {
+            s.prepare()?;
+            Ok(s)
+        }) {
+        Ok(s) => facts.push(fact(
+            true,
+            true,
+            "runs can be written",
+            s.home().display().to_string(),
+        )),
+        Err(e) => facts.push(fact(
+            false,
+            true,
+            "runs can be written",
+            crate::util::one_line(&e),
+        )),
+    }
+    facts
+}
+
+pub fn main(args: DoctorArgs) -> Result<i32> {
+    let facts = check();
+    let missing: Vec<&str> = facts
+        .iter()
+        .filter(|f| f.required && !f.ok)
+        .map(|f| f.fact.as_str())
+        .collect();
+    for f in &facts {
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({"ok": f.ok, "required": f.required, "fact": f.fact, "detail": f.detail})
+            );
+        } else {
+            let mark = if f.ok { "ok" } else { "no" };
+            if f.detail.is_empty() {
+                println!("{mark:<3} {}", f.fact);
+            } else {
+                println!("{mark:<3} {} ({})", f.fact, f.detail);
+            }
+        }
+    }
+    if missing.is_empty() {
+        if !args.json {
+            println!("rewind: this host can record");
+        }
+        Ok(0)
+    } else {
+        if !args.json {
+            println!("rewind: this host cannot record: {}", missing.join(", "));
+        }
+        Ok(1)
+    }
+}

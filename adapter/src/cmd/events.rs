@@ -1,0 +1,41 @@
+//! `rewind events`: a run's events, one a line.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::io::Write;
+
+#[derive(Args, Debug)]
+pub struct EventsArgs {
+    /// The run: id, unique id prefix, @, @N or name.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Only events at this step or later.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub from: u64,
+    /// Only events at this step or earlier.
+    #[arg(long, value_name = "S")]
+    pub to: Option<u64>,
+    /// One JSON object a line: {"step", "pid", "tid", "kind": {..}}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn main(args: EventsArgs) -> Result<i32> {
+    let run = super::resolve(&args.run)?;
+    let mut trace = run
+        .trace()
+        .with_context(|| format!("run {}: cannot read its events", run.id))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for ev in trace.events_in(args.from, args.to.unwrap_or(u64::MAX)) {
+        let ev = ev.with_context(|| format!("run {}", run.id))?;
+        if args.json {
+            serde_json::to_writer(&mut out, &ev)?;
+            out.write_all(b"\n")?;
+        } else {
+            writeln!(out, "{ev}")?;
+        }
+    }
+    out.flush()?;
+    Ok(0)
+}

@@ -1,0 +1,22 @@
+//! One module per command.
+
+pub mod doctor;
+pub mod events;
+pub mod log;
+pub mod ls;
+pub mod replay;
+pub mod run;
+
+use anyhow::{Context, Result};
+use vmm::store::{Run, Store};
+
+/// The store of runs, from the environment.
+pub fn store() -> Result<Store> {
+    Ok(Store::from_env()?)
+}
+
+/// Resolves a RUN argument.
+pub fn resolve(spec: &str) -> Result<Run> {
+    let store = store()?;
+    store.resolve(spec).with_context(|| format!("run `{spec}`"))
+}

@@ -1,0 +1,350 @@
+//! `rewind run`: record a program's run.
+
+use crate::examples;
+use crate::util::{parse_secs, parse_size, secs, usage};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use vmm::image::Image;
+use vmm::record::manifest::ENGINE_VERSION;
+use vmm::record::{ExitStatus, Manifest};
+use vmm::session::{self, Limits, Outcome, RunInputs};
+use vmm::store::{RunDetails, Store};
+
+/// The guest's environment before `--env`.
+pub const DEFAULT_ENV: &[&str] = &["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root"];
+/// Virtual nanoseconds per step.
+pub const QUANTUM_NS: u64 = 5000;
+
+#[derive(Args, Debug)]
+#[command(
+    override_usage = "rewind run [OPTIONS] -- PROG [ARGS]...\n       rewind run [OPTIONS] --example NAME [-- ARGS...]",
+    after_help = "The guest's environment is PATH=/usr/local/bin:/usr/bin:/bin and HOME=/root, \
+                  changed and extended by --env; nothing of the host's environment reaches it.\n\
+                  Standard input, when it is not a terminal, is read whole before the run and \
+                  is one of its inputs.\n\
+                  The last line on stderr says how the run ended; the exit status is the \
+                  program's (128+N for signal N, 124 timed-out, 125 deadlocked)."
+)]
+pub struct RunArgs {
+    /// A directory that is the guest's `/`; PROG is then a path inside it
+    /// (a bare name is looked up in the guest's PATH). Without it the image
+    /// is the program file alone, at its own absolute path.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The guest's working directory (absolute guest path).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub cwd: String,
+    /// Set a guest environment variable (repeatable); overrides the defaults.
+    #[arg(long = "env", value_name = "K=V")]
+    pub env: Vec<String>,
+    /// The guest's wall clock at step 0, in seconds since the Unix epoch
+    /// [default: the start of the current day, UTC].
+    #[arg(long, value_name = "SECS")]
+    pub epoch: Option<u64>,
+    /// Seed of the guest's randomness (getrandom, AT_RANDOM, /dev/urandom).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// CPUs the guest is told it has (sched_getaffinity).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub cores: u32,
+    /// Guest memory, like 512M or 2G (pages cost host memory only when touched).
+    #[arg(long, value_name = "SIZE", default_value = "2G", value_parser = parse_size)]
+    pub mem: u64,
+    /// Stop the run after this many seconds of host time; it ends `timed-out`.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub timeout: Option<Duration>,
+    /// A name for the run, to find it by (default: the program's file name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Do not show the program's output live (it is recorded all the same).
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Run a built-in example program (`rewind run --example list` lists them).
+    #[arg(long, value_name = "NAME", conflicts_with = "root")]
+    pub example: Option<String>,
+    /// The program and its arguments (put them after `--`).
+    #[arg(
+        value_name = "PROG [ARGS]",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required_unless_present = "example"
+    )]
+    pub command: Vec<String>,
+}
+
+/// What `run` resolved its arguments to.
+pub struct Prepared {
+    pub inputs: RunInputs,
+    pub name: String,
+}
+
+/// `/a/./b//c/../d` -> `/a/b/d`.
+pub fn normalize_guest(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+fn start_of_today_utc() -> u64 {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    now - now % 86400
+}
+
+fn guest_env(extra: &[String]) -> Result<Vec<String>> {
+    let mut env: Vec<String> = DEFAULT_ENV.iter().map(|s| s.to_string()).collect();
+    for kv in extra {
+        let Some((k, _)) = kv.split_once('=') else {
+            usage!("--env `{kv}`: expected K=V");
+        };
+        if k.is_empty() || k.contains('\0') || kv.contains('\0') {
+            usage!("--env `{kv}`: expected K=V with a non-empty K");
+        }
+        let prefix = format!("{k}=");
+        match env.iter_mut().find(|e| e.starts_with(&prefix)) {
+            Some(e) => *e = kv.clone(),
+            None => env.push(kv.clone()),
+        }
+    }
+    Ok(env)
+}
+
+/// Checks that `host` is a readable regular file that starts like an ELF file.
+fn check_program(shown: &str, host: &Path) -> Result<()> {
+    let meta = std::fs::metadata(host).with_context(|| format!("cannot run {shown}"))?;
+    if !meta.is_file() {
+        bail!("cannot run {shown}: not a regular file");
+    }
+    let mut magic = [0u8; 4];
+    let mut f = std::fs::File::open(host).with_context(|| format!("cannot run {shown}"))?;
+    let n = f
+        .read(&mut magic)
+        .with_context(|| format!("cannot run {shown}"))?;
+    if n < 4 || &magic != b"\x7fELF" {
+        bail!("cannot run {shown}: not an ELF executable");
+    }
+    Ok(())
+}
+
+/// Standard input's bytes when it is not a terminal; empty otherwise.
+fn read_stdin() -> Vec<u8> {
+    // SAFETY: isatty only inspects the descriptor.
+    if unsafe { libc::isatty(0) } == 1 {
+        return Vec::new();
+    }
+    let mut buf = Vec::new();
+    if std::io::stdin().lock().read_to_end(&mut buf).is_err() {
+        // Closed or unreadable standard input counts as empty.
+        buf.clear();
+    }
+    buf
+}
+
+/// Builds the run's inputs from the command line (without reading stdin).
+pub fn prepare(args: &RunArgs, store: &Store, stdin: Vec<u8>) -> Result<Prepared> {
+    if !args.cwd.starts_with('/') {
+        usage!("--cwd `{}`: must be an absolute guest path", args.cwd);
+    }
+    let cwd = normalize_guest(&args.cwd);
+    let env = guest_env(&args.env)?;
+    if args.mem < (16 << 20) || !args.mem.is_multiple_of(4096) {
+        usage!("--mem: at least 16M, in whole 4K pages");
+    }
+    let (image, program, argv, default_name) = if let Some(name) = &args.example {
+        let Some(bytes) = examples::find(name) else {
+            let names = examples::names().join(", ");
+            usage!("--example `{name}`: no such example (there are: {names})");
+        };
+        let host = store
+            .example_file(name, bytes)
+            .context("cannot write the example program")?;
+        let guest = format!("/examples/{name}");
+        let mut argv = vec![guest.clone()];
+        argv.extend(args.command.iter().cloned());
+        let image = Image::Program {
+            guest_path: guest.clone(),
+            host_path: host,
+        };
+        (image, guest, argv, name.clone())
+    } else {
+        let prog = &args.command[0];
+        if prog.is_empty() {
+            usage!("the program's name is empty");
+        }
+        let argv = args.command.clone();
+        let base = prog.rsplit('/').next().unwrap_or(prog).to_string();
+        match &args.root {
+            None => {
+                check_program(prog, Path::new(prog))?;
+                let host =
+                    std::fs::canonicalize(prog).with_context(|| format!("cannot run {prog}"))?;
+                let Some(guest) = host.to_str().map(str::to_string) else {
+                    bail!("cannot run {prog}: its path is not UTF-8");
+                };
+                let image = Image::Program {
+                    guest_path: guest.clone(),
+                    host_path: host,
+                };
+                (image, guest, argv, base)
+            }
+            Some(root) => {
+                let shown = root.display();
+                let md = std::fs::metadata(root)
+                    .with_context(|| format!("cannot read --root {shown}"))?;
+                if !md.is_dir() {
+                    bail!("cannot read --root {shown}: not a directory");
+                }
+                std::fs::read_dir(root).with_context(|| format!("cannot read --root {shown}"))?;
+                let root = std::fs::canonicalize(root)
+                    .with_context(|| format!("cannot read --root {shown}"))?;
+                let image = Image::Root { dir: root };
+                let guest = find_in_root(&image, prog, &cwd, &env)
+                    .with_context(|| format!("cannot run {prog} in --root {shown}"))?;
+                let host = image.host_path(&guest).expect("a normalized guest path");
+                check_program(&format!("{prog} ({})", host.display()), &host)?;
+                (image, guest, argv, base)
+            }
+        }
+    };
+    let image_hash = image.hash().context("cannot read the image")?;
+    let manifest = Manifest {
+        engine: ENGINE_VERSION.to_string(),
+        program,
+        argv,
+        env,
+        cwd,
+        image: image_hash,
+        stdin: (!stdin.is_empty()).then(|| blake3::hash(&stdin).to_hex().to_string()),
+        epoch: args.epoch.unwrap_or_else(start_of_today_utc),
+        seed: args.seed,
+        cores: args.cores,
+        mem: args.mem,
+        quantum_ns: QUANTUM_NS,
+        schedule: 0,
+    };
+    Ok(Prepared {
+        inputs: RunInputs {
+            manifest,
+            image,
+            stdin,
+        },
+        name: args.name.clone().unwrap_or(default_name),
+    })
+}
+
+/// The guest path of PROG inside a root image: absolute as is, relative to
+/// the cwd when it has a slash, else the first match in the guest's PATH.
+fn find_in_root(image: &Image, prog: &str, cwd: &str, env: &[String]) -> Result<String> {
+    let exists = |g: &str| image.host_path(g).is_some_and(|h| h.is_file());
+    if prog.starts_with('/') {
+        return Ok(normalize_guest(prog));
+    }
+    if prog.contains('/') {
+        return Ok(normalize_guest(&format!("{cwd}/{prog}")));
+    }
+    let path = env
+        .iter()
+        .find_map(|e| e.strip_prefix("PATH="))
+        .unwrap_or("");
+    for dir in path.split(':').filter(|d| d.starts_with('/')) {
+        let g = normalize_guest(&format!("{dir}/{prog}"));
+        if exists(&g) {
+            return Ok(g);
+        }
+    }
+    bail!("not found in the guest's PATH ({path})")
+}
+
+/// The summary line: `run <id> exited:0 after N steps, Xs virtual, Ys wall`.
+pub fn summary(id: &str, o: &Outcome) -> String {
+    format!(
+        "run {id} {} after {} steps, {}s virtual, {}s wall",
+        o.status,
+        o.steps,
+        secs(o.virtual_ns as f64 / 1e9),
+        secs(o.wall.as_secs_f64())
+    )
+}
+
+pub fn main(args: RunArgs) -> Result<i32> {
+    if args.example.as_deref() == Some("list") {
+        for name in examples::names() {
+            println!("{name:<16} {}", examples::summary(name).unwrap_or(""));
+        }
+        return Ok(0);
+    }
+    let store = super::store()?;
+    // Fail early, before reading stdin or hashing, when runs cannot be written.
+    store.prepare()?;
+    let stdin = read_stdin();
+    let prepared = prepare(&args, &store, stdin)?;
+    let inputs = &prepared.inputs;
+    let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
+    rec.set_echo(!args.quiet);
+    let limits = Limits {
+        timeout: args.timeout,
+    };
+    let outcome = session::run(inputs, &limits, &mut rec)?;
+    let ends_line = rec.output_ends_line() || args.quiet;
+    let details = RunDetails {
+        name: prepared.name.clone(),
+        image: inputs.image.clone(),
+        timeout: args.timeout,
+    };
+    let run = rec.finish(&outcome, &details)?;
+    if !ends_line {
+        eprintln!();
+    }
+    eprintln!("rewind: {}", summary(&run.id, &outcome));
+    if matches!(
+        outcome.status,
+        ExitStatus::Deadlocked | ExitStatus::TimedOut
+    ) {
+        for line in &outcome.stuck {
+            eprintln!("rewind:   {line}");
+        }
+    }
+    Ok(outcome.status.shell_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guest_paths() {
+        assert_eq!(normalize_guest("/"), "/");
+        assert_eq!(normalize_guest("/a/./b//c/../d"), "/a/b/d");
+        assert_eq!(normalize_guest("/../.."), "/");
+    }
+
+    #[test]
+    fn env_defaults_and_overrides() {
+        let env = guest_env(&["HOME=/home/x".into(), "A=1".into(), "B=x=y".into()]).unwrap();
+        assert_eq!(
+            env,
+            vec![
+                "PATH=/usr/local/bin:/usr/bin:/bin",
+                "HOME=/home/x",
+                "A=1",
+                "B=x=y"
+            ]
+        );
+        assert!(guest_env(&["NOEQUALS".into()]).is_err());
+        assert!(guest_env(&["=v".into()]).is_err());
+    }
+}

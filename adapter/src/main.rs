@@ -1,0 +1,93 @@
+//! `rewind`: run a static Linux program deterministically in a KVM machine,
+//! record the run, and inspect or replay it.
+
+mod cmd;
+mod examples;
+mod signals;
+mod util;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "rewind",
+    version,
+    about = "Record a Linux program's run deterministically, then inspect and replay it",
+    long_about = "Rewind runs a static Linux x86-64 program in a KVM machine whose kernel is \
+                  the monitor: every run is a pure function of its inputs, thread schedule \
+                  included, and is recorded under $REWIND_HOME (default \
+                  $XDG_DATA_HOME/rewind, else ~/.local/share/rewind).\n\n\
+                  RUN arguments name a recorded run: a full id, a unique id prefix, `@` \
+                  (the newest), `@2`, `@3`.. (older), or a name (the newest run with it)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a program in the machine and record the run.
+    Run(cmd::run::RunArgs),
+    /// List recorded runs, newest first.
+    Ls(cmd::ls::LsArgs),
+    /// Print a run's events, one a line.
+    Events(cmd::events::EventsArgs),
+    /// Print a run's output (stdout and stderr, as written).
+    Log(cmd::log::LogArgs),
+    /// Run a recorded run's inputs again and compare every event.
+    Replay(cmd::replay::ReplayArgs),
+    /// Check whether this host can record, and which host facts hold here.
+    Doctor(cmd::doctor::DoctorArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("rewind: error: {}", util::clap_one_line(&e));
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        Command::Run(a) => {
+            signals::install();
+            cmd::run::main(a)
+        }
+        Command::Ls(a) => {
+            signals::die_on_broken_pipe();
+            cmd::ls::main(a)
+        }
+        Command::Events(a) => {
+            signals::die_on_broken_pipe();
+            cmd::events::main(a)
+        }
+        Command::Log(a) => {
+            signals::die_on_broken_pipe();
+            cmd::log::main(a)
+        }
+        Command::Replay(a) => {
+            signals::install();
+            cmd::replay::main(a)
+        }
+        Command::Doctor(a) => cmd::doctor::main(a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            let code = if e.downcast_ref::<util::Usage>().is_some() {
+                2
+            } else {
+                1
+            };
+            eprintln!("rewind: error: {}", util::one_line(&e));
+            ExitCode::from(code)
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! `meta.json`: what is known about a run besides its inputs: its name, when
+//! it was made, where its image lives on this host, and how it ended.
+
+use crate::image::Image;
+use crate::record::ExitStatus;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Where the run's image is on the host, so that replay can rebuild it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ImageLocation {
+    /// The program file alone, seen by the guest at `guest_path`.
+    Program {
+        guest_path: String,
+        host_path: PathBuf,
+    },
+    /// A directory that is the guest's `/`.
+    Root { dir: PathBuf },
+}
+
+impl From<&Image> for ImageLocation {
+    fn from(image: &Image) -> Self {
+        match image {
+            Image::Program {
+                guest_path,
+                host_path,
+            } => ImageLocation::Program {
+                guest_path: guest_path.clone(),
+                host_path: host_path.clone(),
+            },
+            Image::Root { dir } => ImageLocation::Root { dir: dir.clone() },
+        }
+    }
+}
+
+impl ImageLocation {
+    pub fn to_image(&self) -> Image {
+        match self {
+            ImageLocation::Program {
+                guest_path,
+                host_path,
+            } => Image::Program {
+                guest_path: guest_path.clone(),
+                host_path: host_path.clone(),
+            },
+            ImageLocation::Root { dir } => Image::Root { dir: dir.clone() },
+        }
+    }
+}
+
+/// The contents of `meta.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// The run id (same as the directory name and `Manifest::id()`).
+    pub id: String,
+    /// A name given with `--name` (default: the program's file name).
+    pub name: String,
+    /// When the run was recorded: seconds since the Unix epoch.
+    pub created: u64,
+    /// The same in nanoseconds, to order runs made within one second.
+    pub created_ns: u64,
+    pub image: ImageLocation,
+    /// How the run ended, as `ExitStatus` displays it (`exited:0`, `killed:SIGSEGV`..).
+    pub status: String,
+    pub exit: ExitStatus,
+    /// The exit status `rewind run` gave: `ExitStatus::shell_code()`.
+    pub exit_code: i32,
+    pub steps: u64,
+    pub virtual_ns: u64,
+    pub wall_secs: f64,
+    /// For deadlocked and timed-out runs: where each thread was.
+    #[serde(default)]
+    pub stuck: Vec<String>,
+    /// Number of events in the trace.
+    pub events: u64,
+    /// Number of bytes in `output`.
+    pub output_bytes: u64,
+    /// The `--timeout` the run was recorded with, in seconds.
+    #[serde(default)]
+    pub timeout_secs: Option<f64>,
+}

@@ -1,0 +1,422 @@
+//! Runs on disk.
+//!
+//! `$REWIND_HOME` (else `$XDG_DATA_HOME/rewind`, else `~/.local/share/rewind`)
+//! holds:
+//!
+//! ```text
+//! runs/<id>/manifest.json   every input (the id is its hash)
+//! runs/<id>/meta.json       name, time, image location, how it ended (Meta)
+//! runs/<id>/events          the trace (record::trace)
+//! runs/<id>/output          stdout and stderr interleaved as written
+//! runs/<id>/output.fds      which descriptor each stretch of output came from
+//! runs/<id>/stdin.bin       standard input, when there was any
+//! examples/<blake3>-<name>  built-in example programs, written on first use
+//! ```
+//!
+//! A run is written to `runs/.tmp-<id>-<pid>` and renamed to `runs/<id>`
+//! only when complete, so a run that was interrupted is never listed. Dot
+//! entries in `runs/` are not runs; stale ones (older than an hour, or whose
+//! process is gone) are removed when the next run begins.
+
+pub mod meta;
+pub mod output;
+mod pending;
+mod writer;
+
+pub use meta::{ImageLocation, Meta};
+pub use output::OutputChunk;
+pub use pending::abandon_unfinished;
+pub use writer::{RunDetails, StoreRecorder};
+
+use crate::record::trace::{TraceError, TraceReader};
+use crate::record::Manifest;
+use crate::session::RunInputs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot find a home for runs: set REWIND_HOME (or HOME)")]
+    NoHome,
+    #[error("cannot write runs under {path}: {source} (set REWIND_HOME to a writable directory)")]
+    Unwritable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{path}: {what}")]
+    Corrupt { path: PathBuf, what: String },
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    #[error("no runs yet in {0}")]
+    NoRuns(PathBuf),
+    #[error("no run matches `{0}` (see `rewind ls`)")]
+    NotFound(String),
+    #[error("`{spec}` is ambiguous: it matches {}", .candidates.join(", "))]
+    Ambiguous {
+        spec: String,
+        candidates: Vec<String>,
+    },
+    #[error("`@{n}`: there are only {have} runs")]
+    TooFewRuns { n: usize, have: usize },
+    #[error(
+        "the image of run {id} changed since it was recorded (image hash {recorded}, now {now})"
+    )]
+    ImageChanged {
+        id: String,
+        recorded: String,
+        now: String,
+    },
+    #[error(transparent)]
+    Engine(#[from] crate::EngineError),
+}
+
+/// The directory that holds runs.
+#[derive(Debug, Clone)]
+pub struct Store {
+    home: PathBuf,
+}
+
+/// A finished run in the store.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub id: String,
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    pub meta: Meta,
+}
+
+/// Stale temporary directories older than this are removed.
+const STALE_AFTER: Duration = Duration::from_secs(3600);
+
+impl Store {
+    /// The store at `$REWIND_HOME`, else `$XDG_DATA_HOME/rewind`, else
+    /// `$HOME/.local/share/rewind`. Nothing is created yet.
+    pub fn from_env() -> Result<Store, StoreError> {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let home = if let Some(h) = var("REWIND_HOME") {
+            h
+        } else if let Some(x) = var("XDG_DATA_HOME").filter(|p| p.is_absolute()) {
+            x.join("rewind")
+        } else if let Some(h) = var("HOME") {
+            h.join(".local/share/rewind")
+        } else {
+            return Err(StoreError::NoHome);
+        };
+        Ok(Store::at(home))
+    }
+
+    pub fn at(home: impl Into<PathBuf>) -> Store {
+        Store { home: home.into() }
+    }
+
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    pub fn runs_dir(&self) -> PathBuf {
+        self.home.join("runs")
+    }
+
+    /// Creates `runs/` if needed and checks that it is writable; returns it.
+    pub fn prepare(&self) -> Result<PathBuf, StoreError> {
+        let runs = self.runs_dir();
+        let unwritable = |source| StoreError::Unwritable {
+            path: self.home.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&runs).map_err(unwritable)?;
+        let probe = runs.join(format!(".probe-{}", std::process::id()));
+        std::fs::write(&probe, b"").map_err(unwritable)?;
+        let _ = std::fs::remove_file(&probe);
+        Ok(runs)
+    }
+
+    /// Removes temporary directories left by interrupted runs: those older
+    /// than an hour, and those whose process is gone.
+    pub fn clean_stale(&self) {
+        let Ok(entries) = std::fs::read_dir(self.runs_dir()) else {
+            return;
+        };
+        let now = SystemTime::now();
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            let Some(rest) = name
+                .strip_prefix(".tmp-")
+                .or_else(|| name.strip_prefix(".old-"))
+                .or_else(|| name.strip_prefix(".probe-"))
+            else {
+                continue;
+            };
+            let pid: Option<i32> = rest.rsplit('-').next().and_then(|p| p.parse().ok());
+            if pid == Some(std::process::id() as i32) {
+                continue;
+            }
+            let old = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| now.duration_since(t).ok())
+                .is_some_and(|age| age > STALE_AFTER);
+            let gone = pid.is_some_and(|p| !process_alive(p));
+            if old || gone {
+                let p = e.path();
+                if p.is_dir() {
+                    let _ = std::fs::remove_dir_all(&p);
+                } else {
+                    let _ = std::fs::remove_file(&p);
+                }
+            }
+        }
+    }
+
+    /// Every finished run, newest first. Directories that do not hold a
+    /// readable run are skipped.
+    pub fn list(&self) -> Result<Vec<Run>, StoreError> {
+        let runs = self.runs_dir();
+        let entries = match std::fs::read_dir(&runs) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => {
+                return Err(StoreError::Io {
+                    path: runs,
+                    source: e,
+                })
+            }
+        };
+        let mut out = Vec::new();
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') {
+                continue;
+            }
+            if let Ok(run) = Run::load(&e.path()) {
+                out.push(run);
+            }
+        }
+        out.sort_by(|a, b| {
+            b.meta
+                .created_ns
+                .cmp(&a.meta.created_ns)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(out)
+    }
+
+    /// Finds a run by full id, unique id prefix, `@` (newest), `@N` (the
+    /// Nth newest) or name (the newest run with that name).
+    pub fn resolve(&self, spec: &str) -> Result<Run, StoreError> {
+        let spec = spec.trim();
+        if spec.is_empty() {
+            return Err(StoreError::NotFound(spec.to_string()));
+        }
+        if let Some(n) = spec.strip_prefix('@') {
+            let n: usize = if n.is_empty() {
+                1
+            } else {
+                n.parse()
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| StoreError::NotFound(spec.to_string()))?
+            };
+            let runs = self.list()?;
+            if runs.is_empty() {
+                return Err(StoreError::NoRuns(self.runs_dir()));
+            }
+            let have = runs.len();
+            return runs
+                .into_iter()
+                .nth(n - 1)
+                .ok_or(StoreError::TooFewRuns { n, have });
+        }
+        let is_id_like = spec.bytes().all(|b| b.is_ascii_hexdigit()) && spec.len() <= 16;
+        if is_id_like && spec.len() == 16 {
+            let dir = self.runs_dir().join(spec);
+            if dir.is_dir() {
+                return Run::load(&dir);
+            }
+        }
+        let runs = self.list()?;
+        let mut ambiguous = None;
+        if is_id_like {
+            let lower = spec.to_ascii_lowercase();
+            let matches: Vec<&Run> = runs.iter().filter(|r| r.id.starts_with(&lower)).collect();
+            match matches.len() {
+                0 => {}
+                1 => return Ok(matches[0].clone()),
+                _ => {
+                    ambiguous = Some(StoreError::Ambiguous {
+                        spec: spec.to_string(),
+                        candidates: matches.iter().map(|r| r.id.clone()).collect(),
+                    })
+                }
+            }
+        }
+        // Runs are newest first: the first with the name is the newest.
+        if let Some(r) = runs.iter().find(|r| r.meta.name == spec) {
+            return Ok(r.clone());
+        }
+        Err(ambiguous.unwrap_or_else(|| StoreError::NotFound(spec.to_string())))
+    }
+
+    /// Writes a built-in example's bytes to `examples/<blake3>-<name>`
+    /// (once; the name is content-addressed) with mode 0755, and returns
+    /// its path.
+    pub fn example_file(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, StoreError> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.home.join("examples");
+        let unwritable = |source| StoreError::Unwritable {
+            path: self.home.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(unwritable)?;
+        let safe: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let hash = blake3::hash(bytes).to_hex();
+        let path = dir.join(format!("{}-{safe}", &hash[..32]));
+        let io = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        let fresh = std::fs::read(&path).map(|b| b == bytes).unwrap_or(false);
+        if !fresh {
+            let tmp = dir.join(format!(
+                ".tmp-{}-{safe}-{}",
+                &hash[..16],
+                std::process::id()
+            ));
+            std::fs::write(&tmp, bytes).map_err(unwritable)?;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
+            std::fs::rename(&tmp, &path).map_err(io)?;
+        } else {
+            // The mode is part of the image hash: keep it fixed.
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
+        }
+        Ok(path)
+    }
+}
+
+fn process_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 only checks for existence.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, StoreError> {
+    let bytes = std::fs::read(path).map_err(|e| StoreError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| StoreError::Json {
+        path: path.to_path_buf(),
+        source: e,
+    })
+}
+
+impl Run {
+    /// Reads the run in `dir` (its manifest and meta).
+    pub fn load(dir: &Path) -> Result<Run, StoreError> {
+        let manifest: Manifest = read_json(&dir.join("manifest.json"))?;
+        let meta: Meta = read_json(&dir.join("meta.json"))?;
+        let id = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(Run {
+            id,
+            dir: dir.to_path_buf(),
+            manifest,
+            meta,
+        })
+    }
+
+    pub fn events_path(&self) -> PathBuf {
+        self.dir.join("events")
+    }
+
+    /// The run's events.
+    pub fn trace(&self) -> Result<TraceReader, StoreError> {
+        Ok(TraceReader::open(&self.events_path())?)
+    }
+
+    /// The output bytes, stdout and stderr interleaved as written.
+    pub fn output(&self) -> Result<Vec<u8>, StoreError> {
+        let p = self.dir.join(output::OUTPUT_FILE);
+        std::fs::read(&p).map_err(|e| StoreError::Io { path: p, source: e })
+    }
+
+    /// The output split by descriptor, in write order.
+    pub fn output_chunks(&self) -> Result<Vec<OutputChunk>, StoreError> {
+        output::read_chunks(&self.dir)
+    }
+
+    /// The bytes the run had on standard input (empty if none), checked
+    /// against the manifest's hash.
+    pub fn stdin(&self) -> Result<Vec<u8>, StoreError> {
+        let p = self.dir.join("stdin.bin");
+        let bytes = match std::fs::read(&p) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(StoreError::Io { path: p, source: e }),
+        };
+        let hash = (!bytes.is_empty()).then(|| blake3::hash(&bytes).to_hex().to_string());
+        if hash != self.manifest.stdin {
+            return Err(StoreError::Corrupt {
+                path: p,
+                what: "standard input does not match the manifest's hash".into(),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// The run's inputs, to run it again. Fails when the image on the host
+    /// no longer hashes to what was recorded.
+    pub fn inputs(&self) -> Result<RunInputs, StoreError> {
+        let image = self.meta.image.to_image();
+        let now = image.hash()?;
+        if now != self.manifest.image {
+            return Err(StoreError::ImageChanged {
+                id: self.id.clone(),
+                recorded: self.manifest.image.clone(),
+                now,
+            });
+        }
+        Ok(RunInputs {
+            manifest: self.manifest.clone(),
+            image,
+            stdin: self.stdin()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

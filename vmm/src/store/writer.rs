@@ -1,0 +1,280 @@
+//! Writing one run: a temporary directory inside `runs/`, filled while the
+//! machine runs, renamed to `runs/<id>` only when everything is written.
+
+use super::meta::{ImageLocation, Meta};
+use super::output::OutputWriter;
+use super::{pending, Run, Store, StoreError};
+use crate::image::Image;
+use crate::record::trace::TraceWriter;
+use crate::record::{Event, Manifest, Recorder};
+use crate::session::Outcome;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What the store needs to know about a run besides its manifest and outcome.
+#[derive(Debug, Clone)]
+pub struct RunDetails {
+    pub name: String,
+    pub image: Image,
+    pub timeout: Option<Duration>,
+}
+
+/// A [`Recorder`] that writes a run into the store: events to the trace,
+/// output to the output file (and, when echo is on, live to the host's
+/// stdout and stderr). Dropped without [`StoreRecorder::finish`], it removes
+/// everything it wrote.
+pub struct StoreRecorder {
+    runs: PathBuf,
+    id: String,
+    manifest: Manifest,
+    tmp: PathBuf,
+    trace: Option<TraceWriter>,
+    output: Option<OutputWriter>,
+    echo: bool,
+    /// The first error met while recording; `finish` returns it.
+    error: Option<StoreError>,
+    started: SystemTime,
+    finished: bool,
+    last_byte: Option<u8>,
+}
+
+impl Store {
+    /// Starts writing a run: checks that the store is writable and creates
+    /// the run's temporary directory with its manifest and standard input.
+    pub fn begin(&self, manifest: &Manifest, stdin: &[u8]) -> Result<StoreRecorder, StoreError> {
+        let runs = self.prepare()?;
+        self.clean_stale();
+        let id = manifest.id();
+        let tmp = runs.join(format!(".tmp-{id}-{}", std::process::id()));
+        if tmp.exists() {
+            // Left by an earlier attempt of this very process.
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        pending::register(&tmp);
+        let mut rec = StoreRecorder {
+            runs,
+            id,
+            manifest: manifest.clone(),
+            tmp: tmp.clone(),
+            trace: None,
+            output: None,
+            echo: false,
+            error: None,
+            started: SystemTime::now(),
+            finished: false,
+            last_byte: None,
+        };
+        std::fs::create_dir(&tmp).map_err(|e| StoreError::Unwritable {
+            path: tmp.clone(),
+            source: e,
+        })?;
+        let json = serde_json::to_vec_pretty(manifest).expect("a manifest serializes");
+        write_file(&tmp.join("manifest.json"), &json)?;
+        if !stdin.is_empty() {
+            write_file(&tmp.join("stdin.bin"), stdin)?;
+        }
+        rec.trace = Some(TraceWriter::create(&tmp.join("events"))?);
+        rec.output = Some(OutputWriter::create(&tmp)?);
+        Ok(rec)
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    std::fs::write(path, bytes).map_err(|e| StoreError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })
+}
+
+impl StoreRecorder {
+    /// The id the run will have.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The temporary directory being written.
+    pub fn temp_dir(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// Whether the guest's output is also written live to the host's
+    /// stdout (fd 1) and stderr (fd 2).
+    pub fn set_echo(&mut self, echo: bool) {
+        self.echo = echo;
+    }
+
+    /// Whether the guest's output so far is empty or ends with a newline
+    /// (so a line the host prints next starts on its own line).
+    pub fn output_ends_line(&self) -> bool {
+        matches!(self.last_byte, None | Some(b'\n'))
+    }
+
+    fn fail(&mut self, e: StoreError) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    /// Finishes the run: writes the last events, the output index and
+    /// `meta.json`, then moves the directory to `runs/<id>`, replacing a run
+    /// with the same id.
+    pub fn finish(mut self, outcome: &Outcome, details: &RunDetails) -> Result<Run, StoreError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let events = match self.trace.take() {
+            Some(t) => t.finish()?.1,
+            None => 0,
+        };
+        let output_bytes = match self.output.take() {
+            Some(o) => o.finish()?,
+            None => 0,
+        };
+        let since = self.started.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let meta = Meta {
+            id: self.id.clone(),
+            name: details.name.clone(),
+            created: since.as_secs(),
+            created_ns: since.as_nanos().min(u64::MAX as u128) as u64,
+            image: ImageLocation::from(&details.image),
+            status: outcome.status.to_string(),
+            exit: outcome.status,
+            exit_code: outcome.status.shell_code(),
+            steps: outcome.steps,
+            virtual_ns: outcome.virtual_ns,
+            wall_secs: outcome.wall.as_secs_f64(),
+            stuck: outcome.stuck.clone(),
+            events,
+            output_bytes,
+            timeout_secs: details.timeout.map(|t| t.as_secs_f64()),
+        };
+        let json = serde_json::to_vec_pretty(&meta).expect("meta serializes");
+        write_file(&self.tmp.join("meta.json"), &json)?;
+        let dest = self.runs.join(&self.id);
+        {
+            let mut pending = pending::lock();
+            install(&self.tmp, &dest, &self.runs, &self.id)?;
+            self.finished = true;
+            pending.retain(|p| p != &self.tmp);
+        }
+        Ok(Run {
+            id: self.id.clone(),
+            dir: dest,
+            manifest: self.manifest.clone(),
+            meta,
+        })
+    }
+}
+
+/// Moves `tmp` to `dest`. When `dest` exists, swaps them atomically where
+/// the file system can (renameat2 RENAME_EXCHANGE), else moves the old run
+/// aside first; then removes the old run.
+fn install(tmp: &Path, dest: &Path, runs: &Path, id: &str) -> Result<(), StoreError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| StoreError::Io { path, source }
+    };
+    for _ in 0..3 {
+        match std::fs::rename(tmp, dest) {
+            Ok(()) => return Ok(()),
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOTEMPTY)
+                    || e.raw_os_error() == Some(libc::EEXIST)
+                    || e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {}
+            Err(e) => return Err(io(dest)(e)),
+        }
+        // dest exists: exchange, then tmp holds the old run.
+        if exchange(tmp, dest).is_ok() {
+            let _ = std::fs::remove_dir_all(tmp);
+            return Ok(());
+        }
+        let aside = runs.join(format!(".old-{id}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&aside);
+        match std::fs::rename(dest, &aside) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io(dest)(e)),
+        }
+        match std::fs::rename(tmp, dest) {
+            Ok(()) => {
+                let _ = std::fs::remove_dir_all(&aside);
+                return Ok(());
+            }
+            Err(_) => continue,
+        }
+    }
+    Err(StoreError::Io {
+        path: dest.to_path_buf(),
+        source: std::io::Error::other("another process keeps replacing this run"),
+    })
+}
+
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let ca = std::ffi::CString::new(a.as_os_str().as_bytes())?;
+    let cb = std::ffi::CString::new(b.as_os_str().as_bytes())?;
+    // SAFETY: two valid NUL-terminated paths; renameat2 touches nothing else.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+impl Recorder for StoreRecorder {
+    fn event(&mut self, event: &Event) {
+        if let Some(t) = self.trace.as_mut() {
+            if let Err(e) = t.push(event) {
+                self.trace = None;
+                self.fail(e.into());
+            }
+        }
+    }
+
+    fn output(&mut self, fd: i32, bytes: &[u8]) {
+        if let Some(&b) = bytes.last() {
+            self.last_byte = Some(b);
+        }
+        if self.echo {
+            let ok = match fd {
+                2 => std::io::stderr().write_all(bytes).is_ok(),
+                _ => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(bytes).and_then(|_| out.flush()).is_ok()
+                }
+            };
+            if !ok {
+                // The host's terminal or pipe went away: keep recording.
+                self.echo = false;
+            }
+        }
+        if let Some(o) = self.output.as_mut() {
+            if let Err(e) = o.write(fd, bytes) {
+                self.output = None;
+                self.fail(e);
+            }
+        }
+    }
+}
+
+impl Drop for StoreRecorder {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.trace = None;
+            self.output = None;
+            let mut pending = pending::lock();
+            let _ = std::fs::remove_dir_all(&self.tmp);
+            pending.retain(|p| p != &self.tmp);
+        }
+    }
+}
