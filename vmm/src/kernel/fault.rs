@@ -1,0 +1,68 @@
+//! CPU exceptions from ring 3: demand paging, or a signal for the thread.
+
+use super::signal::*;
+use super::Kernel;
+use crate::kernel::mm::Fault;
+use crate::record::ExitStatus;
+
+const VEC_DIVIDE: u8 = 0;
+const VEC_DEBUG: u8 = 1;
+const VEC_BREAKPOINT: u8 = 3;
+const VEC_OVERFLOW: u8 = 4;
+const VEC_BOUND: u8 = 5;
+const VEC_INVALID_OPCODE: u8 = 6;
+const VEC_STACK: u8 = 12;
+const VEC_GENERAL_PROTECTION: u8 = 13;
+const VEC_PAGE_FAULT: u8 = 14;
+const VEC_X87: u8 = 16;
+const VEC_ALIGNMENT: u8 = 17;
+const VEC_SIMD: u8 = 19;
+
+const PF_PRESENT: u64 = 1;
+const PF_WRITE: u64 = 2;
+const PF_FETCH: u64 = 16;
+
+const FPE_INTDIV: i32 = 1;
+const FPE_FLTINV: i32 = 7;
+const ILL_ILLOPN: i32 = 2;
+const TRAP_BRKPT: i32 = 1;
+const TRAP_TRACE: i32 = 2;
+const BUS_ADRALN: i32 = 1;
+/// si_code of a signal the kernel sent (a #GP has no address).
+const SI_KERNEL: i32 = 0x80;
+
+impl Kernel<'_> {
+    pub(super) fn exception(&mut self, vector: u8, error_code: u64, cr2: u64) {
+        let rip = self.m.regs().rip;
+        let (signo, code, addr) = match vector {
+            VEC_PAGE_FAULT => {
+                let pid = self.cur_pid();
+                let p = self.procs.get_mut(&pid).unwrap();
+                let write = error_code & PF_WRITE != 0;
+                let exec = error_code & PF_FETCH != 0;
+                match p.mm.fault_in(&mut self.m.ram, cr2, write, exec) {
+                    Ok(_) => return,
+                    Err(Fault::Unmapped) if error_code & PF_PRESENT == 0 => {
+                        (SIGSEGV, SEGV_MAPERR, cr2)
+                    }
+                    Err(Fault::Unmapped) => (SIGSEGV, SEGV_ACCERR, cr2),
+                    Err(Fault::Denied) => (SIGSEGV, SEGV_ACCERR, cr2),
+                    Err(Fault::NoMemory) => {
+                        // Guest memory is exhausted: Linux's OOM killer.
+                        self.exit_process(pid, ExitStatus::Killed(SIGKILL));
+                        return;
+                    }
+                }
+            }
+            VEC_DIVIDE => (SIGFPE, FPE_INTDIV, rip),
+            VEC_X87 | VEC_SIMD => (SIGFPE, FPE_FLTINV, rip),
+            VEC_INVALID_OPCODE => (SIGILL, ILL_ILLOPN, rip),
+            VEC_BREAKPOINT => (SIGTRAP, TRAP_BRKPT, rip),
+            VEC_DEBUG => (SIGTRAP, TRAP_TRACE, rip),
+            VEC_ALIGNMENT => (SIGBUS, BUS_ADRALN, cr2),
+            VEC_STACK | VEC_GENERAL_PROTECTION | VEC_OVERFLOW | VEC_BOUND => (SIGSEGV, SI_KERNEL, 0),
+            _ => (SIGSEGV, SI_KERNEL, 0),
+        };
+        self.force_signal(SigInfo { signo, code, addr });
+    }
+}

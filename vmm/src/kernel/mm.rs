@@ -1,0 +1,496 @@
+//! Address spaces: mappings (VMAs), demand paging, brk, mmap, munmap,
+//! mprotect, mremap, madvise.
+
+use super::errno::*;
+use super::Kernel;
+use crate::machine::layout::{MMAP_TOP, MONITOR_END, PAGE_SIZE, USER_END};
+use crate::machine::memory::GuestRam;
+use crate::machine::{PageTables, Perm};
+use std::collections::BTreeMap;
+
+pub const PROT_READ: u64 = 1;
+pub const PROT_WRITE: u64 = 2;
+pub const PROT_EXEC: u64 = 4;
+pub const MAP_SHARED: u64 = 0x01;
+pub const MAP_PRIVATE: u64 = 0x02;
+pub const MAP_FIXED: u64 = 0x10;
+pub const MAP_ANONYMOUS: u64 = 0x20;
+pub const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
+pub const MREMAP_MAYMOVE: u64 = 1;
+pub const MREMAP_FIXED: u64 = 2;
+pub const MADV_DONTNEED: u64 = 4;
+
+pub fn page_down(a: u64) -> u64 {
+    a & !(PAGE_SIZE - 1)
+}
+
+pub fn page_up(a: u64) -> Option<u64> {
+    a.checked_add(PAGE_SIZE - 1).map(page_down)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prot {
+    pub read: bool,
+    pub write: bool,
+    pub exec: bool,
+}
+
+impl Prot {
+    pub fn from_bits(p: u64) -> Prot {
+        Prot {
+            read: p & PROT_READ != 0,
+            write: p & PROT_WRITE != 0,
+            exec: p & PROT_EXEC != 0,
+        }
+    }
+    pub const RW: Prot = Prot {
+        read: true,
+        write: true,
+        exec: false,
+    };
+    fn accessible(self) -> bool {
+        self.read || self.write || self.exec
+    }
+    fn perm(self) -> Perm {
+        Perm {
+            write: self.write,
+            exec: self.exec,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vma {
+    pub end: u64,
+    pub prot: Prot,
+    /// What a person calls it in a fault report (`[heap]`, `[stack]`, a path).
+    pub name: String,
+}
+
+/// Why an access to user memory failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// No mapping there (SEGV_MAPERR).
+    Unmapped,
+    /// A mapping that forbids this access (SEGV_ACCERR).
+    Denied,
+    /// Guest memory is exhausted.
+    NoMemory,
+}
+
+#[derive(Debug, Clone)]
+pub struct Mm {
+    pub pt: PageTables,
+    /// Keyed by start address.
+    vmas: BTreeMap<u64, Vma>,
+    pub brk_start: u64,
+    pub brk: u64,
+}
+
+impl Mm {
+    pub fn new(ram: &mut GuestRam) -> Option<Mm> {
+        Some(Mm {
+            pt: PageTables::new(ram)?,
+            vmas: BTreeMap::new(),
+            brk_start: 0,
+            brk: 0,
+        })
+    }
+
+    pub fn vma_at(&self, va: u64) -> Option<(u64, &Vma)> {
+        let (start, v) = self.vmas.range(..=va).next_back()?;
+        (va < v.end).then_some((*start, v))
+    }
+
+    pub fn vmas(&self) -> impl Iterator<Item = (u64, &Vma)> {
+        self.vmas.iter().map(|(s, v)| (*s, v))
+    }
+
+    /// Splits VMAs so that `a` is a boundary.
+    fn split_at(&mut self, a: u64) {
+        if let Some((start, v)) = self.vma_at(a).map(|(s, v)| (s, v.clone())) {
+            if start < a {
+                self.vmas.insert(a, v.clone());
+                self.vmas.get_mut(&start).unwrap().end = a;
+            }
+        }
+    }
+
+    /// Removes the mappings in `[start, end)`, freeing their frames. True
+    /// when a present page was unmapped (the TLB then needs a flush).
+    pub fn unmap_range(&mut self, ram: &mut GuestRam, start: u64, end: u64) -> bool {
+        self.split_at(start);
+        self.split_at(end);
+        let starts: Vec<u64> = self.vmas.range(start..end).map(|(s, _)| *s).collect();
+        let mut flushed = false;
+        for s in starts {
+            let v = self.vmas.remove(&s).unwrap();
+            for va in (s..v.end).step_by(PAGE_SIZE as usize) {
+                if let Some(frame) = self.pt.unmap(ram, va) {
+                    ram.free_frame(frame);
+                    flushed = true;
+                }
+            }
+        }
+        flushed
+    }
+
+    /// Adds a mapping over `[start, end)`, replacing what was there.
+    pub fn map_range(
+        &mut self,
+        ram: &mut GuestRam,
+        start: u64,
+        end: u64,
+        prot: Prot,
+        name: &str,
+    ) -> bool {
+        let flushed = self.unmap_range(ram, start, end);
+        self.vmas.insert(
+            start,
+            Vma {
+                end,
+                prot,
+                name: name.to_string(),
+            },
+        );
+        flushed
+    }
+
+    /// Changes protection over `[start, end)`; fails if any part is unmapped.
+    pub fn protect_range(
+        &mut self,
+        ram: &mut GuestRam,
+        start: u64,
+        end: u64,
+        prot: Prot,
+    ) -> SysResult<bool> {
+        if !self.covered(start, end) {
+            return Err(ENOMEM);
+        }
+        self.split_at(start);
+        self.split_at(end);
+        let mut flushed = false;
+        let starts: Vec<u64> = self.vmas.range(start..end).map(|(s, _)| *s).collect();
+        for s in starts {
+            let v = self.vmas.get_mut(&s).unwrap();
+            v.prot = prot;
+            let vend = v.end;
+            for va in (s..vend).step_by(PAGE_SIZE as usize) {
+                if self.pt.lookup(ram, va).is_some() {
+                    if prot.accessible() {
+                        self.pt.protect(ram, va, prot.perm());
+                    } else {
+                        self.pt.set_supervisor(ram, va);
+                    }
+                    flushed = true;
+                }
+            }
+        }
+        Ok(flushed)
+    }
+
+    /// Whether `[start, end)` is wholly mapped.
+    pub fn covered(&self, start: u64, end: u64) -> bool {
+        let mut a = start;
+        while a < end {
+            match self.vma_at(a) {
+                Some((_, v)) => a = v.end,
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// A free range of `len` bytes below the mmap top, highest first.
+    pub fn find_free(&self, len: u64) -> Option<u64> {
+        let mut top = MMAP_TOP;
+        for (start, v) in self.vmas.range(..MMAP_TOP).rev() {
+            if v.end <= top && top - v.end >= len {
+                return Some(top - len);
+            }
+            top = top.min(*start);
+        }
+        (top >= MONITOR_END + len).then(|| top - len)
+    }
+
+    /// Makes the page at `va` present for this access, as a page fault would.
+    pub fn fault_in(&mut self, ram: &mut GuestRam, va: u64, write: bool, exec: bool) -> Result<u64, Fault> {
+        let page = page_down(va);
+        let (_, v) = self.vma_at(va).ok_or(Fault::Unmapped)?;
+        let prot = v.prot;
+        if !prot.accessible() || (write && !prot.write) || (exec && !prot.exec) {
+            return Err(Fault::Denied);
+        }
+        if let Some((frame, _)) = self.pt.lookup(ram, page) {
+            // Present already: a stale TLB entry (after an upgrade), or a hidden page.
+            self.pt.protect(ram, page, prot.perm());
+            return Ok(frame);
+        }
+        let frame = ram.alloc_frame().ok_or(Fault::NoMemory)?;
+        if !self.pt.map(ram, page, frame, prot.perm()) {
+            ram.free_frame(frame);
+            return Err(Fault::NoMemory);
+        }
+        Ok(frame)
+    }
+
+    /// Frame for `va` for a monitor access, faulting it in if the mapping allows.
+    pub fn translate(&mut self, ram: &mut GuestRam, va: u64, write: bool) -> Result<u64, Fault> {
+        if va >= USER_END || va < MONITOR_END {
+            return Err(Fault::Unmapped);
+        }
+        let (_, v) = self.vma_at(va).ok_or(Fault::Unmapped)?;
+        if !v.prot.read && !v.prot.write || (write && !v.prot.write) {
+            return Err(Fault::Denied);
+        }
+        match self.pt.lookup(ram, page_down(va)) {
+            Some((frame, w)) if w || !write => Ok(frame + (va & (PAGE_SIZE - 1))),
+            _ => self
+                .fault_in(ram, va, write, false)
+                .map(|f| f + (va & (PAGE_SIZE - 1))),
+        }
+    }
+
+    /// Frees every frame of the address space, page tables included.
+    pub fn release(&mut self, ram: &mut GuestRam) {
+        self.unmap_range(ram, 0, USER_END);
+        self.pt.release(ram);
+    }
+}
+
+impl Kernel<'_> {
+    fn mm(&mut self) -> &mut Mm {
+        let pid = self.cur_pid();
+        &mut self.procs.get_mut(&pid).expect("current process").mm
+    }
+
+    pub(super) fn flush_if(&mut self, flushed: bool) -> SysResult<()> {
+        if flushed {
+            self.m.flush_tlb().map_err(|e| self.engine_failure(e))?;
+        }
+        Ok(())
+    }
+}
+
+pub fn sys_brk(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let want = a[0];
+    let pid = k.cur_pid();
+    let p = k.procs.get_mut(&pid).unwrap();
+    let mm = &mut p.mm;
+    if want < mm.brk_start {
+        return Ok(mm.brk);
+    }
+    let old_end = page_up(mm.brk).unwrap();
+    let new_end = page_up(want).ok_or(ENOMEM)?;
+    if new_end > old_end {
+        if !free_range(mm, old_end, new_end) {
+            return Ok(mm.brk);
+        }
+        let f = mm.map_range(&mut k.m.ram, old_end, new_end, Prot::RW, "[heap]");
+        debug_assert!(!f);
+    } else if new_end < old_end {
+        let f = mm.unmap_range(&mut k.m.ram, new_end, old_end);
+        mm.brk = want;
+        k.flush_if(f)?;
+        return Ok(want);
+    }
+    mm.brk = want;
+    Ok(want)
+}
+
+fn free_range(mm: &Mm, start: u64, end: u64) -> bool {
+    mm.vmas.range(..end).next_back().is_none_or(|(_, v)| v.end <= start)
+}
+
+pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2], a[3], a[4] as i32, a[5]);
+    if len == 0 || off & (PAGE_SIZE - 1) != 0 {
+        return Err(EINVAL);
+    }
+    let len = page_up(len).filter(|l| *l < USER_END).ok_or(ENOMEM)?;
+    let anon = flags & MAP_ANONYMOUS != 0;
+    if flags & (MAP_SHARED | MAP_PRIVATE) == 0 {
+        return Err(EINVAL);
+    }
+    let contents = if anon {
+        None
+    } else {
+        Some(super::fs::mmap_contents(k, fd, off, len)?)
+    };
+    let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
+    let mm = k.mm();
+    let start = if fixed {
+        if addr & (PAGE_SIZE - 1) != 0 || addr < MONITOR_END || addr.checked_add(len).is_none_or(|e| e > USER_END) {
+            return Err(EINVAL);
+        }
+        if flags & MAP_FIXED_NOREPLACE != 0 && !free_range(mm, addr, addr + len) {
+            return Err(EEXIST);
+        }
+        addr
+    } else if addr >= MONITOR_END
+        && addr & (PAGE_SIZE - 1) == 0
+        && addr.checked_add(len).is_some_and(|e| e <= MMAP_TOP)
+        && free_range(mm, addr, addr + len)
+    {
+        addr
+    } else {
+        mm.find_free(len).ok_or(ENOMEM)?
+    };
+    let name = if anon { "[anon]" } else { "[file]" };
+    let prot = Prot::from_bits(prot);
+    let f = {
+        let pid = k.cur_pid();
+        let p = k.procs.get_mut(&pid).unwrap();
+        p.mm.map_range(&mut k.m.ram, start, start + len, prot, name)
+    };
+    k.flush_if(f)?;
+    if let Some(bytes) = contents {
+        k.fill_pages(start, &bytes).map_err(|_| ENOMEM)?;
+    }
+    Ok(start)
+}
+
+impl Kernel<'_> {
+    /// Copies `bytes` into fresh pages at `start`, ignoring page protection
+    /// (used for file contents: ELF segments, file mappings).
+    pub(super) fn fill_pages(&mut self, start: u64, bytes: &[u8]) -> Result<(), Fault> {
+        let pid = self.cur_pid();
+        let p = self.procs.get_mut(&pid).unwrap();
+        for (i, chunk) in bytes.chunks(PAGE_SIZE as usize).enumerate() {
+            let va = start + i as u64 * PAGE_SIZE;
+            let frame = match p.mm.pt.lookup(&mut self.m.ram, va) {
+                Some((f, _)) => f,
+                None => {
+                    let f = self.m.ram.alloc_frame().ok_or(Fault::NoMemory)?;
+                    let prot = p.mm.vma_at(va).map(|(_, v)| v.prot).ok_or(Fault::Unmapped)?;
+                    if !p.mm.pt.map(&mut self.m.ram, va, f, prot.perm()) {
+                        return Err(Fault::NoMemory);
+                    }
+                    if !prot.accessible() {
+                        p.mm.pt.set_supervisor(&mut self.m.ram, va);
+                    }
+                    f
+                }
+            };
+            self.m.ram.write(frame, chunk);
+        }
+        Ok(())
+    }
+}
+
+pub fn sys_munmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (addr, len) = (a[0], a[1]);
+    if addr & (PAGE_SIZE - 1) != 0 || len == 0 {
+        return Err(EINVAL);
+    }
+    let end = page_up(len).and_then(|l| addr.checked_add(l)).ok_or(EINVAL)?;
+    if end > USER_END {
+        return Err(EINVAL);
+    }
+    let pid = k.cur_pid();
+    let p = k.procs.get_mut(&pid).unwrap();
+    let f = p.mm.unmap_range(&mut k.m.ram, addr.max(MONITOR_END), end);
+    k.flush_if(f)?;
+    Ok(0)
+}
+
+pub fn sys_mprotect(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (addr, len, prot) = (a[0], a[1], a[2]);
+    if addr & (PAGE_SIZE - 1) != 0 {
+        return Err(EINVAL);
+    }
+    let end = page_up(len).and_then(|l| addr.checked_add(l)).ok_or(ENOMEM)?;
+    if end > USER_END || addr < MONITOR_END {
+        return Err(ENOMEM);
+    }
+    if len == 0 {
+        return Ok(0);
+    }
+    let pid = k.cur_pid();
+    let p = k.procs.get_mut(&pid).unwrap();
+    let f = p.mm.protect_range(&mut k.m.ram, addr, end, Prot::from_bits(prot))?;
+    k.flush_if(f)?;
+    Ok(0)
+}
+
+pub fn sys_madvise(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (addr, len, advice) = (a[0], a[1], a[2]);
+    if addr & (PAGE_SIZE - 1) != 0 {
+        return Err(EINVAL);
+    }
+    let end = page_up(len).and_then(|l| addr.checked_add(l)).ok_or(EINVAL)?;
+    if advice == MADV_DONTNEED {
+        let pid = k.cur_pid();
+        let p = k.procs.get_mut(&pid).unwrap();
+        if !p.mm.covered(addr, end) {
+            return Err(ENOMEM);
+        }
+        let mut flushed = false;
+        for va in (addr..end).step_by(PAGE_SIZE as usize) {
+            if let Some(f) = p.mm.pt.unmap(&mut k.m.ram, va) {
+                k.m.ram.free_frame(f);
+                flushed = true;
+            }
+        }
+        k.flush_if(flushed)?;
+    }
+    Ok(0)
+}
+
+pub fn sys_mremap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (old, old_len, new_len, flags, new_addr) = (a[0], a[1], a[2], a[3], a[4]);
+    if old & (PAGE_SIZE - 1) != 0 || new_len == 0 || flags & !(MREMAP_MAYMOVE | MREMAP_FIXED) != 0 {
+        return Err(EINVAL);
+    }
+    let old_len = page_up(old_len).ok_or(EINVAL)?;
+    let new_len = page_up(new_len).filter(|l| *l < USER_END).ok_or(ENOMEM)?;
+    let old_end = old.checked_add(old_len).filter(|e| *e <= USER_END).ok_or(EFAULT)?;
+    let pid = k.cur_pid();
+    let p = k.procs.get_mut(&pid).unwrap();
+    let (_, v) = p.mm.vma_at(old).ok_or(EFAULT)?;
+    if old_end > v.end && !p.mm.covered(old, old_end) {
+        return Err(EFAULT);
+    }
+    let (prot, name) = (v.prot, v.name.clone());
+    if new_len <= old_len {
+        let f = p.mm.unmap_range(&mut k.m.ram, old + new_len, old_end);
+        k.flush_if(f)?;
+        return Ok(old);
+    }
+    if flags & MREMAP_FIXED == 0 && free_range(&p.mm, old_end, old + new_len) {
+        p.mm.map_range(&mut k.m.ram, old_end, old + new_len, prot, &name);
+        return Ok(old);
+    }
+    if flags & MREMAP_MAYMOVE == 0 {
+        return Err(ENOMEM);
+    }
+    let dest = if flags & MREMAP_FIXED != 0 {
+        if new_addr & (PAGE_SIZE - 1) != 0 || new_addr < MONITOR_END || new_addr.checked_add(new_len).is_none_or(|e| e > USER_END) {
+            return Err(EINVAL);
+        }
+        p.mm.unmap_range(&mut k.m.ram, new_addr, new_addr + new_len);
+        new_addr
+    } else {
+        p.mm.find_free(new_len).ok_or(ENOMEM)?
+    };
+    p.mm.vmas.insert(
+        dest,
+        Vma {
+            end: dest + new_len,
+            prot,
+            name,
+        },
+    );
+    // Move the frames, not the bytes.
+    for off in (0..old_len).step_by(PAGE_SIZE as usize) {
+        if let Some(frame) = p.mm.pt.unmap(&mut k.m.ram, old + off) {
+            p.mm.pt.map(&mut k.m.ram, dest + off, frame, prot.perm());
+            if !prot.accessible() {
+                p.mm.pt.set_supervisor(&mut k.m.ram, dest + off);
+            }
+        }
+    }
+    p.mm.unmap_range(&mut k.m.ram, old, old_end);
+    k.flush_if(true)?;
+    Ok(dest)
+}

@@ -1,0 +1,250 @@
+//! The kernel: a deterministic implementation of the Linux x86-64 ABI,
+//! served from the monitor. One module per family (`mm`, `fs`, `futex`,
+//! `signal`, `time`, `sched`, `thread`, `identity`); `syscalls` is the one
+//! table from call number to handler.
+
+pub mod elf;
+pub mod errno;
+pub mod fs;
+pub mod futex;
+pub mod identity;
+pub mod mm;
+pub mod render;
+pub mod sched;
+pub mod signal;
+pub mod stack;
+pub mod symbols;
+pub mod syscall_names;
+pub mod syscalls;
+pub mod fault;
+pub mod task;
+pub mod thread;
+pub mod time;
+pub mod uaccess;
+
+pub use signal::signal_name;
+
+use crate::machine::watchdog::Watchdog;
+use crate::machine::{Exit, Machine};
+use crate::record::{Event, EventKind, ExitStatus, Recorder};
+use crate::session::{Limits, Outcome, RunInputs};
+use crate::EngineError;
+use errno::Errno;
+use std::collections::BTreeMap;
+use std::time::Instant;
+use task::{Pid, Process, Thread, ThreadState, Tid};
+
+/// The first pid handed out; later ones count up from it.
+pub const FIRST_PID: Pid = 1000;
+
+/// A deterministic PRNG (SplitMix64): the guest's only source of randomness.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5265_7769_6e64_2121)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for c in buf.chunks_mut(8) {
+            let v = self.next_u64().to_le_bytes();
+            c.copy_from_slice(&v[..c.len()]);
+        }
+    }
+}
+
+pub struct Kernel<'r> {
+    pub m: Machine,
+    pub procs: BTreeMap<Pid, Process>,
+    pub threads: BTreeMap<Tid, Thread>,
+    pub sched: sched::Scheduler,
+    pub clock: time::Clock,
+    pub futexes: futex::Futexes,
+    pub rng: Rng,
+    pub step: u64,
+    pub inputs: RunInputs,
+    pub symbols: symbols::SymbolTable,
+    pub console: fs::Console,
+    next_id: u32,
+    /// Set when the run is over.
+    status: Option<ExitStatus>,
+    /// A failure of the monitor itself (not of the guest) ends the run with it.
+    failure: Option<EngineError>,
+    rec: &'r mut dyn Recorder,
+}
+
+impl<'r> Kernel<'r> {
+    /// Builds the machine and loads the program as the first process.
+    pub fn boot(inputs: &RunInputs, rec: &'r mut dyn Recorder) -> Result<Kernel<'r>, EngineError> {
+        let man = &inputs.manifest;
+        let elf_bytes = elf::read_program(&inputs.image, &man.program)?;
+        let m = Machine::new(man.mem)?;
+        let mut k = Kernel {
+            m,
+            procs: BTreeMap::new(),
+            threads: BTreeMap::new(),
+            sched: sched::Scheduler::new(FIRST_PID),
+            clock: time::Clock::new(man.epoch, man.quantum_ns),
+            futexes: futex::Futexes::default(),
+            rng: Rng::new(man.seed),
+            step: 0,
+            inputs: inputs.clone(),
+            symbols: symbols::SymbolTable::default(),
+            console: fs::Console::new(inputs.stdin.clone()),
+            next_id: FIRST_PID,
+            status: None,
+            failure: None,
+            rec,
+        };
+        k.spawn_init(&elf_bytes)?;
+        Ok(k)
+    }
+
+    pub fn alloc_id(&mut self) -> u32 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    pub fn cur_tid(&self) -> Tid {
+        self.sched.current
+    }
+
+    pub fn cur_pid(&self) -> Pid {
+        self.threads[&self.sched.current].pid
+    }
+
+    pub fn cur_thread(&mut self) -> &mut Thread {
+        self.threads.get_mut(&self.sched.current).expect("current thread")
+    }
+
+    pub fn cur_proc(&mut self) -> &mut Process {
+        let pid = self.cur_pid();
+        self.procs.get_mut(&pid).expect("current process")
+    }
+
+    /// Records an event of the current thread at this step.
+    pub fn emit(&mut self, kind: EventKind) {
+        let tid = self.cur_tid();
+        self.emit_for(tid, kind);
+    }
+
+    pub fn emit_for(&mut self, tid: Tid, kind: EventKind) {
+        let pid = self.threads.get(&tid).map_or(0, |t| t.pid);
+        self.rec_event(pid, tid, kind);
+    }
+
+    pub fn rec_event(&mut self, pid: Pid, tid: Tid, kind: EventKind) {
+        self.rec.event(&Event {
+            step: self.step,
+            pid,
+            tid,
+            kind,
+        });
+    }
+
+    pub fn output(&mut self, fd: i32, bytes: &[u8]) {
+        self.rec.output(fd, bytes);
+    }
+
+    /// Ends the run with this status (the first one wins).
+    pub fn finish(&mut self, status: ExitStatus) {
+        self.status.get_or_insert(status);
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.status.is_some()
+    }
+
+    /// Turns a monitor failure met inside a call into an ended run.
+    pub fn engine_failure(&mut self, e: EngineError) -> Errno {
+        self.failure.get_or_insert(e);
+        errno::EIO
+    }
+
+    /// Runs until the program ends, deadlocks or times out.
+    pub fn run(mut self, limits: &Limits) -> Result<Outcome, EngineError> {
+        let started = Instant::now();
+        let watchdog = Watchdog::start(limits.timeout);
+        let mut stuck = Vec::new();
+        while self.status.is_none() {
+            if let Some(e) = self.failure.take() {
+                return Err(e);
+            }
+            if watchdog.fired() {
+                stuck = self.where_threads_are();
+                self.finish(ExitStatus::TimedOut);
+                break;
+            }
+            match self.m.run()? {
+                Exit::Interrupted => continue,
+                Exit::Syscall => {
+                    self.tick();
+                    self.syscall();
+                }
+                Exit::Exception {
+                    vector,
+                    error_code,
+                    cr2,
+                } => {
+                    self.tick();
+                    self.exception(vector, error_code, cr2);
+                }
+            }
+            if self.status.is_some() {
+                break;
+            }
+            self.fire_timers();
+            self.deliver_signals();
+            if let Err(dead) = self.schedule() {
+                stuck = dead;
+                self.finish(ExitStatus::Deadlocked);
+            }
+        }
+        if let Some(e) = self.failure.take() {
+            return Err(e);
+        }
+        let status = self.status.expect("the loop ends with a status");
+        Ok(Outcome {
+            status,
+            steps: self.step,
+            virtual_ns: self.clock.elapsed_ns(),
+            wall: started.elapsed(),
+            stuck,
+        })
+    }
+
+    fn tick(&mut self) {
+        self.step += 1;
+        self.clock.tick();
+    }
+
+    /// One line per live thread: what it waits in, and where its code is.
+    pub fn where_threads_are(&mut self) -> Vec<String> {
+        let cur = self.cur_tid();
+        let cur_rip = self.m.regs().rip;
+        let tids: Vec<Tid> = self.threads.keys().copied().collect();
+        tids.into_iter()
+            .map(|tid| {
+                let t = self.threads[&tid].clone();
+                let rip = t.ctx.as_ref().map_or(cur_rip, |c| c.regs.rip);
+                let what = match (&t.state, t.pending_call) {
+                    (ThreadState::Blocked { .. }, Some(call)) => {
+                        format!("blocked in {}", render::call_text(self, tid, call))
+                    }
+                    (ThreadState::Blocked { wait, .. }, None) => format!("blocked in {wait:?}"),
+                    (ThreadState::Runnable, _) if tid == cur => "running".to_string(),
+                    (ThreadState::Runnable, _) => "runnable".to_string(),
+                };
+                format!("thread {}/{}: {what}, at {}", t.pid, tid, self.symbols.describe(rip))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,111 @@
+//! Calls rendered strace-style for events: `write(1, "job 27 done\n") = 12`.
+
+use super::syscalls::{self, Arg};
+use super::task::{PendingCall, Tid};
+use super::Kernel;
+
+/// Bytes of a buffer shown before the rest is elided.
+const SHOWN_BYTES: usize = 64;
+
+pub fn escape(bytes: &[u8]) -> String {
+    let mut s = String::from("\"");
+    for &b in bytes.iter().take(SHOWN_BYTES) {
+        match b {
+            b'\n' => s.push_str("\\n"),
+            b'\t' => s.push_str("\\t"),
+            b'\r' => s.push_str("\\r"),
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s.push('"');
+    if bytes.len() > SHOWN_BYTES {
+        s.push_str("...");
+    }
+    s
+}
+
+/// `name(args)` for a call of thread `tid` (memory read from the current
+/// address space, which every thread of a process shares). `ret` is known
+/// for buffers the call filled.
+pub fn call_text_with(k: &mut Kernel, _tid: Tid, call: PendingCall, ret: Option<i64>) -> String {
+    let Some(def) = syscalls::lookup(call.nr) else {
+        return format!("syscall_{}({:#x}, {:#x}, {:#x})", call.nr, call.args[0], call.args[1], call.args[2]);
+    };
+    let mut parts = Vec::new();
+    let mut i = 0;
+    for arg in def.args {
+        let v = call.args[i];
+        i += 1;
+        parts.push(match arg {
+            Arg::Int => (v as i64).to_string(),
+            Arg::Fd => (v as i32).to_string(),
+            Arg::Hex => format!("{v:#x}"),
+            Arg::Oct => format!("{v:#o}"),
+            Arg::Str => match k.read_cstr(v, super::uaccess::PATH_MAX) {
+                Ok(b) => escape(&b),
+                Err(_) => format!("{v:#x}"),
+            },
+            Arg::InBuf => {
+                let len = call.args[i] as usize;
+                i += 1;
+                match k.read_user(v, len.min(SHOWN_BYTES + 1)) {
+                    Ok(b) if len <= SHOWN_BYTES => escape(&b),
+                    Ok(b) => escape(&b) + &format!(" ({len} bytes)"),
+                    Err(_) => format!("{v:#x}"),
+                }
+            }
+            Arg::OutBuf => {
+                i += 1;
+                match ret {
+                    Some(n) if n >= 0 => match k.read_user(v, (n as usize).min(SHOWN_BYTES + 1)) {
+                        Ok(b) => escape(&b),
+                        Err(_) => format!("{v:#x}"),
+                    },
+                    _ => format!("{v:#x}"),
+                }
+            }
+            Arg::FutexOp => futex_op(v as u32),
+            Arg::Signal => super::signal_name(v as i32),
+        });
+    }
+    format!("{}({})", def.name, parts.join(", "))
+}
+
+pub fn call_text(k: &mut Kernel, tid: Tid, call: PendingCall) -> String {
+    call_text_with(k, tid, call, None)
+}
+
+pub fn with_result(text: &str, ret: i64) -> String {
+    if (-4095..0).contains(&ret) {
+        format!("{text} = -1 {}", super::errno::Errno(-ret as i32).name())
+    } else if ret > 0xffff {
+        format!("{text} = {ret:#x}")
+    } else {
+        format!("{text} = {ret}")
+    }
+}
+
+fn futex_op(op: u32) -> String {
+    use super::futex::*;
+    let cmd = match op & !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME) {
+        FUTEX_WAIT => "FUTEX_WAIT",
+        FUTEX_WAKE => "FUTEX_WAKE",
+        FUTEX_REQUEUE => "FUTEX_REQUEUE",
+        FUTEX_CMP_REQUEUE => "FUTEX_CMP_REQUEUE",
+        FUTEX_WAKE_OP => "FUTEX_WAKE_OP",
+        FUTEX_WAIT_BITSET => "FUTEX_WAIT_BITSET",
+        FUTEX_WAKE_BITSET => "FUTEX_WAKE_BITSET",
+        other => return format!("{other:#x}"),
+    };
+    let mut s = cmd.to_string();
+    if op & FUTEX_PRIVATE_FLAG != 0 {
+        s.push_str("_PRIVATE");
+    }
+    if op & FUTEX_CLOCK_REALTIME != 0 {
+        s.push_str("|FUTEX_CLOCK_REALTIME");
+    }
+    s
+}

@@ -1,0 +1,226 @@
+//! Scheduling: one thread on the CPU at a time.
+//!
+//! Policy (schedule 0): the running thread keeps the CPU until it blocks,
+//! exits or yields. The next thread is the front of a FIFO run queue; a
+//! thread that becomes runnable (created, woken, yielding) joins the back.
+//! When nothing is runnable, virtual time jumps to the earliest timer; when
+//! no timer is armed either, the run is deadlocked.
+
+use super::errno::*;
+use super::task::{Context, PendingCall, ThreadState, Tid, Wait};
+use super::Kernel;
+use crate::record::EventKind;
+use std::collections::{BTreeSet, VecDeque};
+
+#[derive(Debug, Clone)]
+pub struct Scheduler {
+    pub current: Tid,
+    pub runq: VecDeque<Tid>,
+    /// Armed timeouts: (deadline in virtual ns, thread).
+    pub timers: BTreeSet<(u64, Tid)>,
+    /// The current thread asked to give up the CPU (sched_yield).
+    pub yield_now: bool,
+}
+
+impl Scheduler {
+    pub fn new(first: Tid) -> Scheduler {
+        Scheduler {
+            current: first,
+            runq: VecDeque::new(),
+            timers: BTreeSet::new(),
+            yield_now: false,
+        }
+    }
+}
+
+/// What a blocking system call hands back to the dispatcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sys {
+    /// Done: this goes to rax.
+    Ret(u64),
+    /// The thread is blocked; its result comes when it is woken.
+    Blocked,
+    /// The call does not return to its caller (exit, rt_sigreturn): rax is as the handler left it.
+    NoReturn,
+}
+
+impl Kernel<'_> {
+    /// Blocks the current thread inside the call being served.
+    pub fn block(&mut self, wait: Wait, deadline: Option<u64>, call: PendingCall) -> Sys {
+        let tid = self.cur_tid();
+        let t = self.cur_thread();
+        t.state = ThreadState::Blocked { wait, deadline };
+        t.pending_call = Some(call);
+        if let Some(d) = deadline {
+            self.sched.timers.insert((d, tid));
+        }
+        Sys::Blocked
+    }
+
+    /// Ends a blocked thread's call with `result`, records it and makes the thread runnable.
+    pub fn wake(&mut self, tid: Tid, result: SysResult<u64>) {
+        let Some(t) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        if let ThreadState::Blocked {
+            deadline: Some(d), ..
+        } = t.state
+        {
+            self.sched.timers.remove(&(d, tid));
+        }
+        t.state = ThreadState::Runnable;
+        let call = t.pending_call.take();
+        let rax = match result {
+            Ok(v) => v,
+            Err(e) => (-(e.0 as i64)) as u64,
+        };
+        self.set_rax(tid, rax);
+        if let Some(call) = call {
+            let text = super::render::call_text(self, tid, call);
+            self.emit_for(
+                tid,
+                EventKind::Syscall {
+                    nr: call.nr,
+                    name: super::syscalls::name(call.nr).to_string(),
+                    text: super::render::with_result(&text, rax as i64),
+                    ret: rax as i64,
+                },
+            );
+        }
+        if tid != self.sched.current {
+            self.sched.runq.push_back(tid);
+        }
+    }
+
+    pub fn set_rax(&mut self, tid: Tid, v: u64) {
+        if tid == self.sched.current {
+            self.m.regs_mut().rax = v;
+        } else if let Some(ctx) = self.threads.get_mut(&tid).and_then(|t| t.ctx.as_mut()) {
+            ctx.regs.rax = v;
+        }
+    }
+
+    /// Wakes every thread whose timeout has passed, with ETIMEDOUT (or 0 for a sleep).
+    pub fn fire_timers(&mut self) {
+        while let Some(&(d, tid)) = self.sched.timers.first() {
+            if d > self.clock.now() {
+                break;
+            }
+            self.sched.timers.pop_first();
+            let r = match &self.threads.get(&tid).map(|t| &t.state) {
+                Some(ThreadState::Blocked {
+                    wait: Wait::Sleep, ..
+                }) => Ok(0),
+                Some(ThreadState::Blocked {
+                    wait: Wait::Futex { key, .. },
+                    ..
+                }) => {
+                    let key = *key;
+                    self.futexes.remove(key, tid);
+                    Err(ETIMEDOUT)
+                }
+                Some(ThreadState::Blocked {
+                    wait: Wait::Signal, ..
+                }) => Err(EAGAIN),
+                _ => continue,
+            };
+            self.wake(tid, r);
+        }
+    }
+
+    /// Puts the right thread on the CPU after a step. Err(lines) when deadlocked.
+    pub fn schedule(&mut self) -> Result<(), Vec<String>> {
+        let cur = self.sched.current;
+        let cur_alive = self.threads.contains_key(&cur);
+        let cur_runnable = cur_alive && self.threads[&cur].state == ThreadState::Runnable;
+        if cur_runnable && !std::mem::take(&mut self.sched.yield_now) {
+            return Ok(());
+        }
+        if cur_runnable {
+            self.sched.runq.push_back(cur);
+        }
+        let next = loop {
+            if let Some(n) = self.sched.runq.pop_front() {
+                if self.threads.get(&n).is_some_and(|t| t.state == ThreadState::Runnable) {
+                    break n;
+                }
+                continue;
+            }
+            match self.sched.timers.first() {
+                Some(&(d, _)) => {
+                    self.clock.advance_to(d);
+                    self.fire_timers();
+                }
+                None => return Err(self.where_threads_are()),
+            }
+        };
+        if next != cur {
+            if let Err(e) = self.switch(cur_alive.then_some(cur), next) {
+                self.engine_failure(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn switch(&mut self, from: Option<Tid>, to: Tid) -> Result<(), crate::EngineError> {
+        if let Some(from) = from {
+            let ctx = Context {
+                regs: self.m.regs(),
+                fs_base: self.m.fs_base(),
+                gs_base: self.m.gs_base(),
+                xstate: self.m.save_xstate()?,
+            };
+            self.threads.get_mut(&from).unwrap().ctx = Some(ctx);
+        }
+        let from_pid = from.and_then(|f| self.threads.get(&f)).map(|t| t.pid);
+        let t = self.threads.get_mut(&to).unwrap();
+        let ctx = t.ctx.take().expect("a thread off the CPU has a context");
+        let pid = t.pid;
+        *self.m.regs_mut() = ctx.regs;
+        self.m.set_segment_bases(ctx.fs_base, ctx.gs_base);
+        if let Some(x) = &ctx.xstate {
+            self.m.restore_xstate(x)?;
+        }
+        if from_pid != Some(pid) {
+            let pt = self.procs[&pid].mm.pt;
+            self.m.set_address_space(pt);
+        }
+        self.sched.current = to;
+        Ok(())
+    }
+}
+
+pub fn sys_sched_yield(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
+    k.sched.yield_now = true;
+    Ok(0)
+}
+
+/// Reports `--cores` CPUs.
+pub fn sys_sched_getaffinity(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (len, mask) = (a[1] as usize, a[2]);
+    let cores = k.inputs.manifest.cores.max(1) as usize;
+    let need = cores.div_ceil(64) * 8;
+    if len < need || len % 8 != 0 {
+        return Err(EINVAL);
+    }
+    let mut bytes = vec![0u8; need];
+    for c in 0..cores {
+        bytes[c / 8] |= 1 << (c % 8);
+    }
+    k.write_user(mask, &bytes)?;
+    Ok(need as u64)
+}
+
+pub fn sys_sched_setaffinity(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
+    Ok(0)
+}
+
+pub fn sys_getcpu(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    if a[0] != 0 {
+        k.write_u32(a[0], 0)?;
+    }
+    if a[1] != 0 {
+        k.write_u32(a[1], 0)?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,102 @@
+//! The initial stack: argc, argv, envp, auxv and the strings they point to,
+//! laid out as Linux's ELF loader does.
+
+use super::elf::Loaded;
+use super::errno::SysResult;
+use super::Kernel;
+use crate::machine::layout::STACK_TOP;
+
+const AT_NULL: u64 = 0;
+const AT_PHDR: u64 = 3;
+const AT_PHENT: u64 = 4;
+const AT_PHNUM: u64 = 5;
+const AT_PAGESZ: u64 = 6;
+const AT_BASE: u64 = 7;
+const AT_FLAGS: u64 = 8;
+const AT_ENTRY: u64 = 9;
+const AT_UID: u64 = 11;
+const AT_EUID: u64 = 12;
+const AT_GID: u64 = 13;
+const AT_EGID: u64 = 14;
+const AT_PLATFORM: u64 = 15;
+const AT_HWCAP: u64 = 16;
+const AT_CLKTCK: u64 = 17;
+const AT_SECURE: u64 = 23;
+const AT_RANDOM: u64 = 25;
+const AT_HWCAP2: u64 = 26;
+const AT_EXECFN: u64 = 31;
+const AT_MINSIGSTKSZ: u64 = 51;
+
+const ELF64_PHDR_SIZE: u64 = 56;
+const CLOCK_TICKS_PER_SEC: u64 = 100;
+const PLATFORM: &str = "x86_64";
+/// Bytes of AT_RANDOM.
+const RANDOM_BYTES: usize = 16;
+/// Smallest signal stack the guest should use (Linux reports about this with AVX-512).
+pub const MIN_SIGSTACK: u64 = 3632;
+
+/// CPUID leaf 1 EDX: what AT_HWCAP reports on x86.
+fn hwcap() -> u64 {
+    std::arch::x86_64::__cpuid(1).edx as u64
+}
+
+impl Kernel<'_> {
+    /// Writes the initial stack and returns the stack pointer.
+    pub(super) fn build_initial_stack(&mut self, l: &Loaded) -> SysResult<u64> {
+        let man = self.inputs.manifest.clone();
+        let mut sp = STACK_TOP;
+        let mut push_bytes = |k: &mut Kernel, b: &[u8]| -> SysResult<u64> {
+            sp -= b.len() as u64;
+            k.write_user(sp, b)?;
+            Ok(sp)
+        };
+        let mut random = [0u8; RANDOM_BYTES];
+        self.rng.fill(&mut random);
+        let execfn = push_bytes(self, &[man.program.as_bytes(), &[0]].concat())?;
+        let platform = push_bytes(self, &[PLATFORM.as_bytes(), &[0]].concat())?;
+        let random_at = push_bytes(self, &random)?;
+        let mut argv = Vec::new();
+        for a in &man.argv {
+            argv.push(push_bytes(self, &[a.as_bytes(), &[0]].concat())?);
+        }
+        let mut envp = Vec::new();
+        for e in &man.env {
+            envp.push(push_bytes(self, &[e.as_bytes(), &[0]].concat())?);
+        }
+        let auxv = [
+            (AT_PHDR, l.phdr),
+            (AT_PHENT, ELF64_PHDR_SIZE),
+            (AT_PHNUM, l.phnum),
+            (AT_PAGESZ, crate::machine::layout::PAGE_SIZE),
+            (AT_BASE, 0),
+            (AT_FLAGS, 0),
+            (AT_ENTRY, l.entry),
+            (AT_UID, 0),
+            (AT_EUID, 0),
+            (AT_GID, 0),
+            (AT_EGID, 0),
+            (AT_SECURE, 0),
+            (AT_HWCAP, hwcap()),
+            (AT_HWCAP2, 0),
+            (AT_CLKTCK, CLOCK_TICKS_PER_SEC),
+            (AT_PLATFORM, platform),
+            (AT_RANDOM, random_at),
+            (AT_EXECFN, execfn),
+            (AT_MINSIGSTKSZ, MIN_SIGSTACK),
+            (AT_NULL, 0),
+        ];
+        let mut words = vec![man.argv.len() as u64];
+        words.extend(&argv);
+        words.push(0);
+        words.extend(&envp);
+        words.push(0);
+        for (k, v) in auxv {
+            words.push(k);
+            words.push(v);
+        }
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let top = (sp - bytes.len() as u64) & !0xf;
+        self.write_user(top, &bytes)?;
+        Ok(top)
+    }
+}

@@ -1,0 +1,204 @@
+//! The one table from system call number to handler, and the dispatcher.
+//! A reader finds `futex` here, then in `futex.rs`.
+
+use super::errno::*;
+use super::sched::Sys;
+use super::task::PendingCall;
+use super::{fs, futex, identity, mm, render, sched, signal, thread, time, Kernel};
+use crate::record::EventKind;
+
+/// How an argument is shown in events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg {
+    Int,
+    Fd,
+    Hex,
+    Oct,
+    /// A NUL-terminated string (a path).
+    Str,
+    /// Bytes the guest hands in; the next argument is their length (not shown).
+    InBuf,
+    /// Bytes the call fills; the next argument is the room (not shown), the result the count.
+    OutBuf,
+    FutexOp,
+    Signal,
+}
+
+type Simple = fn(&mut Kernel, [u64; 6]) -> SysResult<u64>;
+type Blocking = fn(&mut Kernel, [u64; 6]) -> SysResult<Sys>;
+
+#[derive(Clone, Copy)]
+pub enum Handler {
+    Simple(Simple),
+    /// May block the thread, or not return to the caller.
+    Blocking(Blocking),
+}
+
+pub struct Def {
+    pub nr: u32,
+    pub name: &'static str,
+    pub handler: Handler,
+    pub args: &'static [Arg],
+    /// Recorded before it runs: it does not return (exit, rt_sigreturn).
+    pub noreturn: bool,
+}
+
+use Arg::*;
+use Handler::{Blocking as B, Simple as S};
+
+const fn def(nr: u32, name: &'static str, handler: Handler, args: &'static [Arg]) -> Def {
+    Def {
+        nr,
+        name,
+        handler,
+        args,
+        noreturn: false,
+    }
+}
+
+const fn noreturn(nr: u32, name: &'static str, handler: Handler, args: &'static [Arg]) -> Def {
+    Def {
+        nr,
+        name,
+        handler,
+        args,
+        noreturn: true,
+    }
+}
+
+/// Sorted by number.
+static TABLE: &[Def] = &[
+    def(0, "read", S(fs::sys_read), &[Fd, OutBuf]),
+    def(1, "write", S(fs::sys_write), &[Fd, InBuf]),
+    def(3, "close", S(fs::sys_close), &[Fd]),
+    def(9, "mmap", S(mm::sys_mmap), &[Hex, Int, Hex, Hex, Fd, Hex]),
+    def(10, "mprotect", S(mm::sys_mprotect), &[Hex, Int, Hex]),
+    def(11, "munmap", S(mm::sys_munmap), &[Hex, Int]),
+    def(12, "brk", S(mm::sys_brk), &[Hex]),
+    def(13, "rt_sigaction", S(signal::sys_rt_sigaction), &[Signal, Hex, Hex, Int]),
+    def(14, "rt_sigprocmask", S(signal::sys_rt_sigprocmask), &[Int, Hex, Hex, Int]),
+    def(16, "ioctl", S(fs::sys_ioctl), &[Fd, Hex, Hex]),
+    def(20, "writev", S(fs::sys_writev), &[Fd, Hex, Int]),
+    def(24, "sched_yield", S(sched::sys_sched_yield), &[]),
+    def(25, "mremap", S(mm::sys_mremap), &[Hex, Int, Int, Hex, Hex]),
+    def(28, "madvise", S(mm::sys_madvise), &[Hex, Int, Int]),
+    def(35, "nanosleep", B(time::sys_nanosleep), &[Hex, Hex]),
+    def(39, "getpid", S(identity::sys_getpid), &[]),
+    def(56, "clone", S(thread::sys_clone), &[Hex, Hex, Hex, Hex, Hex]),
+    noreturn(60, "exit", B(thread::sys_exit), &[Int]),
+    def(63, "uname", S(identity::sys_uname), &[Hex]),
+    def(95, "umask", S(identity::sys_umask), &[Oct]),
+    def(96, "gettimeofday", S(time::sys_gettimeofday), &[Hex, Hex]),
+    def(97, "getrlimit", S(identity::sys_getrlimit), &[Int, Hex]),
+    def(98, "getrusage", S(identity::sys_getrusage), &[Int, Hex]),
+    def(99, "sysinfo", S(identity::sys_sysinfo), &[Hex]),
+    def(102, "getuid", S(identity::sys_getid_root), &[]),
+    def(104, "getgid", S(identity::sys_getid_root), &[]),
+    def(105, "setuid", S(identity::sys_set_ids), &[Int]),
+    def(106, "setgid", S(identity::sys_set_ids), &[Int]),
+    def(107, "geteuid", S(identity::sys_getid_root), &[]),
+    def(108, "getegid", S(identity::sys_getid_root), &[]),
+    def(109, "setpgid", S(identity::sys_set_ids), &[Int, Int]),
+    def(110, "getppid", S(identity::sys_getppid), &[]),
+    def(111, "getpgrp", S(identity::sys_getpid), &[]),
+    def(112, "setsid", S(identity::sys_setsid), &[]),
+    def(115, "getgroups", S(identity::sys_getgroups), &[Int, Hex]),
+    def(118, "getresuid", S(identity::sys_getres_ids), &[Hex, Hex, Hex]),
+    def(120, "getresgid", S(identity::sys_getres_ids), &[Hex, Hex, Hex]),
+    def(121, "getpgid", S(identity::sys_getpid), &[Int]),
+    def(124, "getsid", S(identity::sys_getpid), &[Int]),
+    def(157, "prctl", S(identity::sys_prctl), &[Int, Hex, Hex, Hex, Hex]),
+    def(158, "arch_prctl", S(thread::sys_arch_prctl), &[Hex, Hex]),
+    def(160, "setrlimit", S(identity::sys_setrlimit), &[Int, Hex]),
+    def(186, "gettid", S(identity::sys_gettid), &[]),
+    def(201, "time", S(time::sys_time), &[Hex]),
+    def(202, "futex", B(futex::sys_futex), &[Hex, FutexOp, Int, Hex, Hex, Hex]),
+    def(203, "sched_setaffinity", S(sched::sys_sched_setaffinity), &[Int, Int, Hex]),
+    def(204, "sched_getaffinity", S(sched::sys_sched_getaffinity), &[Int, Int, Hex]),
+    def(218, "set_tid_address", S(thread::sys_set_tid_address), &[Hex]),
+    def(228, "clock_gettime", S(time::sys_clock_gettime), &[Int, Hex]),
+    def(229, "clock_getres", S(time::sys_clock_getres), &[Int, Hex]),
+    def(230, "clock_nanosleep", B(time::sys_clock_nanosleep), &[Int, Int, Hex, Hex]),
+    noreturn(231, "exit_group", B(thread::sys_exit_group), &[Int]),
+    def(273, "set_robust_list", S(thread::sys_set_robust_list), &[Hex, Int]),
+    def(274, "get_robust_list", S(thread::sys_get_robust_list), &[Int, Hex, Hex]),
+    def(302, "prlimit64", S(identity::sys_prlimit64), &[Int, Int, Hex, Hex]),
+    def(309, "getcpu", S(sched::sys_getcpu), &[Hex, Hex, Hex]),
+    def(318, "getrandom", S(identity::sys_getrandom), &[Hex, Int, Hex]),
+    def(435, "clone3", S(thread::sys_clone3), &[Hex, Int]),
+];
+
+pub fn lookup(nr: u32) -> Option<&'static Def> {
+    TABLE
+        .binary_search_by_key(&nr, |d| d.nr)
+        .ok()
+        .map(|i| &TABLE[i])
+}
+
+/// The call's Linux name, implemented or not.
+pub fn name(nr: u32) -> &'static str {
+    match super::syscall_names::NAMES.get(nr as usize) {
+        Some(n) if !n.is_empty() => n,
+        _ => "unknown",
+    }
+}
+
+/// Numbers of every implemented call (for tests that exercise them all).
+pub fn implemented() -> impl Iterator<Item = u32> {
+    TABLE.iter().map(|d| d.nr)
+}
+
+impl Kernel<'_> {
+    /// Serves the system call the current thread just made.
+    pub(super) fn syscall(&mut self) {
+        let r = self.m.regs();
+        let args = [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9];
+        let tid = self.cur_tid();
+        let nr = u32::try_from(r.rax).unwrap_or(u32::MAX);
+        let call = PendingCall { nr, args };
+        let Some(def) = lookup(nr) else {
+            let ret = -(ENOSYS.0 as i64);
+            self.m.regs_mut().rax = ret as u64;
+            let text = format!(
+                "{}({:#x}, {:#x}, {:#x}, ...)",
+                name(nr),
+                args[0],
+                args[1],
+                args[2]
+            );
+            self.emit(EventKind::Syscall {
+                nr,
+                name: name(nr).to_string(),
+                text: render::with_result(&text, ret),
+                ret,
+            });
+            return;
+        };
+        if def.noreturn {
+            let text = render::call_text(self, tid, call);
+            self.emit(EventKind::Syscall {
+                nr,
+                name: def.name.to_string(),
+                text,
+                ret: 0,
+            });
+        }
+        let result = match def.handler {
+            Handler::Simple(f) => f(self, args).map(Sys::Ret),
+            Handler::Blocking(f) => f(self, args),
+        };
+        let ret = match result {
+            Ok(Sys::Ret(v)) => v as i64,
+            Err(e) => -(e.0 as i64),
+            Ok(Sys::Blocked) | Ok(Sys::NoReturn) => return,
+        };
+        self.set_rax(tid, ret as u64);
+        let text = render::call_text_with(self, tid, call, Some(ret));
+        self.emit(EventKind::Syscall {
+            nr,
+            name: def.name.to_string(),
+            text: render::with_result(&text, ret),
+            ret,
+        });
+    }
+}

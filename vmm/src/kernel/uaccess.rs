@@ -1,0 +1,106 @@
+//! Reading and writing user memory on the guest's behalf. A bad pointer is
+//! EFAULT, never a panic; pages the mapping allows are faulted in, as
+//! Linux's copy_from_user does.
+
+use super::errno::*;
+use super::Kernel;
+use crate::machine::layout::PAGE_SIZE;
+
+/// Longest path the guest may pass (PATH_MAX).
+pub const PATH_MAX: usize = 4096;
+
+impl Kernel<'_> {
+    fn user_pages(
+        &mut self,
+        va: u64,
+        len: usize,
+        write: bool,
+        mut f: impl FnMut(&mut crate::machine::memory::GuestRam, u64, usize, usize),
+    ) -> SysResult<()> {
+        va.checked_add(len as u64).ok_or(EFAULT)?;
+        let pid = self.cur_pid();
+        let p = self.procs.get_mut(&pid).expect("current process");
+        let mut done = 0usize;
+        while done < len {
+            let a = va + done as u64;
+            let n = ((PAGE_SIZE - (a & (PAGE_SIZE - 1))) as usize).min(len - done);
+            let pa = p.mm.translate(&mut self.m.ram, a, write).map_err(|_| EFAULT)?;
+            f(&mut self.m.ram, pa, done, n);
+            done += n;
+        }
+        Ok(())
+    }
+
+    pub fn read_user(&mut self, va: u64, len: usize) -> SysResult<Vec<u8>> {
+        let mut out = vec![0u8; len];
+        self.user_pages(va, len, false, |ram, pa, off, n| {
+            out[off..off + n].copy_from_slice(ram.slice(pa, n))
+        })?;
+        Ok(out)
+    }
+
+    pub fn write_user(&mut self, va: u64, bytes: &[u8]) -> SysResult<()> {
+        self.user_pages(va, bytes.len(), true, |ram, pa, off, n| {
+            ram.write(pa, &bytes[off..off + n])
+        })
+    }
+
+    pub fn read_u32(&mut self, va: u64) -> SysResult<u32> {
+        Ok(u32::from_le_bytes(self.read_user(va, 4)?.try_into().unwrap()))
+    }
+
+    pub fn read_u64(&mut self, va: u64) -> SysResult<u64> {
+        Ok(u64::from_le_bytes(self.read_user(va, 8)?.try_into().unwrap()))
+    }
+
+    pub fn write_u32(&mut self, va: u64, v: u32) -> SysResult<()> {
+        self.write_user(va, &v.to_le_bytes())
+    }
+
+    pub fn write_u64(&mut self, va: u64, v: u64) -> SysResult<()> {
+        self.write_user(va, &v.to_le_bytes())
+    }
+
+    /// Reads a plain-old-data struct (`#[repr(C)]`, any bit pattern valid).
+    pub fn read_struct<T: Copy + Default>(&mut self, va: u64) -> SysResult<T> {
+        let bytes = self.read_user(va, std::mem::size_of::<T>())?;
+        let mut v = T::default();
+        // SAFETY: T is plain data of exactly this size; callers use it only for repr(C) structs of integers.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), &mut v as *mut T as *mut u8, bytes.len())
+        };
+        Ok(v)
+    }
+
+    pub fn write_struct<T: Copy>(&mut self, va: u64, v: &T) -> SysResult<()> {
+        // SAFETY: T is plain data; viewing it as bytes is sound for repr(C) integer structs.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>())
+        };
+        self.write_user(va, bytes)
+    }
+
+    /// A NUL-terminated string of at most `max` bytes (ENAMETOOLONG past it).
+    pub fn read_cstr(&mut self, va: u64, max: usize) -> SysResult<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut a = va;
+        loop {
+            let n = (PAGE_SIZE - (a & (PAGE_SIZE - 1))) as usize;
+            let chunk = self.read_user(a, n)?;
+            if let Some(z) = chunk.iter().position(|b| *b == 0) {
+                out.extend_from_slice(&chunk[..z]);
+                return Ok(out);
+            }
+            out.extend_from_slice(&chunk);
+            if out.len() > max {
+                return Err(ENAMETOOLONG);
+            }
+            a += n as u64;
+        }
+    }
+
+    pub fn read_path(&mut self, va: u64) -> SysResult<String> {
+        let b = self.read_cstr(va, PATH_MAX)?;
+        String::from_utf8(b).map_err(|_| EINVAL)
+    }
+}

@@ -1,0 +1,47 @@
+//! The guest's physical and virtual layout, named once.
+//!
+//! The low 2 MiB are the monitor's: identity mapped, supervisor-only except
+//! the syscall entry page, which PVM needs user-readable. Everything from
+//! [`USER_FRAMES_START`] up is a pool of 4 KiB frames the kernel hands out
+//! for user pages and page tables.
+
+/// Size of a page and of a frame.
+pub const PAGE_SIZE: u64 = 4096;
+/// `syscall` lands here (LSTAR): one `out SYSCALL_PORT, al`.
+pub const SYSCALL_ENTRY: u64 = 0x1000;
+/// Reloads CR3 (flushing the TLB) then `out TLB_FLUSH_PORT, al`: run by the
+/// monitor after it takes a permission away from a mapped page.
+pub const TLB_FLUSH_STUB: u64 = 0x1800;
+pub const TLB_FLUSH_PORT: u16 = 0x21;
+/// Exception vector `v` lands at `IDT_STUBS + v * IDT_STUB_SIZE`: one `out`.
+pub const IDT_STUBS: u64 = 0x2000;
+pub const IDT_STUB_SIZE: u64 = 4;
+/// Top of the ring-0 stack (TSS.RSP0): the CPU pushes exception frames here.
+pub const RING0_STACK_TOP: u64 = 0x8000;
+/// The one page table for 0..2 MiB, shared by every address space.
+pub const LOW_PAGE_TABLE: u64 = 0x13000;
+pub const GDT: u64 = 0x20000;
+pub const IDT: u64 = 0x21000;
+pub const TSS: u64 = 0x30000;
+/// End of the monitor's identity-mapped region; user mappings start above.
+pub const MONITOR_END: u64 = 0x20_0000;
+/// First frame of the pool for user pages and page tables.
+pub const USER_FRAMES_START: u64 = MONITOR_END;
+
+/// Number of exception vectors with a stub.
+pub const EXCEPTION_VECTORS: u64 = 32;
+/// I/O port the syscall stub writes to.
+pub const SYSCALL_PORT: u16 = 0x20;
+/// I/O port of exception vector 0; vector `v` writes to `EXCEPTION_PORT_BASE + v`.
+pub const EXCEPTION_PORT_BASE: u16 = 0x80;
+
+/// Highest user address plus one (47-bit canonical lower half).
+pub const USER_END: u64 = 0x7fff_ffff_f000;
+/// Top of the initial stack.
+pub const STACK_TOP: u64 = 0x7fff_ffff_e000;
+/// Room reserved for the main thread's stack (grows on demand within it).
+pub const STACK_MAX: u64 = 8 << 20;
+/// Top of the mmap area, which grows down from here.
+pub const MMAP_TOP: u64 = 0x7fff_f7ff_f000;
+/// Where a position-independent executable is loaded (Linux's ELF_ET_DYN_BASE).
+pub const PIE_BASE: u64 = 0x5555_5555_4000;

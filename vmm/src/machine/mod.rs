@@ -1,0 +1,248 @@
+//! The machine: KVM, guest memory and the one vCPU.
+//!
+//! Guest ring 0 holds only the trampoline; every syscall and exception comes
+//! back here as an [`Exit`], with the vCPU's registers already describing the
+//! user's ring-3 state (the exception frame unwound), so that the kernel
+//! resumes a thread by editing registers and calling [`Machine::run`] again.
+
+pub mod gdt;
+pub mod layout;
+pub mod memory;
+pub mod msr;
+pub mod paging;
+pub mod regs;
+pub mod trampoline;
+pub mod watchdog;
+pub mod xstate;
+
+use crate::EngineError;
+use kvm_bindings::{kvm_regs, kvm_userspace_memory_region, KVM_MEM_LOG_DIRTY_PAGES};
+use kvm_ioctls::{Kvm, SyncReg, VcpuExit, VcpuFd, VmFd};
+use layout::{EXCEPTION_PORT_BASE, EXCEPTION_VECTORS, SYSCALL_PORT, TLB_FLUSH_PORT};
+use memory::GuestRam;
+pub use paging::{PageTables, Perm};
+pub use xstate::ExtendedState;
+
+/// Why the guest stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// A `syscall`; `rax` holds the number, `rcx`/`r11` the return rip/rflags.
+    Syscall,
+    /// A CPU exception in ring 3.
+    Exception { vector: u8, error_code: u64, cr2: u64 },
+    /// The host asked the run to stop (timeout); the guest is mid-instruction stream.
+    Interrupted,
+}
+
+pub struct Machine {
+    _kvm: Kvm,
+    vm: VmFd,
+    vcpu: VcpuFd,
+    pub ram: GuestRam,
+    /// XCR0 when the CPU has XSAVE.
+    xcr0: Option<u64>,
+}
+
+impl Machine {
+    pub fn new(mem_size: u64) -> Result<Machine, EngineError> {
+        let kvm = Kvm::new().map_err(EngineError::KvmOpen)?;
+        let vm = kvm.create_vm().map_err(EngineError::kvm("KVM_CREATE_VM"))?;
+        let mut ram = GuestRam::new(mem_size)?;
+        let region = kvm_userspace_memory_region {
+            slot: 0,
+            flags: KVM_MEM_LOG_DIRTY_PAGES,
+            guest_phys_addr: 0,
+            memory_size: mem_size,
+            userspace_addr: ram.host_base(),
+        };
+        // SAFETY: the region is ram's mapping, which outlives the VM (both owned by Machine,
+        // and `vm` is dropped first as it is declared before `ram`).
+        unsafe { vm.set_user_memory_region(region) }
+            .map_err(EngineError::kvm("KVM_SET_USER_MEMORY_REGION"))?;
+        let mut vcpu = vm
+            .create_vcpu(0)
+            .map_err(EngineError::kvm("KVM_CREATE_VCPU"))?;
+        let xcr0 = xstate::set_cpuid(&kvm, &vcpu)?;
+
+        for (pa, bytes) in trampoline::code() {
+            ram.write(pa, &bytes);
+        }
+        for (i, e) in gdt::entries().iter().enumerate() {
+            ram.write_u64(gdt::GDT_BASE + i as u64 * 8, *e);
+        }
+        let (rsp0_at, rsp0) = gdt::tss_rsp0();
+        ram.write_u64(rsp0_at, rsp0);
+        paging::init_low_table(&mut ram);
+
+        vcpu.set_msrs(&msr::syscall_msrs())
+            .map_err(EngineError::kvm("KVM_SET_MSRS"))?;
+        let sregs = vcpu.get_sregs().map_err(EngineError::kvm("KVM_GET_SREGS"))?;
+        vcpu.set_sregs(&regs::initial_sregs(sregs, 0, xcr0.is_some()))
+            .map_err(EngineError::kvm("KVM_SET_SREGS"))?;
+        if let Some(x) = xcr0 {
+            xstate::set_xcr0(&vcpu, x)?;
+        }
+        vcpu.set_sync_valid_reg(SyncReg::Register);
+        vcpu.set_sync_valid_reg(SyncReg::SystemRegister);
+        let mut m = Machine {
+            _kvm: kvm,
+            vm,
+            vcpu,
+            ram,
+            xcr0,
+        };
+        // The sync register area is only filled by an exit; seed it from the ioctls once.
+        let r = m.vcpu.get_regs().map_err(EngineError::kvm("KVM_GET_REGS"))?;
+        let s = m.vcpu.get_sregs().map_err(EngineError::kvm("KVM_GET_SREGS"))?;
+        let sync = m.vcpu.sync_regs_mut();
+        sync.regs = r;
+        sync.sregs = s;
+        Ok(m)
+    }
+
+    pub fn has_xsave(&self) -> bool {
+        self.xcr0.is_some()
+    }
+
+    pub fn vm(&self) -> &VmFd {
+        &self.vm
+    }
+
+    /// The user's general registers, as of the last exit.
+    pub fn regs(&self) -> kvm_regs {
+        self.vcpu.sync_regs().regs
+    }
+
+    /// Edits the registers the guest resumes with.
+    pub fn regs_mut(&mut self) -> &mut kvm_regs {
+        self.vcpu.set_sync_dirty_reg(SyncReg::Register);
+        &mut self.vcpu.sync_regs_mut().regs
+    }
+
+    pub fn fs_base(&self) -> u64 {
+        self.vcpu.sync_regs().sregs.fs.base
+    }
+
+    pub fn gs_base(&self) -> u64 {
+        self.vcpu.sync_regs().sregs.gs.base
+    }
+
+    pub fn set_segment_bases(&mut self, fs: u64, gs: u64) {
+        self.vcpu.set_sync_dirty_reg(SyncReg::SystemRegister);
+        let s = &mut self.vcpu.sync_regs_mut().sregs;
+        s.fs.base = fs;
+        s.gs.base = gs;
+    }
+
+    pub fn set_address_space(&mut self, pt: PageTables) {
+        self.vcpu.set_sync_dirty_reg(SyncReg::SystemRegister);
+        self.vcpu.sync_regs_mut().sregs.cr3 = pt.pml4;
+    }
+
+    pub fn save_xstate(&self) -> Result<Option<ExtendedState>, EngineError> {
+        self.xcr0.map(|_| xstate::save(&self.vcpu)).transpose()
+    }
+
+    pub fn restore_xstate(&self, s: &ExtendedState) -> Result<(), EngineError> {
+        xstate::restore(&self.vcpu, s)
+    }
+
+    pub fn set_immediate_exit(&mut self, on: bool) {
+        self.vcpu.set_kvm_immediate_exit(on as u8);
+    }
+
+    /// Runs the guest until its next exit.
+    pub fn run(&mut self) -> Result<Exit, EngineError> {
+        let port = match self.vcpu.run() {
+            Ok(VcpuExit::IoOut(port, _)) => port,
+            Ok(other) => return Err(EngineError::UnexpectedExit(format!("{other:?}"))),
+            Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
+                return Ok(Exit::Interrupted)
+            }
+            Err(e) => return Err(EngineError::Kvm {
+                what: "KVM_RUN",
+                source: e,
+            }),
+        };
+        let exit = if port == SYSCALL_PORT {
+            let r = &mut self.vcpu.sync_regs_mut().regs;
+            r.rip = r.rcx;
+            r.rflags = r.r11;
+            Exit::Syscall
+        } else if (EXCEPTION_PORT_BASE..EXCEPTION_PORT_BASE + EXCEPTION_VECTORS as u16)
+            .contains(&port)
+        {
+            let vector = (port - EXCEPTION_PORT_BASE) as u8;
+            let sync = self.vcpu.sync_regs();
+            let mut frame = sync.regs.rsp;
+            let error_code = if trampoline::has_error_code(vector) {
+                frame += 8;
+                self.ram.read_u64(frame - 8)
+            } else {
+                0
+            };
+            let cr2 = sync.sregs.cr2;
+            let (rip, rflags, rsp) = (
+                self.ram.read_u64(frame),
+                self.ram.read_u64(frame + 16),
+                self.ram.read_u64(frame + 24),
+            );
+            let r = &mut self.vcpu.sync_regs_mut().regs;
+            r.rip = rip;
+            r.rflags = rflags;
+            r.rsp = rsp;
+            Exit::Exception {
+                vector,
+                error_code,
+                cr2,
+            }
+        } else {
+            return Err(EngineError::UnexpectedExit(format!("out to port {port:#x}")));
+        };
+        self.to_user_mode();
+        Ok(exit)
+    }
+
+    /// Sets CS and SS back to ring 3 for the next entry.
+    fn to_user_mode(&mut self) {
+        self.vcpu.set_sync_dirty_reg(SyncReg::Register);
+        self.vcpu.set_sync_dirty_reg(SyncReg::SystemRegister);
+        let s = &mut self.vcpu.sync_regs_mut().sregs;
+        s.cs = gdt::user_code();
+        s.ss = gdt::user_data();
+    }
+
+    /// Flushes the guest TLB (after a permission was taken away) by running
+    /// the ring-0 stub that reloads CR3. The user's registers are kept.
+    pub fn flush_tlb(&mut self) -> Result<(), EngineError> {
+        let saved = self.vcpu.sync_regs().regs;
+        {
+            self.vcpu.set_sync_dirty_reg(SyncReg::Register);
+            self.vcpu.set_sync_dirty_reg(SyncReg::SystemRegister);
+            let sync = self.vcpu.sync_regs_mut();
+            sync.regs.rip = layout::TLB_FLUSH_STUB;
+            sync.regs.rflags = regs::RFLAGS_DEFAULT;
+            sync.regs.rsp = layout::RING0_STACK_TOP;
+            sync.sregs.cs = gdt::kernel_code();
+            sync.sregs.ss = gdt::kernel_data();
+        }
+        loop {
+            match self.vcpu.run() {
+                Ok(VcpuExit::IoOut(TLB_FLUSH_PORT, _)) => break,
+                Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => continue,
+                Ok(other) => {
+                    return Err(EngineError::UnexpectedExit(format!("TLB flush: {other:?}")))
+                }
+                Err(source) => {
+                    return Err(EngineError::Kvm {
+                        what: "KVM_RUN (TLB flush)",
+                        source,
+                    })
+                }
+            }
+        }
+        *self.regs_mut() = saved;
+        self.to_user_mode();
+        Ok(())
+    }
+}

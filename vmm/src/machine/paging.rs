@@ -1,0 +1,154 @@
+//! Four-level page tables, built and edited by the monitor in guest memory.
+
+use super::layout::{LOW_PAGE_TABLE, MONITOR_END, PAGE_SIZE, SYSCALL_ENTRY};
+use super::memory::GuestRam;
+
+pub const PTE_PRESENT: u64 = 1;
+pub const PTE_WRITE: u64 = 1 << 1;
+pub const PTE_USER: u64 = 1 << 2;
+pub const PTE_NX: u64 = 1 << 63;
+const PTE_ADDR: u64 = 0x000f_ffff_ffff_f000;
+/// Flags of every non-leaf entry: the leaf decides.
+const TABLE_FLAGS: u64 = PTE_PRESENT | PTE_WRITE | PTE_USER;
+
+/// Page permissions of a user leaf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Perm {
+    pub write: bool,
+    pub exec: bool,
+}
+
+impl Perm {
+    fn bits(self) -> u64 {
+        PTE_PRESENT
+            | PTE_USER
+            | if self.write { PTE_WRITE } else { 0 }
+            | if self.exec { 0 } else { PTE_NX }
+    }
+}
+
+/// Writes the monitor's low page table, shared by every address space:
+/// 0..2 MiB identity mapped, supervisor only, but the syscall entry page.
+pub fn init_low_table(ram: &mut GuestRam) {
+    for pa in (0..MONITOR_END).step_by(PAGE_SIZE as usize) {
+        let flags = if pa == SYSCALL_ENTRY {
+            PTE_PRESENT | PTE_USER
+        } else {
+            PTE_PRESENT | PTE_WRITE
+        };
+        ram.write_u64(LOW_PAGE_TABLE + pa / PAGE_SIZE * 8, pa | flags);
+    }
+}
+
+fn index(va: u64, level: u32) -> u64 {
+    (va >> (12 + 9 * level)) & 511
+}
+
+/// One address space's page tables, rooted at `pml4`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageTables {
+    pub pml4: u64,
+}
+
+impl PageTables {
+    /// A new address space holding only the monitor's low region.
+    pub fn new(ram: &mut GuestRam) -> Option<PageTables> {
+        let pml4 = ram.alloc_frame()?;
+        let pt = PageTables { pml4 };
+        let pdpt = ram.alloc_frame()?;
+        let pd = ram.alloc_frame()?;
+        ram.write_u64(pml4, pdpt | TABLE_FLAGS);
+        ram.write_u64(pdpt, pd | TABLE_FLAGS);
+        ram.write_u64(pd, LOW_PAGE_TABLE | TABLE_FLAGS);
+        Some(pt)
+    }
+
+    /// The leaf entry's physical address for `va`, creating tables if asked.
+    fn leaf(&self, ram: &mut GuestRam, va: u64, create: bool) -> Option<u64> {
+        let mut table = self.pml4;
+        for level in (1..=3).rev() {
+            let entry_pa = table + index(va, level) * 8;
+            let entry = ram.read_u64(entry_pa);
+            if entry & PTE_PRESENT == 0 {
+                if !create {
+                    return None;
+                }
+                let t = ram.alloc_frame()?;
+                ram.write_u64(entry_pa, t | TABLE_FLAGS);
+                table = t;
+            } else {
+                table = entry & PTE_ADDR;
+            }
+        }
+        Some(table + index(va, 0) * 8)
+    }
+
+    /// The frame and whether it is writable, for a mapped user page.
+    pub fn lookup(&self, ram: &mut GuestRam, va: u64) -> Option<(u64, bool)> {
+        let leaf = self.leaf(ram, va, false)?;
+        let pte = ram.read_u64(leaf);
+        (pte & PTE_PRESENT != 0).then_some((pte & PTE_ADDR, pte & PTE_WRITE != 0))
+    }
+
+    /// Maps the page at `va` to `frame`. False when out of memory.
+    pub fn map(&self, ram: &mut GuestRam, va: u64, frame: u64, perm: Perm) -> bool {
+        match self.leaf(ram, va, true) {
+            Some(e) => {
+                ram.write_u64(e, frame | perm.bits());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Unmaps the page at `va`, returning its frame.
+    pub fn unmap(&self, ram: &mut GuestRam, va: u64) -> Option<u64> {
+        let e = self.leaf(ram, va, false)?;
+        let pte = ram.read_u64(e);
+        if pte & PTE_PRESENT == 0 {
+            return None;
+        }
+        ram.write_u64(e, 0);
+        Some(pte & PTE_ADDR)
+    }
+
+    /// Changes the permissions of a mapped page.
+    pub fn protect(&self, ram: &mut GuestRam, va: u64, perm: Perm) {
+        if let Some(e) = self.leaf(ram, va, false) {
+            let pte = ram.read_u64(e);
+            if pte & PTE_PRESENT != 0 {
+                ram.write_u64(e, (pte & PTE_ADDR) | perm.bits());
+            }
+        }
+    }
+
+    /// Keeps the page's frame but makes it inaccessible to ring 3 (PROT_NONE).
+    pub fn set_supervisor(&self, ram: &mut GuestRam, va: u64) {
+        if let Some(e) = self.leaf(ram, va, false) {
+            let pte = ram.read_u64(e);
+            if pte & PTE_PRESENT != 0 {
+                ram.write_u64(e, pte & !(PTE_USER | PTE_WRITE));
+            }
+        }
+    }
+
+    /// Frees the table frames (not the low table, which every space shares).
+    /// The leaves must already be unmapped.
+    pub fn release(&self, ram: &mut GuestRam) {
+        fn walk(ram: &mut GuestRam, table: u64, level: u32) {
+            if level == 0 {
+                return;
+            }
+            for i in 0..512 {
+                let e = ram.read_u64(table + i * 8);
+                let t = e & PTE_ADDR;
+                if e & PTE_PRESENT != 0 && t != LOW_PAGE_TABLE {
+                    walk(ram, t, level - 1);
+                    ram.free_frame(t);
+                }
+            }
+        }
+        walk(ram, self.pml4, 3);
+        ram.free_frame(self.pml4);
+    }
+}

@@ -1,0 +1,55 @@
+//! Guest ring 0: one `out` per entry. Ring-0 code is emulated on PVM, so the
+//! trampoline does nothing else; the monitor returns to ring 3 by writing
+//! registers.
+
+use super::gdt::KERNEL_CS;
+use super::layout::{
+    EXCEPTION_PORT_BASE, EXCEPTION_VECTORS, IDT, IDT_STUBS, IDT_STUB_SIZE, SYSCALL_ENTRY,
+    SYSCALL_PORT, TLB_FLUSH_PORT, TLB_FLUSH_STUB,
+};
+
+/// `out imm8, al`
+const OUT_IMM8_AL: u8 = 0xe6;
+/// `mov rax, cr3` and `mov cr3, rax`.
+const MOV_RAX_CR3: [u8; 3] = [0x0f, 0x20, 0xd8];
+const MOV_CR3_RAX: [u8; 3] = [0x0f, 0x22, 0xd8];
+/// Present, DPL 0, 64-bit interrupt gate.
+const INTERRUPT_GATE: u64 = 0x8e;
+/// Int3 (#BP) must be reachable from ring 3: a trap gate with DPL 3.
+const USER_TRAP_GATE: u64 = 0xef;
+pub const VECTOR_BREAKPOINT: u8 = 3;
+
+/// Bytes to write at guest physical addresses.
+pub fn code() -> Vec<(u64, Vec<u8>)> {
+    let mut out = vec![
+        (SYSCALL_ENTRY, vec![OUT_IMM8_AL, SYSCALL_PORT as u8]),
+        (
+            TLB_FLUSH_STUB,
+            [&MOV_RAX_CR3[..], &MOV_CR3_RAX, &[OUT_IMM8_AL, TLB_FLUSH_PORT as u8]].concat(),
+        ),
+    ];
+    let mut idt = Vec::with_capacity(EXCEPTION_VECTORS as usize * 16);
+    for v in 0..EXCEPTION_VECTORS {
+        let stub = IDT_STUBS + v * IDT_STUB_SIZE;
+        out.push((stub, vec![OUT_IMM8_AL, EXCEPTION_PORT_BASE as u8 + v as u8]));
+        let gate = if v == VECTOR_BREAKPOINT as u64 {
+            USER_TRAP_GATE
+        } else {
+            INTERRUPT_GATE
+        };
+        let lo = (stub & 0xffff)
+            | ((KERNEL_CS as u64) << 16)
+            | (gate << 40)
+            | ((stub >> 16 & 0xffff) << 48);
+        let hi = stub >> 32;
+        idt.extend_from_slice(&lo.to_le_bytes());
+        idt.extend_from_slice(&hi.to_le_bytes());
+    }
+    out.push((IDT, idt));
+    out
+}
+
+/// Vectors that push an error code (#DF, #TS, #NP, #SS, #GP, #PF, #AC, #CP, #VC, #SX).
+pub fn has_error_code(vector: u8) -> bool {
+    matches!(vector, 8 | 10..=14 | 17 | 21 | 29 | 30)
+}

@@ -1,0 +1,81 @@
+//! Stops a running vCPU from another thread when the wall-clock timeout
+//! passes: a signal interrupts KVM_RUN with EINTR.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Once};
+use std::time::{Duration, Instant};
+
+/// How often a fired watchdog re-sends its signal, in case the first one
+/// arrived between two KVM_RUNs.
+const RESEND: Duration = Duration::from_millis(5);
+
+fn signal() -> libc::c_int {
+    libc::SIGRTMIN() + 1
+}
+
+extern "C" fn ignore(_: libc::c_int) {}
+
+fn install_handler() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: installs a handler that does nothing; no SA_RESTART so KVM_RUN returns EINTR.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = ignore as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(signal(), &sa, std::ptr::null_mut());
+        }
+    });
+}
+
+pub struct Watchdog {
+    fired: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watchdog {
+    /// Watches the calling thread; `None` never fires.
+    pub fn start(timeout: Option<Duration>) -> Watchdog {
+        let fired = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicBool::new(false));
+        let thread = timeout.map(|t| {
+            install_handler();
+            // SAFETY: pthread_self is always safe.
+            let target = unsafe { libc::pthread_self() };
+            let (fired, done) = (fired.clone(), done.clone());
+            std::thread::spawn(move || {
+                let deadline = Instant::now() + t;
+                while !done.load(Ordering::Acquire) {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        fired.store(true, Ordering::Release);
+                        // SAFETY: the target thread outlives us: Drop joins before it returns.
+                        unsafe { libc::pthread_kill(target, signal()) };
+                        std::thread::sleep(RESEND);
+                    } else {
+                        std::thread::sleep((deadline - now).min(Duration::from_millis(20)));
+                    }
+                }
+            })
+        });
+        Watchdog {
+            fired,
+            done,
+            thread,
+        }
+    }
+
+    pub fn fired(&self) -> bool {
+        self.fired.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

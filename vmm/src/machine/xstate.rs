@@ -1,0 +1,72 @@
+//! CPUID and extended (XSAVE) state: AVX and AVX-512 registers of each thread.
+
+use crate::EngineError;
+use kvm_bindings::{kvm_xcrs, kvm_xsave, CpuId, KVM_MAX_CPUID_ENTRIES};
+use kvm_ioctls::{Kvm, VcpuFd};
+
+const CPUID_XSAVE_LEAF: u32 = 0xd;
+const CPUID_FEATURES_LEAF: u32 = 1;
+const CPUID_ECX_XSAVE: u32 = 1 << 26;
+/// x87 and SSE: always present.
+const XCR0_FALLBACK: u64 = 0x3;
+
+/// Sets CPUID (which must happen before the first KVM_RUN) and returns XCR0
+/// to enable: CPUID leaf 0xd's mask of supported state components.
+pub fn set_cpuid(kvm: &Kvm, vcpu: &VcpuFd) -> Result<Option<u64>, EngineError> {
+    let cpuid: CpuId = kvm
+        .get_supported_cpuid(KVM_MAX_CPUID_ENTRIES)
+        .map_err(EngineError::kvm("KVM_GET_SUPPORTED_CPUID"))?;
+    vcpu.set_cpuid2(&cpuid)
+        .map_err(EngineError::kvm("KVM_SET_CPUID2"))?;
+    let entries = cpuid.as_slice();
+    let has_xsave = entries
+        .iter()
+        .any(|e| e.function == CPUID_FEATURES_LEAF && e.ecx & CPUID_ECX_XSAVE != 0);
+    if !has_xsave {
+        return Ok(None);
+    }
+    let mask = entries
+        .iter()
+        .find(|e| e.function == CPUID_XSAVE_LEAF && e.index == 0)
+        .map(|e| (e.eax as u64) | ((e.edx as u64) << 32))
+        .unwrap_or(XCR0_FALLBACK);
+    Ok(Some(mask))
+}
+
+pub fn set_xcr0(vcpu: &VcpuFd, xcr0: u64) -> Result<(), EngineError> {
+    let mut x = kvm_xcrs {
+        nr_xcrs: 1,
+        ..Default::default()
+    };
+    x.xcrs[0].xcr = 0;
+    x.xcrs[0].value = xcr0;
+    vcpu.set_xcrs(&x).map_err(EngineError::kvm("KVM_SET_XCRS"))
+}
+
+/// A thread's extended state (x87, SSE, AVX, AVX-512).
+pub struct ExtendedState(pub Box<kvm_xsave>);
+
+impl Clone for ExtendedState {
+    fn clone(&self) -> Self {
+        ExtendedState(Box::new(kvm_xsave {
+            region: self.0.region,
+            extra: Default::default(),
+        }))
+    }
+}
+
+impl std::fmt::Debug for ExtendedState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ExtendedState")
+    }
+}
+
+pub fn save(vcpu: &VcpuFd) -> Result<ExtendedState, EngineError> {
+    let x = vcpu.get_xsave().map_err(EngineError::kvm("KVM_GET_XSAVE"))?;
+    Ok(ExtendedState(Box::new(x)))
+}
+
+pub fn restore(vcpu: &VcpuFd, state: &ExtendedState) -> Result<(), EngineError> {
+    // SAFETY: the buffer came from KVM_GET_XSAVE on this vCPU and is a full kvm_xsave.
+    unsafe { vcpu.set_xsave(&state.0) }.map_err(EngineError::kvm("KVM_SET_XSAVE"))
+}

@@ -1,0 +1,86 @@
+//! What a step did that a person cares about.
+
+use serde::{Deserialize, Serialize};
+
+/// One event of a run, addressed by the step at which it happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    pub step: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventKind {
+    /// A system call and its result, rendered strace-style at record time
+    /// (`write(1, "job 27 done\n") = 12`). Unimplemented calls are recorded
+    /// here too, with `ret == -ENOSYS`.
+    Syscall {
+        nr: u32,
+        name: String,
+        text: String,
+        ret: i64,
+    },
+    /// A thread began (the first thread of a process has `parent == 0`).
+    ThreadStart { parent: u32 },
+    /// A thread ended with `exit(code)`.
+    ThreadExit { code: i32 },
+    /// A signal was delivered to (or generated for) the thread.
+    Signal { signo: i32, code: i32, addr: u64 },
+    /// The process ended with this status.
+    ProcessExit { status: ExitStatus },
+}
+
+/// How a process or a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ExitStatus {
+    Exited(i32),
+    Killed(i32),
+    Deadlocked,
+    TimedOut,
+}
+
+impl ExitStatus {
+    /// The status a shell reports for it.
+    pub fn shell_code(self) -> i32 {
+        match self {
+            ExitStatus::Exited(c) => c & 0xff,
+            ExitStatus::Killed(s) => 128 + s,
+            ExitStatus::TimedOut => 124,
+            ExitStatus::Deadlocked => DEADLOCKED_EXIT_CODE,
+        }
+    }
+}
+
+/// The exit status of `rewind run` when every thread of the guest is blocked
+/// forever. 125 is free: 124 is timed-out, 126/127 are the shell's own.
+pub const DEADLOCKED_EXIT_CODE: i32 = 125;
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitStatus::Exited(c) => write!(f, "exited:{c}"),
+            ExitStatus::Killed(s) => write!(f, "killed:{}", crate::kernel::signal_name(*s)),
+            ExitStatus::Deadlocked => write!(f, "deadlocked"),
+            ExitStatus::TimedOut => write!(f, "timed-out"),
+        }
+    }
+}
+
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:>8}  {}/{}  ", self.step, self.pid, self.tid)?;
+        match &self.kind {
+            EventKind::Syscall { text, .. } => write!(f, "{text}"),
+            EventKind::ThreadStart { parent } => write!(f, "thread start (from {parent})"),
+            EventKind::ThreadExit { code } => write!(f, "thread exit = {code}"),
+            EventKind::Signal { signo, code, addr } => write!(
+                f,
+                "{} code={code} addr={addr:#x}",
+                crate::kernel::signal_name(*signo)
+            ),
+            EventKind::ProcessExit { status } => write!(f, "process {status}"),
+        }
+    }
+}

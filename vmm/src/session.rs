@@ -1,0 +1,42 @@
+//! One recorded run: build the machine from a run's inputs, run it to its
+//! end, and report how it ended. Replay is recording again and comparing.
+
+use crate::image::Image;
+use crate::record::{ExitStatus, Manifest, Recorder};
+use crate::EngineError;
+use std::time::Duration;
+
+/// Everything a run is a function of.
+#[derive(Debug, Clone)]
+pub struct RunInputs {
+    pub manifest: Manifest,
+    pub image: Image,
+    /// Standard input's bytes (empty when it was a terminal).
+    pub stdin: Vec<u8>,
+}
+
+/// Host-side limits; not inputs of the run.
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    /// Wall-clock bound; the run ends `timed-out` when it passes.
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub status: ExitStatus,
+    pub steps: u64,
+    pub virtual_ns: u64,
+    pub wall: Duration,
+    /// For deadlocked and timed-out runs: where each thread was, one line each.
+    pub stuck: Vec<String>,
+}
+
+/// Runs the program to its end, sending events and output to `rec`.
+pub fn run(
+    inputs: &RunInputs,
+    limits: &Limits,
+    rec: &mut dyn Recorder,
+) -> Result<Outcome, EngineError> {
+    crate::kernel::Kernel::boot(inputs, rec)?.run(limits)
+}
