@@ -154,8 +154,17 @@ fn read_stdin() -> Vec<u8> {
     buf
 }
 
-/// Builds the run's inputs from the command line (without reading stdin).
-pub fn prepare(args: &RunArgs, store: &Store, stdin: Vec<u8>) -> Result<Prepared> {
+impl Prepared {
+    /// Makes `stdin` the run's standard input (an input: it is hashed into the id).
+    pub fn set_stdin(&mut self, stdin: Vec<u8>) {
+        self.inputs.manifest.stdin =
+            (!stdin.is_empty()).then(|| blake3::hash(&stdin).to_hex().to_string());
+        self.inputs.stdin = stdin;
+    }
+}
+
+/// Builds the run's inputs from the command line, with an empty standard input.
+pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
     if !args.cwd.starts_with('/') {
         usage!("--cwd `{}`: must be an absolute guest path", args.cwd);
     }
@@ -228,7 +237,7 @@ pub fn prepare(args: &RunArgs, store: &Store, stdin: Vec<u8>) -> Result<Prepared
         env,
         cwd,
         image: image_hash,
-        stdin: (!stdin.is_empty()).then(|| blake3::hash(&stdin).to_hex().to_string()),
+        stdin: None,
         epoch: args.epoch.unwrap_or_else(start_of_today_utc),
         seed: args.seed,
         cores: args.cores,
@@ -240,7 +249,7 @@ pub fn prepare(args: &RunArgs, store: &Store, stdin: Vec<u8>) -> Result<Prepared
         inputs: RunInputs {
             manifest,
             image,
-            stdin,
+            stdin: Vec::new(),
         },
         name: args.name.clone().unwrap_or(default_name),
     })
@@ -290,8 +299,9 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let store = super::store()?;
     // Fail early, before reading stdin or hashing, when runs cannot be written.
     store.prepare()?;
-    let stdin = read_stdin();
-    let prepared = prepare(&args, &store, stdin)?;
+    // Check the program before waiting for standard input to end.
+    let mut prepared = prepare(&args, &store)?;
+    prepared.set_stdin(read_stdin());
     let inputs = &prepared.inputs;
     let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
     rec.set_echo(!args.quiet);
