@@ -67,6 +67,9 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         mem: 1 << 30,
         quantum_ns: 5000,
         schedule: 0,
+        schedule_from: None,
+        schedule_until: None,
+        perturb: Vec::new(),
     };
     let store = home.store();
     let mut rec = store.begin(&manifest, b"").unwrap();

@@ -7,6 +7,7 @@
 //! the manifest of inputs; [`store`] runs on disk; [`session`] ties them into
 //! one recorded run.
 
+pub mod check;
 pub mod error;
 pub mod image;
 pub mod kernel;

@@ -30,6 +30,8 @@ pub struct Outcome {
     pub wall: Duration,
     /// For deadlocked and timed-out runs: where each thread was, one line each.
     pub stuck: Vec<String>,
+    /// The perturbations the run's schedule applied, in step order.
+    pub perturbed: Vec<crate::record::Perturbed>,
 }
 
 /// Runs the program to its end, sending events and output to `rec`.

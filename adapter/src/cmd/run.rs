@@ -244,6 +244,9 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
         mem: args.mem,
         quantum_ns: QUANTUM_NS,
         schedule: 0,
+        schedule_from: None,
+        schedule_until: None,
+        perturb: Vec::new(),
     };
     Ok(Prepared {
         inputs: RunInputs {

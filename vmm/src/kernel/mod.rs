@@ -103,6 +103,7 @@ impl<'r> Kernel<'r> {
             failure: None,
             rec,
         };
+        k.sched.perturber = crate::check::schedule::Perturber::from_manifest(man);
         k.spawn_init(&elf_bytes)?;
         Ok(k)
     }
@@ -218,6 +219,12 @@ impl<'r> Kernel<'r> {
             virtual_ns: self.clock.elapsed_ns(),
             wall: started.elapsed(),
             stuck,
+            perturbed: self
+                .sched
+                .perturber
+                .take()
+                .map(|p| p.applied)
+                .unwrap_or_default(),
         })
     }
 

@@ -9,7 +9,7 @@
 use super::errno::*;
 use super::task::{Context, PendingCall, ThreadState, Tid, Wait};
 use super::Kernel;
-use crate::record::EventKind;
+use crate::record::{EventKind, Perturbation};
 use std::collections::{BTreeSet, VecDeque};
 
 #[derive(Debug, Clone)]
@@ -20,6 +20,8 @@ pub struct Scheduler {
     pub timers: BTreeSet<(u64, Tid)>,
     /// The current thread asked to give up the CPU (sched_yield).
     pub yield_now: bool,
+    /// The schedule's perturbations; None for schedule 0.
+    pub perturber: Option<crate::check::schedule::Perturber>,
 }
 
 impl Scheduler {
@@ -29,6 +31,7 @@ impl Scheduler {
             runq: VecDeque::new(),
             timers: BTreeSet::new(),
             yield_now: false,
+            perturber: None,
         }
     }
 }
@@ -109,6 +112,15 @@ impl Kernel<'_> {
             self.sched.timers.pop_first();
             let r = match &self.threads.get(&tid).map(|t| &t.state) {
                 Some(ThreadState::Blocked {
+                    wait: Wait::Stall, ..
+                }) => {
+                    self.threads.get_mut(&tid).unwrap().state = ThreadState::Runnable;
+                    if tid != self.sched.current {
+                        self.sched.runq.push_back(tid);
+                    }
+                    continue;
+                }
+                Some(ThreadState::Blocked {
                     wait: Wait::Sleep, ..
                 }) => Ok(0),
                 Some(ThreadState::Blocked {
@@ -132,7 +144,10 @@ impl Kernel<'_> {
     pub fn schedule(&mut self) -> Result<(), Vec<String>> {
         let cur = self.sched.current;
         let cur_alive = self.threads.contains_key(&cur);
-        let cur_runnable = cur_alive && self.threads[&cur].state == ThreadState::Runnable;
+        let mut cur_runnable = cur_alive && self.threads[&cur].state == ThreadState::Runnable;
+        if cur_runnable {
+            cur_runnable = self.perturb(cur);
+        }
         if cur_runnable && !std::mem::take(&mut self.sched.yield_now) {
             return Ok(());
         }
@@ -160,6 +175,42 @@ impl Kernel<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Applies the schedule's perturbation at this step, if any. Returns
+    /// whether the current thread is still runnable.
+    fn perturb(&mut self, cur: Tid) -> bool {
+        let step = self.step;
+        let Some(p) = self.sched.perturber.as_mut() else {
+            return true;
+        };
+        let Some(what) = p.planned(step) else {
+            return true;
+        };
+        let others = self
+            .sched
+            .runq
+            .iter()
+            .any(|t| self.threads.get(t).is_some_and(|t| t.state == ThreadState::Runnable));
+        if !others {
+            return true;
+        }
+        p.record(step, what);
+        match what {
+            Perturbation::Reschedule => {
+                self.sched.yield_now = true;
+                true
+            }
+            Perturbation::Stall { ns } => {
+                let deadline = self.clock.now().saturating_add(ns);
+                self.threads.get_mut(&cur).unwrap().state = ThreadState::Blocked {
+                    wait: Wait::Stall,
+                    deadline: Some(deadline),
+                };
+                self.sched.timers.insert((deadline, cur));
+                false
+            }
+        }
     }
 
     fn switch(&mut self, from: Option<Tid>, to: Tid) -> Result<(), crate::EngineError> {

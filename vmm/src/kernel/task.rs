@@ -27,6 +27,8 @@ pub enum Wait {
     Sleep,
     /// For a signal (pause, sigsuspend, rt_sigtimedwait).
     Signal,
+    /// Stalled by the schedule; not inside any call.
+    Stall,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

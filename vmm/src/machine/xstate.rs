@@ -13,24 +13,27 @@ const XCR0_FALLBACK: u64 = 0x3;
 /// Sets CPUID (which must happen before the first KVM_RUN) and returns XCR0
 /// to enable: CPUID leaf 0xd's mask of supported state components.
 pub fn set_cpuid(kvm: &Kvm, vcpu: &VcpuFd) -> Result<Option<u64>, EngineError> {
-    let cpuid: CpuId = kvm
+    let mut cpuid: CpuId = kvm
         .get_supported_cpuid(KVM_MAX_CPUID_ENTRIES)
         .map_err(EngineError::kvm("KVM_GET_SUPPORTED_CPUID"))?;
-    vcpu.set_cpuid2(&cpuid)
-        .map_err(EngineError::kvm("KVM_SET_CPUID2"))?;
-    let entries = cpuid.as_slice();
-    let has_xsave = entries
-        .iter()
-        .any(|e| e.function == CPUID_FEATURES_LEAF && e.ecx & CPUID_ECX_XSAVE != 0);
-    if !has_xsave {
-        return Ok(None);
-    }
-    let mask = entries
+    let mask = cpuid
+        .as_slice()
         .iter()
         .find(|e| e.function == CPUID_XSAVE_LEAF && e.index == 0)
         .map(|e| (e.eax as u64) | ((e.edx as u64) << 32))
-        .unwrap_or(XCR0_FALLBACK);
-    Ok(Some(mask))
+        .filter(|m| m & XCR0_FALLBACK == XCR0_FALLBACK);
+    if mask.is_some() {
+        // PVM reports leaf 0xd but not leaf 1's XSAVE bit; without it KVM
+        // refuses CR4.OSXSAVE, and then XSAVE carries no AVX state.
+        for e in cpuid.as_mut_slice() {
+            if e.function == CPUID_FEATURES_LEAF {
+                e.ecx |= CPUID_ECX_XSAVE;
+            }
+        }
+    }
+    vcpu.set_cpuid2(&cpuid)
+        .map_err(EngineError::kvm("KVM_SET_CPUID2"))?;
+    Ok(mask)
 }
 
 pub fn set_xcr0(vcpu: &VcpuFd, xcr0: u64) -> Result<(), EngineError> {

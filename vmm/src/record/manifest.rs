@@ -25,7 +25,45 @@ pub struct Manifest {
     pub mem: u64,
     /// Virtual nanoseconds each step adds to the clock.
     pub quantum_ns: u64,
+    /// 0 is the unperturbed policy; N > 0 perturbs steps from a PRNG seeded with N.
     pub schedule: u64,
+    /// The window of steps a seeded schedule perturbs (default: the whole run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_from: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_until: Option<u64>,
+    /// An explicit schedule: exactly these perturbations (used by narrowing).
+    /// When non-empty, `schedule` is not consulted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub perturb: Vec<Perturbed>,
+}
+
+/// What a schedule does to the running thread at a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Perturbation {
+    /// Sent behind the other runnable threads.
+    Reschedule,
+    /// Taken off the CPU for this many virtual nanoseconds while others run.
+    Stall { ns: u64 },
+}
+
+/// A perturbation a schedule applied, and the step at which it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Perturbed {
+    pub step: u64,
+    pub what: Perturbation,
+}
+
+impl std::fmt::Display for Perturbed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.what {
+            Perturbation::Reschedule => write!(f, "a reschedule at step {}", self.step),
+            Perturbation::Stall { ns } => {
+                write!(f, "a stall of {}us at step {}", ns / 1000, self.step)
+            }
+        }
+    }
 }
 
 impl Manifest {

@@ -5,7 +5,7 @@ pub mod manifest;
 pub mod trace;
 
 pub use event::{Event, EventKind, ExitStatus};
-pub use manifest::Manifest;
+pub use manifest::{Manifest, Perturbation, Perturbed};
 
 /// Where a running machine sends what it records.
 pub trait Recorder {

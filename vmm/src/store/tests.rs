@@ -48,6 +48,9 @@ fn manifest(image: &Image, seed: u64, stdin: &[u8]) -> Manifest {
         mem: 1 << 30,
         quantum_ns: 5000,
         schedule: 0,
+        schedule_from: None,
+        schedule_until: None,
+        perturb: Vec::new(),
     }
 }
 
