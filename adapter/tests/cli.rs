@@ -100,6 +100,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         virtual_ns: (steps + 1) * 5000,
         wall: Duration::from_millis(1),
         stuck: vec![],
+        perturbed: vec![],
     };
     let details = RunDetails {
         name: name.into(),

@@ -72,6 +72,9 @@ pub struct Meta {
     /// For deadlocked and timed-out runs: where each thread was.
     #[serde(default)]
     pub stuck: Vec<String>,
+    /// The perturbations the run's schedule applied, in step order.
+    #[serde(default)]
+    pub perturbed: Vec<crate::record::Perturbed>,
     /// Number of events in the trace.
     pub events: u64,
     /// Number of bytes in `output`.

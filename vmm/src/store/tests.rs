@@ -61,6 +61,7 @@ fn outcome(steps: u64) -> Outcome {
         virtual_ns: steps * 5000,
         wall: Duration::from_millis(12),
         stuck: vec![],
+        perturbed: vec![],
     }
 }
 

@@ -36,7 +36,8 @@ pub struct StoreRecorder {
     error: Option<StoreError>,
     started: SystemTime,
     finished: bool,
-    last_byte: Option<u8>,
+    /// The last byte of output and the descriptor it went to.
+    last_byte: Option<(i32, u8)>,
 }
 
 impl Store {
@@ -104,10 +105,14 @@ impl StoreRecorder {
         self.echo = echo;
     }
 
-    /// Whether the guest's output so far is empty or ends with a newline
-    /// (so a line the host prints next starts on its own line).
-    pub fn output_ends_line(&self) -> bool {
-        matches!(self.last_byte, None | Some(b'\n'))
+    /// The descriptor whose output left a line unfinished, when the guest's
+    /// last output did not end with a newline: a line the host prints next
+    /// on the same terminal should start with one.
+    pub fn unfinished_line(&self) -> Option<i32> {
+        match self.last_byte {
+            Some((fd, b)) if b != b'\n' => Some(fd),
+            _ => None,
+        }
     }
 
     fn fail(&mut self, e: StoreError) {
@@ -145,6 +150,7 @@ impl StoreRecorder {
             virtual_ns: outcome.virtual_ns,
             wall_secs: outcome.wall.as_secs_f64(),
             stuck: outcome.stuck.clone(),
+            perturbed: outcome.perturbed.clone(),
             events,
             output_bytes,
             timeout_secs: details.timeout.map(|t| t.as_secs_f64()),
@@ -243,7 +249,7 @@ impl Recorder for StoreRecorder {
 
     fn output(&mut self, fd: i32, bytes: &[u8]) {
         if let Some(&b) = bytes.last() {
-            self.last_byte = Some(b);
+            self.last_byte = Some((fd, b));
         }
         if self.echo {
             let ok = match fd {
