@@ -281,6 +281,20 @@ fn find_in_root(image: &Image, prog: &str, cwd: &str, env: &[String]) -> Result<
     bail!("not found in the guest's PATH ({path})")
 }
 
+/// Whether two descriptors are the same file, pipe or terminal.
+fn same_sink(a: i32, b: i32) -> bool {
+    // SAFETY: fstat writes into the zeroed structs we pass.
+    unsafe {
+        let mut sa: libc::stat = std::mem::zeroed();
+        let mut sb: libc::stat = std::mem::zeroed();
+        libc::fstat(a, &mut sa) == 0
+            && libc::fstat(b, &mut sb) == 0
+            && sa.st_dev == sb.st_dev
+            && sa.st_ino == sb.st_ino
+            && sa.st_rdev == sb.st_rdev
+    }
+}
+
 /// The summary line: `run <id> exited:0 after N steps, Xs virtual, Ys wall`.
 pub fn summary(id: &str, o: &Outcome) -> String {
     format!(
@@ -312,14 +326,20 @@ pub fn main(args: RunArgs) -> Result<i32> {
         timeout: args.timeout,
     };
     let outcome = session::run(inputs, &limits, &mut rec)?;
-    let ends_line = rec.output_ends_line() || args.quiet;
+    // Start the summary on its own line where the guest left one open.
+    let newline = !args.quiet
+        && match rec.unfinished_line() {
+            Some(2) => true,
+            Some(_) => same_sink(1, 2),
+            None => false,
+        };
     let details = RunDetails {
         name: prepared.name.clone(),
         image: inputs.image.clone(),
         timeout: args.timeout,
     };
     let run = rec.finish(&outcome, &details)?;
-    if !ends_line {
+    if newline {
         eprintln!();
     }
     eprintln!("rewind: {}", summary(&run.id, &outcome));

@@ -119,6 +119,8 @@ impl Store {
         } else {
             return Err(StoreError::NoHome);
         };
+        // Absolute, so that paths kept in meta.json outlive the working directory.
+        let home = std::path::absolute(&home).unwrap_or(home);
         Ok(Store::at(home))
     }
 
