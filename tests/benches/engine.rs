@@ -1,0 +1,2 @@
+//! The engine benchmark (being written).
+fn main() {}

@@ -1,0 +1,96 @@
+//! Builds the guest programs the end-to-end tests run, into OUT_DIR, and
+//! tells the tests where they are (`REWIND_GUESTS`):
+//!
+//! - `guest/tests/*.c` with glibc: `cc -static -O1 -g -pthread`, named after the file;
+//! - `threads.c` with musl too: `musl-gcc -static` -> `threads-musl`;
+//! - `threads.rs` with Rust std, static-pie: `rustc -C target-feature=+crt-static` -> `threads-rust`;
+//! - `hello.c` dynamically linked -> `hello-dynamic` (which `rewind run` must refuse);
+//! - `guest/examples/bank.c` -> `bank`, so the benchmark can time it natively.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap()).join("..");
+    let out = PathBuf::from(env::var_os("OUT_DIR").unwrap());
+    let tests = root.join("guest/tests");
+    let examples = root.join("guest/examples");
+    println!("cargo:rerun-if-changed={}", tests.display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        examples.join("bank.c").display()
+    );
+    println!("cargo:rustc-env=REWIND_GUESTS={}", out.display());
+
+    let mut c_sources: Vec<PathBuf> = std::fs::read_dir(&tests)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .collect();
+    c_sources.sort();
+    for src in &c_sources {
+        println!("cargo:rerun-if-changed={}", src.display());
+        let name = src.file_stem().unwrap().to_str().unwrap();
+        build(
+            "cc",
+            &["-static", "-O1", "-g", "-pthread", "-Wall"],
+            src,
+            &out.join(name),
+        );
+    }
+    build(
+        "musl-gcc",
+        &["-static", "-O1", "-g", "-pthread", "-Wall"],
+        &tests.join("threads.c"),
+        &out.join("threads-musl"),
+    );
+    build(
+        "cc",
+        &["-O1", "-g", "-pthread"],
+        &tests.join("hello.c"),
+        &out.join("hello-dynamic"),
+    );
+    build(
+        "cc",
+        &["-static", "-O1", "-g", "-pthread"],
+        &examples.join("bank.c"),
+        &out.join("bank"),
+    );
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    build(
+        &rustc,
+        &[
+            "--edition",
+            "2021",
+            "-C",
+            "target-feature=+crt-static",
+            "-O",
+            "-g",
+        ],
+        &tests.join("threads.rs"),
+        &out.join("threads-rust"),
+    );
+}
+
+fn build(compiler: &str, flags: &[&str], src: &Path, exe: &Path) {
+    let output = Command::new(compiler)
+        .args(flags)
+        .arg("-o")
+        .arg(exe)
+        .arg(src)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run `{compiler}` for {} (scripts/setup installs it): {e}",
+                src.display()
+            )
+        });
+    if !output.status.success() {
+        panic!(
+            "`{compiler}` failed for {}:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}

@@ -1,0 +1,337 @@
+//! Helpers for the end-to-end tests: they drive the real `rewind` binary as a
+//! person does, each test in its own temporary `REWIND_HOME`.
+//!
+//! The binary is `target/<profile>/rewind` next to the test executable (the
+//! test command builds the workspace first: `cargo build --workspace`), or
+//! whatever `REWIND_BIN` names. The guest programs are built by this crate's
+//! `build.rs` from `guest/tests/`; [`guest`] finds them.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long any one `rewind` command may take before the test kills it and
+/// fails: a hung engine must fail a test, not hang the suite.
+pub const DEADLINE: Duration = Duration::from_secs(120);
+
+/// The `rewind` binary under test.
+pub fn rewind_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("REWIND_BIN") {
+        return PathBuf::from(bin);
+    }
+    // target/<profile>/deps/<test>-<hash>  ->  target/<profile>/rewind
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let mut dir = exe.parent().expect("a parent directory");
+    if dir.ends_with("deps") {
+        dir = dir.parent().expect("target/<profile>");
+    }
+    let bin = dir.join("rewind");
+    assert!(
+        bin.exists(),
+        "{} does not exist: build it first (`cargo build --workspace`, or scripts/test), \
+         or set REWIND_BIN",
+        bin.display()
+    );
+    bin
+}
+
+/// A guest program built by `build.rs` (`threads`, `threads-musl`,
+/// `threads-rust`, `segv`, `hello-dynamic`, ...).
+pub fn guest(name: &str) -> PathBuf {
+    let path = Path::new(env!("REWIND_GUESTS")).join(name);
+    assert!(path.exists(), "no guest program {}", path.display());
+    path
+}
+
+/// `guest(name)` as a string, for argument lists.
+pub fn guest_arg(name: &str) -> String {
+    guest(name).to_str().expect("UTF-8 path").to_string()
+}
+
+/// Whether this CPU has AVX-512 Foundation (`avx512f` in /proc/cpuinfo).
+pub fn cpu_has(flag: &str) -> bool {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .map(|info| {
+            info.lines()
+                .filter(|l| l.starts_with("flags"))
+                .any(|l| l.split_whitespace().any(|f| f == flag))
+        })
+        .unwrap_or(false)
+}
+
+/// What a finished command gave.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The exit status as a shell reports it (128+signal if the `rewind`
+    /// process itself was killed by one: a monitor crash).
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// The non-empty lines of stderr.
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect()
+    }
+}
+
+impl std::fmt::Display for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let clip = |s: &str| -> String {
+            if s.len() > 4000 {
+                format!(
+                    "{}\n[... {} bytes ...]\n{}",
+                    &s[..floor(s, 2000)],
+                    s.len(),
+                    &s[ceil(s, s.len() - 2000)..]
+                )
+            } else {
+                s.to_string()
+            }
+        };
+        write!(
+            f,
+            "exit code {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code,
+            clip(&self.stdout),
+            clip(&self.stderr)
+        )
+    }
+}
+
+fn floor(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// A recorded run, from `rewind run`'s output.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub out: Output,
+    /// The run id from the status line.
+    pub id: String,
+    /// `exited:3`, `killed:SIGSEGV`, `deadlocked`, `timed-out`.
+    pub status: String,
+    /// The whole status line: `rewind: run <id> <status> after <N> steps, ...`.
+    pub line: String,
+    /// The step count from the status line, when it says `after N steps`.
+    pub steps: Option<u64>,
+}
+
+/// Parses the status line: the last line of stderr that starts with `rewind: run `.
+pub fn parse_status(out: &Output) -> Option<Run> {
+    let line = out
+        .stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())?
+        .trim();
+    let rest = line.strip_prefix("rewind: run ")?;
+    let mut words = rest.split_whitespace();
+    let id = words.next()?.to_string();
+    let status = words.next()?.trim_end_matches([',', ':']).to_string();
+    let steps = line
+        .split_once(" after ")
+        .and_then(|(_, after)| after.split_whitespace().next())
+        .and_then(|n| n.parse().ok());
+    Some(Run {
+        out: out.clone(),
+        id,
+        status,
+        line: line.to_string(),
+        steps,
+    })
+}
+
+/// A temporary `REWIND_HOME`, removed when dropped, and the commands that use it.
+pub struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Default for Home {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Home {
+    pub fn new() -> Home {
+        Home {
+            dir: tempfile::Builder::new()
+                .prefix("rewind-test-home-")
+                .tempdir()
+                .expect("a temporary directory"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `rewind ARGS` with this home, standard input empty.
+    pub fn rewind(&self, args: &[&str]) -> Output {
+        self.rewind_env(args, &[])
+    }
+
+    /// `rewind ARGS` with this home and extra host environment variables.
+    pub fn rewind_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(rewind_bin());
+        cmd.args(args).env("REWIND_HOME", self.path());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        run_command(cmd, DEADLINE)
+    }
+
+    /// `rewind run ARGS`: panics unless it ends with a status line.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let mut full = vec!["run"];
+        full.extend_from_slice(args);
+        let out = self.rewind(&full);
+        parse_status(&out).unwrap_or_else(|| {
+            panic!(
+                "`rewind {}` did not end with a status line `rewind: run <id> ...`:\n{out}",
+                full.join(" ")
+            )
+        })
+    }
+
+    /// `rewind run -- PROG ARGS...` of a guest program built by build.rs.
+    pub fn run_guest(&self, name: &str, args: &[&str]) -> Run {
+        let prog = guest_arg(name);
+        let mut full = vec!["--", prog.as_str()];
+        full.extend_from_slice(args);
+        self.run(&full)
+    }
+
+    /// `rewind events RUN` (one line per event), asserting success.
+    pub fn events(&self, run: &str) -> String {
+        self.ok(&["events", run]).stdout
+    }
+
+    /// `rewind events RUN --json`, parsed: one object per line.
+    pub fn events_json(&self, run: &str) -> Vec<serde_json::Value> {
+        let out = self.ok(&["events", run, "--json"]);
+        out.stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| {
+                    panic!("`rewind events --json` printed a line that is not JSON ({e}): {l}")
+                })
+            })
+            .collect()
+    }
+
+    /// `rewind log RUN`, asserting success.
+    pub fn log(&self, run: &str) -> String {
+        self.ok(&["log", run]).stdout
+    }
+
+    /// `rewind replay RUN` must say `identical` and exit 0.
+    pub fn replay_identical(&self, run: &str) {
+        let out = self.rewind(&["replay", run]);
+        assert!(
+            out.code == 0 && (out.stdout.contains("identical") || out.stderr.contains("identical")),
+            "`rewind replay {run}` did not report identical:\n{out}"
+        );
+    }
+
+    /// `rewind ARGS`, asserting exit 0.
+    pub fn ok(&self, args: &[&str]) -> Output {
+        let out = self.rewind(args);
+        assert_eq!(out.code, 0, "`rewind {}` failed:\n{out}", args.join(" "));
+        out
+    }
+
+    /// The entries of `$REWIND_HOME/runs` whose names do not start with a dot
+    /// (dot entries are a run still being written, or one that never finished).
+    pub fn finished_run_dirs(&self) -> Vec<String> {
+        match std::fs::read_dir(self.path().join("runs")) {
+            Err(_) => Vec::new(),
+            Ok(dir) => dir
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect(),
+        }
+    }
+}
+
+/// Runs a command with standard input empty, capturing its output, killing it
+/// and panicking if it takes longer than `deadline`.
+pub fn run_command(mut cmd: Command, deadline: Duration) -> Output {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let described = format!("{cmd:?}");
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {described}: {e}"));
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = stdout.read_to_end(&mut v);
+        v
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = stderr.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the command") {
+            break Some(status);
+        }
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let out = Output {
+        code: status.map(shell_code).unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out_reader.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&err_reader.join().unwrap()).into_owned(),
+    };
+    if status.is_none() {
+        panic!("{described} was still running after {deadline:?}; killed it:\n{out}");
+    }
+    out
+}
+
+fn shell_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        _ => -1,
+    }
+}
+
+/// Asserts that every line in `want` occurs in `text`, in any order.
+#[track_caller]
+pub fn assert_lines(text: &str, want: &[&str]) {
+    for w in want {
+        assert!(
+            text.lines().any(|l| l.trim_end() == *w),
+            "missing the line {w:?} in:\n{text}"
+        );
+    }
+}
