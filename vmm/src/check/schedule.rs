@@ -67,7 +67,7 @@ impl Perturber {
                 let d = rng.next_u64();
                 if r % RESCHEDULE_ONE_IN == 0 {
                     Some(Perturbation::Reschedule)
-                } else if (r / RESCHEDULE_ONE_IN) % STALL_ONE_IN == 0 {
+                } else if (r / RESCHEDULE_ONE_IN).is_multiple_of(STALL_ONE_IN) {
                     Some(Perturbation::Stall {
                         ns: STALL_MIN_NS << (d % (STALL_DOUBLINGS + 1)),
                     })

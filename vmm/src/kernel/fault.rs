@@ -18,7 +18,6 @@ const VEC_X87: u8 = 16;
 const VEC_ALIGNMENT: u8 = 17;
 const VEC_SIMD: u8 = 19;
 
-const PF_PRESENT: u64 = 1;
 const PF_WRITE: u64 = 2;
 const PF_FETCH: u64 = 16;
 
@@ -42,10 +41,8 @@ impl Kernel<'_> {
                 let exec = error_code & PF_FETCH != 0;
                 match p.mm.fault_in(&mut self.m.ram, cr2, write, exec) {
                     Ok(_) => return,
-                    Err(Fault::Unmapped) if error_code & PF_PRESENT == 0 => {
-                        (SIGSEGV, SEGV_MAPERR, cr2)
-                    }
-                    Err(Fault::Unmapped) => (SIGSEGV, SEGV_ACCERR, cr2),
+                    // No mapping is MAPERR even where the monitor's own pages are present.
+                    Err(Fault::Unmapped) => (SIGSEGV, SEGV_MAPERR, cr2),
                     Err(Fault::Denied) => (SIGSEGV, SEGV_ACCERR, cr2),
                     Err(Fault::NoMemory) => {
                         // Guest memory is exhausted: Linux's OOM killer.

@@ -41,7 +41,7 @@ impl Futexes {
 impl Kernel<'_> {
     /// The key of the futex word at `uaddr`: its physical address.
     fn futex_key(&mut self, uaddr: u64) -> SysResult<u64> {
-        if uaddr % 4 != 0 {
+        if !uaddr.is_multiple_of(4) {
             return Err(EINVAL);
         }
         let pid = self.cur_pid();

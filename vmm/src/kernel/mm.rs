@@ -236,11 +236,11 @@ impl Mm {
 
     /// Frame for `va` for a monitor access, faulting it in if the mapping allows.
     pub fn translate(&mut self, ram: &mut GuestRam, va: u64, write: bool) -> Result<u64, Fault> {
-        if va >= USER_END || va < MONITOR_END {
+        if !(MONITOR_END..USER_END).contains(&va) {
             return Err(Fault::Unmapped);
         }
         let (_, v) = self.vma_at(va).ok_or(Fault::Unmapped)?;
-        if !v.prot.read && !v.prot.write || (write && !v.prot.write) {
+        if !(v.prot.read || v.prot.write) || (write && !v.prot.write) {
             return Err(Fault::Denied);
         }
         match self.pt.lookup(ram, page_down(va)) {

@@ -199,12 +199,12 @@ impl Machine {
         } else {
             return Err(EngineError::UnexpectedExit(format!("out to port {port:#x}")));
         };
-        self.to_user_mode();
+        self.enter_user_mode();
         Ok(exit)
     }
 
     /// Sets CS and SS back to ring 3 for the next entry.
-    fn to_user_mode(&mut self) {
+    fn enter_user_mode(&mut self) {
         self.vcpu.set_sync_dirty_reg(SyncReg::Register);
         self.vcpu.set_sync_dirty_reg(SyncReg::SystemRegister);
         let s = &mut self.vcpu.sync_regs_mut().sregs;
@@ -242,7 +242,7 @@ impl Machine {
             }
         }
         *self.regs_mut() = saved;
-        self.to_user_mode();
+        self.enter_user_mode();
         Ok(())
     }
 }
