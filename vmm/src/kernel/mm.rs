@@ -240,7 +240,7 @@ impl Mm {
             return Err(Fault::Unmapped);
         }
         let (_, v) = self.vma_at(va).ok_or(Fault::Unmapped)?;
-        if !(v.prot.read || v.prot.write) || (write && !v.prot.write) {
+        if !v.prot.write && (write || !v.prot.read) {
             return Err(Fault::Denied);
         }
         match self.pt.lookup(ram, page_down(va)) {
