@@ -202,12 +202,20 @@ impl Home {
         let mut full = vec!["run"];
         full.extend_from_slice(args);
         let out = self.rewind(&full);
-        parse_status(&out).unwrap_or_else(|| {
+        if let Some(run) = parse_status(&out) {
+            return run;
+        }
+        if out.stderr.lines().any(|l| l.starts_with("rewind: run ")) {
             panic!(
-                "`rewind {}` did not end with a status line `rewind: run <id> ...`:\n{out}",
+                "`rewind {}`: the status line `rewind: run <id> ...` is not the last line of \
+                 stderr (issue 2, part 6: the last line on stderr is the status line):\n{out}",
                 full.join(" ")
-            )
-        })
+            );
+        }
+        panic!(
+            "`rewind {}` did not end with a status line `rewind: run <id> ...`:\n{out}",
+            full.join(" ")
+        );
     }
 
     /// `rewind run -- PROG ARGS...` of a guest program built by build.rs.

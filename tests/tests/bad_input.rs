@@ -1,0 +1,164 @@
+//! Bad input: one line on stderr, a non-zero exit, and nothing half-written:
+//! `rewind ls` shows nothing and `runs/` holds no finished run.
+
+use rewind_tests::{guest_arg, Home, Output};
+use std::os::unix::fs::PermissionsExt;
+
+fn is_root() -> bool {
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[track_caller]
+fn refused(home: &Home, out: &Output, mentions: &[&str]) {
+    assert_ne!(out.code, 0, "{out}");
+    let lines = out.stderr_lines();
+    assert_eq!(lines.len(), 1, "want one line on stderr:\n{out}");
+    for m in mentions {
+        assert!(
+            lines[0].to_lowercase().contains(&m.to_lowercase()),
+            "stderr does not mention {m:?}:\n{out}"
+        );
+    }
+    assert_eq!(
+        home.finished_run_dirs(),
+        Vec::<String>::new(),
+        "a run was left behind"
+    );
+    let ls = home.ok(&["ls", "--json"]);
+    assert_eq!(ls.stdout.trim(), "", "`rewind ls` shows runs");
+}
+
+#[test]
+fn missing_program() {
+    let home = Home::new();
+    let missing = home.path().join("no-such-program");
+    let missing = missing.to_str().unwrap();
+    let out = home.rewind(&["run", "--", missing]);
+    refused(&home, &out, &[missing]);
+}
+
+#[test]
+fn not_an_elf() {
+    let home = Home::new();
+    let script = home.path().join("script.sh");
+    std::fs::write(&script, "#!/bin/sh\necho hello\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = script.to_str().unwrap();
+    let out = home.rewind(&["run", "--", script]);
+    refused(&home, &out, &[script, "ELF"]);
+}
+
+#[test]
+fn dynamically_linked_program() {
+    let home = Home::new();
+    let prog = guest_arg("hello-dynamic");
+    let out = home.rewind(&["run", "--", &prog]);
+    refused(&home, &out, &[&prog, "dynamic"]);
+}
+
+#[test]
+fn unreadable_root() {
+    let home = Home::new();
+    let prog = "/hello";
+    // A root that does not exist.
+    let gone = home.path().join("no-such-root");
+    let out = home.rewind(&["run", "--root", gone.to_str().unwrap(), "--", prog]);
+    refused(&home, &out, &[]);
+    // A root that is a file.
+    let file = home.path().join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let out = home.rewind(&["run", "--root", file.to_str().unwrap(), "--", prog]);
+    refused(&home, &out, &[]);
+    // A root with no read permission (root reads it anyway: then it is a
+    // valid root and this case proves nothing, so it is left out).
+    if !is_root() {
+        let dir = home.path().join("locked");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::copy(rewind_tests::guest("hello"), dir.join("hello")).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let out = home.rewind(&["run", "--root", dir.to_str().unwrap(), "--", prog]);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        refused(&home, &out, &[]);
+    } else {
+        eprintln!("running as root: the mode-000 --root case is left out (root can read it)");
+    }
+}
+
+#[test]
+fn unwritable_rewind_home() {
+    let base = Home::new();
+    let prog = guest_arg("hello");
+    // A REWIND_HOME below a regular file can never be created, even by root.
+    let file = base.path().join("a-file");
+    std::fs::write(&file, "in the way").unwrap();
+    let home_under_file = file.join("rewind");
+    let out = rewind_tests::run_command(
+        {
+            let mut c = std::process::Command::new(rewind_tests::rewind_bin());
+            c.args(["run", "--", &prog])
+                .env("REWIND_HOME", &home_under_file);
+            c
+        },
+        rewind_tests::DEADLINE,
+    );
+    assert_ne!(out.code, 0, "{out}");
+    assert_eq!(
+        out.stderr_lines().len(),
+        1,
+        "want one line on stderr:\n{out}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "in the way");
+    if !is_root() {
+        let locked = base.path().join("locked");
+        std::fs::create_dir(&locked).unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let out = rewind_tests::run_command(
+            {
+                let mut c = std::process::Command::new(rewind_tests::rewind_bin());
+                c.args(["run", "--", &prog]).env("REWIND_HOME", &locked);
+                c
+            },
+            rewind_tests::DEADLINE,
+        );
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_ne!(out.code, 0, "{out}");
+        assert_eq!(
+            out.stderr_lines().len(),
+            1,
+            "want one line on stderr:\n{out}"
+        );
+        assert_eq!(std::fs::read_dir(&locked).unwrap().count(), 0);
+    } else {
+        eprintln!("running as root: the mode-555 REWIND_HOME case is left out (root writes it)");
+    }
+}
+
+#[test]
+fn interrupted_run_leaves_no_finished_run() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
+        let home = Home::new();
+        let prog = guest_arg("spin");
+        let mut child = std::process::Command::new(rewind_tests::rewind_bin())
+            .args(["run", "--", &prog])
+            .env("REWIND_HOME", home.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "signal {signal}: {status:?}");
+        assert_eq!(
+            home.finished_run_dirs(),
+            Vec::<String>::new(),
+            "signal {signal}"
+        );
+        assert_eq!(
+            home.ok(&["ls", "--json"]).stdout.trim(),
+            "",
+            "signal {signal}"
+        );
+    }
+}
