@@ -30,6 +30,8 @@ struct Cli {
 enum Command {
     /// Run a program in the machine and record the run.
     Run(cmd::run::RunArgs),
+    /// Rerun a program under perturbed schedules and narrow a failure to one step.
+    Check(cmd::check::CheckArgs),
     /// List recorded runs, newest first.
     Ls(cmd::ls::LsArgs),
     /// Print a run's events, one a line.
@@ -59,6 +61,10 @@ fn main() -> ExitCode {
         Command::Run(a) => {
             signals::install();
             cmd::run::main(a)
+        }
+        Command::Check(a) => {
+            signals::install();
+            cmd::check::main(a)
         }
         Command::Ls(a) => {
             signals::die_on_broken_pipe();

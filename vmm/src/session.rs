@@ -20,6 +20,8 @@ pub struct RunInputs {
 pub struct Limits {
     /// Wall-clock bound; the run ends `timed-out` when it passes.
     pub timeout: Option<Duration>,
+    /// Note where every thread is after this step (`Outcome::where_at`).
+    pub where_at: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -32,6 +34,8 @@ pub struct Outcome {
     pub stuck: Vec<String>,
     /// The perturbations the run's schedule applied, in step order.
     pub perturbed: Vec<crate::record::Perturbed>,
+    /// Where each thread was after `Limits::where_at`, one line each.
+    pub where_at: Vec<String>,
 }
 
 /// Runs the program to its end, sending events and output to `rec`.

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod check;
 pub mod doctor;
 pub mod events;
 pub mod log;

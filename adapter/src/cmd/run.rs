@@ -63,6 +63,16 @@ pub struct RunArgs {
     /// Do not show the program's output live (it is recorded all the same).
     #[arg(short, long)]
     pub quiet: bool,
+    /// Run schedule N: 0 is the unperturbed policy; N > 0 perturbs the
+    /// steps in the window from a PRNG seeded with N.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub schedule: u64,
+    /// First step a schedule may perturb [default: 0].
+    #[arg(long, value_name = "STEP")]
+    pub schedule_from: Option<u64>,
+    /// Last step a schedule may perturb [default: the end of the run].
+    #[arg(long, value_name = "STEP")]
+    pub schedule_until: Option<u64>,
     /// Run a built-in example program (`rewind run --example list` lists them).
     #[arg(long, value_name = "NAME", conflicts_with = "root")]
     pub example: Option<String>,
@@ -141,7 +151,7 @@ fn check_program(shown: &str, host: &Path) -> Result<()> {
 }
 
 /// Standard input's bytes when it is not a terminal; empty otherwise.
-fn read_stdin() -> Vec<u8> {
+pub fn read_stdin() -> Vec<u8> {
     // SAFETY: isatty only inspects the descriptor.
     if unsafe { libc::isatty(0) } == 1 {
         return Vec::new();
@@ -243,10 +253,11 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
         cores: args.cores,
         mem: args.mem,
         quantum_ns: QUANTUM_NS,
-        schedule: 0,
-        schedule_from: None,
-        schedule_until: None,
+        schedule: args.schedule,
+        schedule_from: args.schedule_from.filter(|_| args.schedule != 0),
+        schedule_until: args.schedule_until.filter(|_| args.schedule != 0),
         perturb: Vec::new(),
+        reseed: None,
     };
     Ok(Prepared {
         inputs: RunInputs {
@@ -324,6 +335,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
     rec.set_echo(!args.quiet);
     let limits = Limits {
         timeout: args.timeout,
+        ..Default::default()
     };
     let outcome = session::run(inputs, &limits, &mut rec)?;
     // Start the summary on its own line where the guest left one open.

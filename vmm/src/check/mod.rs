@@ -1,4 +1,387 @@
 //! Checking: schedules that perturb a run, properties a run must keep, and
 //! narrowing a violating schedule to the step that decides it.
+//!
+//! A check records schedule 0, then tries schedules until one violates a
+//! property (or all of them, with `all`). Runs go into the store like any
+//! other, so every id a check prints can be replayed, diffed or forked.
 
+pub mod narrow;
+pub mod property;
 pub mod schedule;
+
+use crate::record::diff::Divergence;
+use crate::record::{Event, ExitStatus, Perturbation, Perturbed};
+use crate::session::{self, Limits, Outcome, RunInputs};
+use crate::store::{RunDetails, Store, StoreError};
+use crate::EngineError;
+use property::{Judged, Property, Verdict};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot read the events of run {0}: {1}")]
+    Trace(String, String),
+}
+
+/// How the schedules to try are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// Seeded schedules 1..=N.
+    Random,
+    /// Every schedule with one reschedule in the window, in step order, then every pair.
+    Bounded,
+    /// Schedule 0 reseeded: the run's own randomness and N other seeds.
+    Seeds,
+}
+
+/// One schedule to try.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Candidate {
+    Seeded(u64),
+    Explicit(Vec<Perturbed>),
+    Seed(u64),
+}
+
+impl Candidate {
+    pub fn label(&self) -> String {
+        match self {
+            Candidate::Seeded(n) => format!("schedule {n:>3}"),
+            Candidate::Explicit(p) => {
+                let steps: Vec<String> = p.iter().map(|p| p.step.to_string()).collect();
+                format!("reschedule at {}", steps.join("+"))
+            }
+            Candidate::Seed(s) => format!("seed {s:>5}"),
+        }
+    }
+}
+
+pub struct CheckSpec {
+    /// Schedule 0's inputs.
+    pub base: RunInputs,
+    pub name: String,
+    pub limits: Limits,
+    pub schedules: u64,
+    pub all: bool,
+    pub jobs: usize,
+    pub narrow: bool,
+    pub properties: Vec<Property>,
+    pub strategy: Strategy,
+    pub from: Option<u64>,
+    pub until: Option<u64>,
+    /// Note where each thread was at the deciding step.
+    pub want_where: bool,
+}
+
+/// A run the check made, and what the properties said of it.
+#[derive(Debug, Clone)]
+pub struct Tried {
+    pub label: String,
+    pub id: String,
+    pub status: ExitStatus,
+    pub steps: u64,
+    pub perturbed: Vec<Perturbed>,
+    /// (property, why) for each property violated.
+    pub violations: Vec<(String, String)>,
+    /// Property judges that failed (a crashing script), with why.
+    pub broken: Vec<String>,
+    /// The SDK's `sometimes` messages and whether each held in this run.
+    pub sometimes: Vec<(String, bool)>,
+}
+
+impl Tried {
+    pub fn violated(&self) -> bool {
+        !self.violations.is_empty()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Narrowed {
+    /// The smallest set of perturbations found that makes the run violate; one when a single step decides it.
+    pub deciding: Vec<Perturbed>,
+    pub property: String,
+    pub passing: String,
+    pub failing: String,
+    pub divergence: Option<Divergence>,
+    /// Where each thread was at the deciding step (with `want_where`).
+    pub where_: Vec<String>,
+    pub runs: u64,
+    pub wall: std::time::Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub base: Tried,
+    pub tried: Vec<Tried>,
+    /// Said when a bounded search ran out of schedules.
+    pub exhausted: Option<String>,
+    pub narrowed: Option<Narrowed>,
+    /// The properties checked (the SDK's is added when schedule 0 uses it).
+    pub properties: Vec<Property>,
+    /// `sometimes` messages that held in no run of the check.
+    pub never_held: Vec<String>,
+}
+
+impl Report {
+    pub fn violations(&self) -> usize {
+        self.tried.iter().filter(|t| t.violated()).count()
+    }
+    /// Whether the check found anything wrong.
+    pub fn failed(&self) -> bool {
+        self.violations() > 0 || !self.never_held.is_empty()
+    }
+    pub fn first_violation(&self) -> Option<&Tried> {
+        self.tried.iter().find(|t| t.violated())
+    }
+}
+
+/// Told of a check's progress; called from one thread at a time, in order.
+pub trait Progress: Send {
+    fn phase(&mut self, what: &str);
+    fn tried(&mut self, t: &Tried, done: u64, total: u64);
+}
+
+pub struct Checker<'a> {
+    spec: &'a CheckSpec,
+    store: &'a Store,
+    base_status: Option<ExitStatus>,
+    properties: Vec<Property>,
+}
+
+impl<'a> Checker<'a> {
+    pub fn new(spec: &'a CheckSpec, store: &'a Store) -> Checker<'a> {
+        Checker {
+            spec,
+            store,
+            base_status: None,
+            properties: spec.properties.clone(),
+        }
+    }
+
+    fn inputs_for(&self, c: &Candidate) -> RunInputs {
+        let mut i = self.spec.base.clone();
+        let m = &mut i.manifest;
+        match c {
+            Candidate::Seeded(n) => {
+                m.schedule = *n;
+                m.schedule_from = self.spec.from;
+                m.schedule_until = self.spec.until;
+            }
+            Candidate::Explicit(p) => {
+                m.perturb = p.clone();
+            }
+            Candidate::Seed(s) => {
+                m.reseed = Some((self.spec.from.unwrap_or(0), *s));
+            }
+        }
+        i
+    }
+
+    /// Records one run into the store and returns it with its events.
+    pub fn record(&self, inputs: &RunInputs, limits: &Limits) -> Result<(String, Outcome, Vec<Event>), CheckError> {
+        let mut rec = self.store.begin(&inputs.manifest, &inputs.stdin)?;
+        rec.set_echo(false);
+        let outcome = session::run(inputs, limits, &mut rec)?;
+        let run = rec.finish(
+            &outcome,
+            &RunDetails {
+                name: self.spec.name.clone(),
+                image: inputs.image.clone(),
+                timeout: limits.timeout,
+            },
+        )?;
+        let events = run
+            .trace()
+            .and_then(|mut t| {
+                t.events()
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(StoreError::from)
+            })
+            .map_err(|e| CheckError::Trace(run.id.clone(), e.to_string()))?;
+        Ok((run.id, outcome, events))
+    }
+
+    fn judge(&self, label: String, id: String, o: &Outcome, events: &[Event]) -> Tried {
+        let base_status = self.base_status.unwrap_or(o.status);
+        let j = Judged {
+            id: &id,
+            status: o.status,
+            events,
+            base_status,
+        };
+        let mut violations = Vec::new();
+        let mut broken = Vec::new();
+        for p in &self.properties {
+            match p.judge(&j) {
+                Verdict::Holds => {}
+                Verdict::Violated(why) => violations.push((p.name(), why)),
+                Verdict::Broken(why) => broken.push(format!("{why} (run {id})")),
+            }
+        }
+        Tried {
+            label,
+            id,
+            status: o.status,
+            steps: o.steps,
+            perturbed: o.perturbed.clone(),
+            violations,
+            broken,
+            sometimes: property::sometimes(events),
+        }
+    }
+
+    /// Runs one candidate and judges it.
+    pub fn try_one(&self, c: &Candidate) -> Result<Tried, CheckError> {
+        let inputs = self.inputs_for(c);
+        let (id, o, events) = self.record(&inputs, &self.spec.limits)?;
+        Ok(self.judge(c.label(), id, &o, &events))
+    }
+
+    /// The whole check.
+    pub fn run(mut self, progress: &mut dyn Progress) -> Result<Report, CheckError> {
+        progress.phase("schedule 0");
+        let base_inputs = self.spec.base.clone();
+        let (id, o, events) = self.record(&base_inputs, &self.spec.limits)?;
+        self.base_status = Some(o.status);
+        if property::uses_sdk(&events) && !self.properties.contains(&Property::Sdk) {
+            self.properties.push(Property::Sdk);
+        }
+        let base = self.judge("schedule   0".into(), id, &o, &events);
+        progress.tried(&base, 0, 0);
+        let (candidates, bound) = self.candidates(o.steps);
+        let total = candidates.len() as u64;
+        progress.phase("schedules");
+        let tried = self.try_all(&candidates, progress)?;
+        let exhausted = bound
+            .filter(|_| !tried.iter().any(|t| t.violated()))
+            .map(|k| {
+                let from = self.spec.from.unwrap_or(1).max(1);
+                let until = self.spec.until.unwrap_or(o.steps).min(o.steps);
+                let what = if k == 1 { "1 reschedule" } else { "1 or 2 reschedules" };
+                format!(
+                    "every schedule with {what} in steps {from}..{until} was tried ({total}); none violates a property"
+                )
+            });
+        let mut never_held: Vec<String> = Vec::new();
+        if self.properties.contains(&Property::Sdk) {
+            for t in std::iter::once(&base).chain(&tried) {
+                for (m, _) in &t.sometimes {
+                    let held = std::iter::once(&base)
+                        .chain(&tried)
+                        .any(|t| t.sometimes.iter().any(|(m2, h)| m2 == m && *h));
+                    if !held && !never_held.contains(m) {
+                        never_held.push(m.clone());
+                    }
+                }
+            }
+        }
+        let mut report = Report {
+            base,
+            tried,
+            exhausted,
+            narrowed: None,
+            properties: self.properties.clone(),
+            never_held,
+        };
+        if self.spec.narrow {
+            if let Some(bad) = report.first_violation().cloned() {
+                progress.phase("narrowing");
+                report.narrowed = Some(narrow::narrow(&self, &bad)?);
+            }
+        }
+        Ok(report)
+    }
+
+    /// The schedules to try and, for a bounded search, the number of
+    /// reschedules up to which they are every schedule there is.
+    fn candidates(&self, base_steps: u64) -> (Vec<Candidate>, Option<u32>) {
+        let n = self.spec.schedules;
+        match self.spec.strategy {
+            Strategy::Random => ((1..=n).map(Candidate::Seeded).collect(), None),
+            Strategy::Seeds => {
+                let own = self.spec.base.manifest.seed;
+                let seeds = (1..).filter(|s| *s != own).take(n as usize);
+                (seeds.map(Candidate::Seed).collect(), None)
+            }
+            Strategy::Bounded => {
+                let from = self.spec.from.unwrap_or(1).max(1);
+                let until = self.spec.until.unwrap_or(base_steps).min(base_steps);
+                let one = |s: u64| Perturbed {
+                    step: s,
+                    what: Perturbation::Reschedule,
+                };
+                let singles = (from..=until).map(|s| Candidate::Explicit(vec![one(s)]));
+                let pairs = (from..=until).flat_map(|a| {
+                    (a + 1..=until).map(move |b| Candidate::Explicit(vec![one(a), one(b)]))
+                });
+                let width = until.saturating_sub(from) + 1;
+                let all: Vec<Candidate> = singles.chain(pairs).take(n as usize).collect();
+                let bound = if all.len() as u64 >= width + width * (width - 1) / 2 {
+                    Some(2)
+                } else if all.len() as u64 >= width {
+                    Some(1)
+                } else {
+                    None
+                };
+                (all, bound)
+            }
+        }
+    }
+
+    /// Tries candidates on `jobs` threads; without `all`, stops after the
+    /// first violation in candidate order (every earlier one is still run,
+    /// so the report does not depend on the number of jobs).
+    fn try_all(&self, cands: &[Candidate], progress: &mut dyn Progress) -> Result<Vec<Tried>, CheckError> {
+        let next = AtomicU64::new(0);
+        let stop_at = AtomicU64::new(u64::MAX);
+        let results: Mutex<Vec<Option<Result<Tried, CheckError>>>> =
+            Mutex::new((0..cands.len()).map(|_| None).collect());
+        let shown = Mutex::new((0usize, progress));
+        let all = self.spec.all;
+        std::thread::scope(|s| {
+            for _ in 0..self.spec.jobs.max(1) {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i as usize >= cands.len() || i > stop_at.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let r = self.try_one(&cands[i as usize]);
+                    if !all && matches!(&r, Ok(t) if t.violated()) || r.is_err() {
+                        stop_at.fetch_min(i, Ordering::SeqCst);
+                    }
+                    results.lock().unwrap()[i as usize] = Some(r);
+                    // Report in order: whatever is complete from the front.
+                    let mut sh = shown.lock().unwrap();
+                    let res = results.lock().unwrap();
+                    while sh.0 < cands.len() && sh.0 as u64 <= stop_at.load(Ordering::SeqCst) {
+                        match &res[sh.0] {
+                            Some(Ok(t)) => {
+                                let done = sh.0 as u64 + 1;
+                                sh.1.tried(t, done, cands.len() as u64);
+                                sh.0 += 1;
+                            }
+                            Some(Err(_)) => sh.0 += 1,
+                            None => break,
+                        }
+                    }
+                });
+            }
+        });
+        let limit = stop_at.load(Ordering::SeqCst);
+        let mut out = Vec::new();
+        for (i, r) in results.into_inner().unwrap().into_iter().enumerate() {
+            if i as u64 > limit {
+                break;
+            }
+            match r {
+                Some(r) => out.push(r?),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+}

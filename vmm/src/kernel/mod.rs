@@ -11,6 +11,7 @@ pub mod identity;
 pub mod mm;
 pub mod render;
 pub mod sched;
+pub mod sdk;
 pub mod signal;
 pub mod stack;
 pub mod symbols;
@@ -175,6 +176,7 @@ impl<'r> Kernel<'r> {
         let started = Instant::now();
         let watchdog = Watchdog::start(limits.timeout);
         let mut stuck = Vec::new();
+        let mut where_at = Vec::new();
         while self.status.is_none() {
             if let Some(e) = self.failure.take() {
                 return Err(e);
@@ -202,6 +204,9 @@ impl<'r> Kernel<'r> {
             if self.status.is_some() {
                 break;
             }
+            if limits.where_at == Some(self.step) {
+                where_at = self.where_threads_are();
+            }
             self.fire_timers();
             self.deliver_signals();
             if let Err(dead) = self.schedule() {
@@ -225,12 +230,18 @@ impl<'r> Kernel<'r> {
                 .take()
                 .map(|p| p.applied)
                 .unwrap_or_default(),
+            where_at,
         })
     }
 
     fn tick(&mut self) {
         self.step += 1;
         self.clock.tick();
+        if let Some((step, seed)) = self.inputs.manifest.reseed {
+            if step == self.step {
+                self.rng = Rng::new(seed);
+            }
+        }
     }
 
     /// One line per live thread: what it waits in, and where its code is.

@@ -4,7 +4,7 @@
 use super::errno::*;
 use super::sched::Sys;
 use super::task::PendingCall;
-use super::{fs, futex, identity, mm, render, sched, signal, thread, time, Kernel};
+use super::{fs, futex, identity, mm, render, sched, sdk, signal, thread, time, Kernel};
 use crate::record::EventKind;
 
 /// How an argument is shown in events.
@@ -126,6 +126,7 @@ static TABLE: &[Def] = &[
     def(309, "getcpu", S(sched::sys_getcpu), &[Hex, Hex, Hex]),
     def(318, "getrandom", S(identity::sys_getrandom), &[Hex, Int, Hex]),
     def(435, "clone3", S(thread::sys_clone3), &[Hex, Int]),
+    def(sdk::SDK_SYSCALL, "rewind_sdk", S(sdk::sys_sdk), &[Int, Int, InBuf]),
 ];
 
 pub fn lookup(nr: u32) -> Option<&'static Def> {

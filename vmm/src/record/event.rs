@@ -30,6 +30,24 @@ pub enum EventKind {
     Signal { signo: i32, code: i32, addr: u64 },
     /// The process ended with this status.
     ProcessExit { status: ExitStatus },
+    /// A call of the guest SDK: an assertion or a bookmark.
+    Sdk {
+        kind: SdkKind,
+        cond: bool,
+        message: String,
+    },
+}
+
+/// What an SDK call was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SdkKind {
+    /// `always(cond, message)`: cond must hold every time.
+    Always,
+    /// `sometimes(cond, message)`: cond must hold at least once in a check.
+    Sometimes,
+    /// `bookmark(message)`: a named point in the run.
+    Bookmark,
 }
 
 /// How a process or a run ended.
@@ -81,6 +99,24 @@ impl std::fmt::Display for Event {
                 crate::kernel::signal_name(*signo)
             ),
             EventKind::ProcessExit { status } => write!(f, "process {status}"),
+            EventKind::Sdk {
+                kind: SdkKind::Bookmark,
+                message,
+                ..
+            } => write!(f, "bookmark {message:?}"),
+            EventKind::Sdk {
+                kind,
+                cond,
+                message,
+            } => write!(
+                f,
+                "{}({cond}, {message:?})",
+                if *kind == SdkKind::Always {
+                    "always"
+                } else {
+                    "sometimes"
+                }
+            ),
         }
     }
 }

@@ -36,6 +36,9 @@ pub struct Manifest {
     /// When non-empty, `schedule` is not consulted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub perturb: Vec<Perturbed>,
+    /// Reseed the guest's randomness at a step: (step, new seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reseed: Option<(u64, u64)>,
 }
 
 /// What a schedule does to the running thread at a step.

@@ -1,10 +1,11 @@
 //! Recording: events, the manifest of inputs, the on-disk trace.
 
+pub mod diff;
 pub mod event;
 pub mod manifest;
 pub mod trace;
 
-pub use event::{Event, EventKind, ExitStatus};
+pub use event::{Event, EventKind, ExitStatus, SdkKind};
 pub use manifest::{Manifest, Perturbation, Perturbed};
 
 /// Where a running machine sends what it records.

@@ -1,0 +1,327 @@
+//! `rewind check`: rerun a program under perturbed schedules, find one that
+//! violates a property, and narrow it to the step that decides it.
+
+use super::run::{prepare, read_stdin, RunArgs};
+use crate::util::usage;
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use vmm::check::property::Property;
+use vmm::check::{CheckSpec, Checker, Progress, Report, Strategy, Tried};
+use vmm::session::Limits;
+
+/// Schedules tried when `--schedules` is not given.
+pub const DEFAULT_SCHEDULES: u64 = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    /// Seeded schedules 1..N, each perturbing steps at random.
+    Random,
+    /// Every schedule with one reschedule in the window, then every pair.
+    Bounded,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    override_usage = "rewind check [OPTIONS] -- PROG [ARGS]...\n       rewind check [OPTIONS] --example NAME\n       rewind check --run RUN --schedule-from STEP [OPTIONS]",
+    after_help = after_help()
+)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// How many schedules to try.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SCHEDULES)]
+    pub schedules: u64,
+    /// Try every schedule, then report how many violate.
+    #[arg(long)]
+    pub all: bool,
+    /// Schedules run at once [default: one per core].
+    #[arg(long, value_name = "J")]
+    pub jobs: Option<usize>,
+    /// Do not narrow the first violating schedule.
+    #[arg(long)]
+    pub no_narrow: bool,
+    /// A property every run must keep (repeatable).
+    #[arg(long = "property", value_name = "P")]
+    pub properties: Vec<String>,
+    /// A file of properties, one a line.
+    #[arg(long = "properties", value_name = "FILE")]
+    pub properties_file: Option<PathBuf>,
+    /// Say where each thread was at the deciding step.
+    #[arg(long = "where")]
+    pub where_: bool,
+    /// How schedules are chosen.
+    #[arg(long, value_enum, default_value_t = StrategyArg::Random)]
+    pub strategy: StrategyArg,
+    /// Check from a recorded run: schedules equal to RUN up to --schedule-from.
+    #[arg(long = "run", value_name = "RUN")]
+    pub from_run: Option<String>,
+    /// Try the run's own randomness seed and N others, reseeded at --schedule-from.
+    #[arg(long, value_name = "N")]
+    pub seeds: Option<u64>,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn after_help() -> String {
+    format!(
+        "Properties (--property, repeatable; --properties FILE, one a line, # comments):\n{}\n\n\
+         Exit status: 1 when a property is violated, 0 when none is, 2 on usage errors.",
+        vmm::check::property::HELP
+    )
+}
+
+/// A line per schedule on stdout; a transient progress line on a terminal.
+struct Lines {
+    json: bool,
+    tty: bool,
+    phase: String,
+}
+
+impl Lines {
+    fn clear(&self) {
+        if self.tty {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
+fn schedule_line(t: &Tried) -> String {
+    format!(
+        "{}: {:<14} {:>8} steps  run {}",
+        t.label,
+        t.status.to_string(),
+        t.steps,
+        t.id
+    )
+}
+
+impl Progress for Lines {
+    fn phase(&mut self, what: &str) {
+        self.phase = what.to_string();
+        if self.tty {
+            self.clear();
+            eprint!("rewind: {what}...");
+        }
+    }
+
+    fn tried(&mut self, t: &Tried, done: u64, total: u64) {
+        self.clear();
+        if !self.json {
+            println!("{}", schedule_line(t));
+            for b in &t.broken {
+                println!("  warning: {b}");
+            }
+        }
+        if self.tty {
+            eprint!("rewind: {} {done}/{total}...", self.phase);
+        }
+    }
+}
+
+fn properties(args: &CheckArgs) -> Result<Vec<Property>> {
+    let mut out = Vec::new();
+    for p in &args.properties {
+        match Property::parse(p, None) {
+            Ok(p) => out.push(p),
+            Err(e) => usage!("{e}"),
+        }
+    }
+    if let Some(f) = &args.properties_file {
+        match Property::parse_file(f) {
+            Ok(ps) => out.extend(ps),
+            Err(e) => usage!("{e}"),
+        }
+    }
+    if out.is_empty() {
+        out.push(Property::EndsDifferently);
+    }
+    Ok(out)
+}
+
+pub fn main(args: CheckArgs) -> Result<i32> {
+    if args.run.schedule != 0 {
+        usage!("--schedule is for `rewind run`; `rewind check` tries schedules itself");
+    }
+    let props = properties(&args)?;
+    let store = super::store()?;
+    store.prepare()?;
+    let (mut base, name) = match &args.from_run {
+        Some(spec) => {
+            if args.run.schedule_from.is_none() {
+                usage!("--run needs --schedule-from STEP");
+            }
+            let run = super::resolve(spec)?;
+            let inputs = run
+                .inputs()
+                .with_context(|| format!("cannot check from run {}", run.id))?;
+            (inputs, run.meta.name.clone())
+        }
+        None => {
+            let mut prepared = prepare(&args.run, &store)?;
+            prepared.set_stdin(read_stdin());
+            (prepared.inputs, prepared.name)
+        }
+    };
+    // Schedule 0 of a check is its base: the window is the check's, not the base run's.
+    base.manifest.schedule = 0;
+    base.manifest.schedule_from = None;
+    base.manifest.schedule_until = None;
+    let strategy = match (args.seeds, args.strategy) {
+        (Some(_), _) => Strategy::Seeds,
+        (None, StrategyArg::Random) => Strategy::Random,
+        (None, StrategyArg::Bounded) => Strategy::Bounded,
+    };
+    let spec = CheckSpec {
+        base,
+        name,
+        limits: Limits {
+            timeout: args.run.timeout,
+            ..Default::default()
+        },
+        schedules: args.seeds.unwrap_or(args.schedules),
+        all: args.all,
+        jobs: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        narrow: !args.no_narrow,
+        properties: props,
+        strategy,
+        from: args.run.schedule_from,
+        until: args.run.schedule_until,
+        want_where: args.where_,
+    };
+    let mut lines = Lines {
+        json: args.json,
+        tty: std::io::stderr().is_terminal(),
+        phase: String::new(),
+    };
+    if !args.json {
+        lines.clear();
+    }
+    let report = Checker::new(&spec, &store).run(&mut lines)?;
+    lines.clear();
+    if args.json {
+        println!("{}", serde_json::to_string(&json_report(&report))?);
+    } else {
+        print_report(&report, &spec);
+    }
+    std::io::stdout().flush()?;
+    Ok(if report.failed() { 1 } else { 0 })
+}
+
+fn what_tried(spec: &CheckSpec) -> &'static str {
+    match spec.strategy {
+        Strategy::Seeds => "seeds",
+        _ => "perturbed schedules",
+    }
+}
+
+fn print_report(r: &Report, spec: &CheckSpec) {
+    if spec.all || r.violations() == 0 {
+        let verdict = if r.properties == [Property::EndsDifferently] {
+            "ended differently".to_string()
+        } else {
+            let names: Vec<String> = r.properties.iter().map(|p| p.name()).collect();
+            format!("violated {}", names.join(", "))
+        };
+        println!(
+            "{} of {} {} {verdict}",
+            r.violations(),
+            r.tried.len(),
+            what_tried(spec),
+        );
+    }
+    for m in &r.never_held {
+        println!(
+            "sdk: sometimes({m:?}) held in none of the {} runs",
+            r.tried.len() + 1
+        );
+    }
+    if let Some(e) = &r.exhausted {
+        println!("{e}");
+    }
+    let Some(bad) = r.first_violation() else {
+        return;
+    };
+    for (p, why) in &bad.violations {
+        println!("{} violates {p}: {why}", bad.label.trim());
+    }
+    let Some(n) = &r.narrowed else {
+        println!("failing: run {}", bad.id);
+        return;
+    };
+    match n.deciding.as_slice() {
+        [one] => println!(
+            "step {} decides it: {} there makes the run violate {}",
+            one.step,
+            match one.what {
+                vmm::record::Perturbation::Reschedule => "a reschedule".to_string(),
+                vmm::record::Perturbation::Stall { ns } => format!("a stall of {}us", ns / 1000),
+            },
+            n.property
+        ),
+        set => println!(
+            "no single step decides it; these {} together make the run violate {}: {}",
+            set.len(),
+            n.property,
+            set.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+        ),
+    }
+    println!("passing: run {}", n.passing);
+    println!("failing: run {}", n.failing);
+    if let Some(d) = &n.divergence {
+        for l in d.lines() {
+            println!("{l}");
+        }
+    }
+    if !n.where_.is_empty() {
+        println!("where each thread was at step {}:", n.deciding.last().map_or(0, |p| p.step));
+        for w in &n.where_ {
+            println!("  {w}");
+        }
+    }
+    println!(
+        "narrowed in {} runs, {:.3}s",
+        n.runs,
+        n.wall.as_secs_f64()
+    );
+}
+
+fn tried_json(t: &Tried) -> serde_json::Value {
+    serde_json::json!({
+        "label": t.label.trim(),
+        "run": t.id,
+        "status": t.status.to_string(),
+        "steps": t.steps,
+        "perturbed": t.perturbed,
+        "violations": t.violations.iter().map(|(p, w)| serde_json::json!({"property": p, "why": w})).collect::<Vec<_>>(),
+        "broken": t.broken,
+    })
+}
+
+fn json_report(r: &Report) -> serde_json::Value {
+    serde_json::json!({
+        "properties": r.properties.iter().map(|p| p.name()).collect::<Vec<_>>(),
+        "never_held": r.never_held,
+        "base": tried_json(&r.base),
+        "tried": r.tried.iter().map(tried_json).collect::<Vec<_>>(),
+        "violations": r.violations(),
+        "exhausted": r.exhausted,
+        "narrowed": r.narrowed.as_ref().map(|n| serde_json::json!({
+            "deciding": n.deciding,
+            "property": n.property,
+            "passing": n.passing,
+            "failing": n.failing,
+            "divergence": n.divergence.as_ref().map(|d| serde_json::json!({
+                "left_step": d.left_step(),
+                "right_step": d.right_step(),
+                "lines": d.lines(),
+            })),
+            "where": n.where_,
+            "runs": n.runs,
+        })),
+    })
+}

@@ -1,0 +1,141 @@
+//! Narrowing a violating schedule to the perturbation that decides it:
+//! each applied perturbation alone first (a single step usually decides a
+//! race), then delta debugging (ddmin) for the smallest set.
+
+use super::{Candidate, CheckError, Checker, Narrowed, Tried};
+use crate::record::diff::first_divergence;
+use crate::record::{Event, Perturbed, Recorder};
+use crate::session::{self, Limits};
+use std::time::Instant;
+
+/// Shared events shown before the first difference, and events of each side after it.
+const CONTEXT: usize = 3;
+
+struct Search<'c, 'a> {
+    checker: &'c Checker<'a>,
+    property: String,
+    runs: u64,
+}
+
+impl Search<'_, '_> {
+    /// The run with exactly these perturbations, if it violates the property.
+    fn fails(&mut self, set: &[Perturbed]) -> Result<Option<Tried>, CheckError> {
+        self.runs += 1;
+        let t = self
+            .checker
+            .try_one(&Candidate::Explicit(set.to_vec()))?;
+        let hit = t.violations.iter().any(|(p, _)| *p == self.property);
+        Ok(hit.then_some(t))
+    }
+
+    /// Zeller's ddmin: a 1-minimal subset of `set` that still fails.
+    fn ddmin(&mut self, mut set: Vec<Perturbed>) -> Result<Vec<Perturbed>, CheckError> {
+        let mut n = 2usize;
+        while set.len() >= 2 {
+            let chunk = set.len().div_ceil(n);
+            let parts: Vec<Vec<Perturbed>> = set.chunks(chunk).map(|c| c.to_vec()).collect();
+            let mut reduced = false;
+            for p in &parts {
+                if self.fails(p)?.is_some() {
+                    set = p.clone();
+                    n = 2;
+                    reduced = true;
+                    break;
+                }
+            }
+            if !reduced && parts.len() > 2 {
+                for i in 0..parts.len() {
+                    let rest: Vec<Perturbed> = parts
+                        .iter()
+                        .enumerate()
+                        .filter(|(j, _)| *j != i)
+                        .flat_map(|(_, p)| p.iter().copied())
+                        .collect();
+                    if self.fails(&rest)?.is_some() {
+                        set = rest;
+                        n = (n - 1).max(2);
+                        reduced = true;
+                        break;
+                    }
+                }
+            }
+            if !reduced {
+                if n >= set.len() {
+                    break;
+                }
+                n = (2 * n).min(set.len());
+            }
+        }
+        Ok(set)
+    }
+}
+
+struct Discard;
+impl Recorder for Discard {
+    fn event(&mut self, _: &Event) {}
+    fn output(&mut self, _: i32, _: &[u8]) {}
+}
+
+pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
+    let started = Instant::now();
+    let property = bad.violations[0].0.clone();
+    let mut s = Search {
+        checker,
+        property: property.clone(),
+        runs: 0,
+    };
+    let mut deciding = None;
+    for p in &bad.perturbed {
+        if let Some(t) = s.fails(&[*p])? {
+            deciding = Some((vec![*p], t));
+            break;
+        }
+    }
+    let (deciding, failing) = match deciding {
+        Some(d) => d,
+        None => {
+            let set = s.ddmin(bad.perturbed.clone())?;
+            match s.fails(&set)? {
+                Some(t) => (set, t),
+                // Not reproducible from its perturbations alone: report the whole run.
+                None => (bad.perturbed.clone(), bad.clone()),
+            }
+        }
+    };
+    // The passing side: the same perturbations but the last, so both runs
+    // are one machine until the deciding step.
+    let without_last = &deciding[..deciding.len().saturating_sub(1)];
+    let passing = checker.try_one(&Candidate::Explicit(without_last.to_vec()))?;
+    s.runs += 1;
+    let load = |id: &str| -> Result<Vec<Event>, CheckError> {
+        let run = checker.store.resolve(id)?;
+        let mut t = run
+            .trace()
+            .map_err(|e| CheckError::Trace(id.into(), e.to_string()))?;
+        t.events()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| CheckError::Trace(id.into(), e.to_string()))
+    };
+    let divergence = first_divergence(&load(&passing.id)?, &load(&failing.id)?, CONTEXT);
+    let where_ = match (checker.spec.want_where, deciding.last()) {
+        (true, Some(last)) => {
+            let inputs = checker.inputs_for(&Candidate::Explicit(deciding.clone()));
+            let limits = Limits {
+                where_at: Some(last.step),
+                ..checker.spec.limits.clone()
+            };
+            session::run(&inputs, &limits, &mut Discard)?.where_at
+        }
+        _ => Vec::new(),
+    };
+    Ok(Narrowed {
+        deciding,
+        property,
+        passing: passing.id,
+        failing: failing.id,
+        divergence,
+        where_,
+        runs: s.runs,
+        wall: started.elapsed(),
+    })
+}

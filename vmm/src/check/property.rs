@@ -1,0 +1,215 @@
+//! Properties a run must keep, and how a run is judged against them.
+
+use crate::record::{Event, EventKind, ExitStatus, SdkKind};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Property {
+    /// The exit status equals schedule 0's.
+    EndsDifferently,
+    /// No process killed by a signal.
+    NoCrash,
+    NoDeadlock,
+    /// Exits with this code.
+    Exit(i32),
+    /// A host program judges the run (`$REWIND_RUN` holds its id).
+    Script(PathBuf),
+    /// The guest SDK's assertions: no `always` fails, and every `sometimes`
+    /// holds in at least one run of the check.
+    Sdk,
+}
+
+/// Names and meanings, for `rewind check --help`.
+pub const HELP: &str = "\
+ends-differently  the exit status differs from schedule 0's (the default)
+no-crash          no process is killed by a signal
+no-deadlock       the run does not end deadlocked
+exit=N            the program exits with status N
+script=PATH       a host program gets the run id in $REWIND_RUN (read it with
+                  `rewind log` and `rewind events --json`); exit 0 for a correct
+                  run, 1 with the reason on its first line
+sdk               no `always` of the guest SDK fails, and every `sometimes` holds
+                  in at least one run (added when schedule 0 calls the SDK)";
+
+impl Property {
+    /// Parses one property; `base` resolves relative script paths.
+    pub fn parse(s: &str, base: Option<&Path>) -> Result<Property, String> {
+        let s = s.trim();
+        Ok(match s {
+            "ends-differently" => Property::EndsDifferently,
+            "no-crash" => Property::NoCrash,
+            "no-deadlock" => Property::NoDeadlock,
+            "sdk" => Property::Sdk,
+            _ => {
+                if let Some(n) = s.strip_prefix("exit=") {
+                    Property::Exit(
+                        n.parse()
+                            .map_err(|_| format!("property `{s}`: exit=N needs a number"))?,
+                    )
+                } else if let Some(p) = s.strip_prefix("script=") {
+                    let p = PathBuf::from(p);
+                    Property::Script(match base {
+                        Some(b) if p.is_relative() => b.join(p),
+                        _ => p,
+                    })
+                } else {
+                    return Err(format!(
+                        "unknown property `{s}` (see `rewind check --help`)"
+                    ));
+                }
+            }
+        })
+    }
+
+    /// Reads a properties file: one per line, `#` comments.
+    pub fn parse_file(path: &Path) -> Result<Vec<Property>, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read properties file {}: {e}", path.display()))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        text.lines()
+            .map(|l| l.split('#').next().unwrap_or("").trim())
+            .filter(|l| !l.is_empty())
+            .map(|l| Property::parse(l, Some(dir)))
+            .collect()
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Property::EndsDifferently => "ends-differently".into(),
+            Property::NoCrash => "no-crash".into(),
+            Property::NoDeadlock => "no-deadlock".into(),
+            Property::Exit(n) => format!("exit={n}"),
+            Property::Script(p) => format!("script={}", p.display()),
+            Property::Sdk => "sdk".into(),
+        }
+    }
+}
+
+/// What a property sees of a run.
+pub struct Judged<'a> {
+    pub id: &'a str,
+    pub status: ExitStatus,
+    pub events: &'a [Event],
+    /// Schedule 0's status (for ends-differently).
+    pub base_status: ExitStatus,
+}
+
+/// A property's verdict on one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Holds,
+    Violated(String),
+    /// The judge itself failed (a script that crashed or said nothing).
+    Broken(String),
+}
+
+impl Property {
+    pub fn judge(&self, r: &Judged) -> Verdict {
+        match self {
+            Property::EndsDifferently if r.status != r.base_status => Verdict::Violated(format!(
+                "ended {} where schedule 0 ended {}",
+                r.status, r.base_status
+            )),
+            Property::NoCrash => match r.status {
+                ExitStatus::Killed(_) => Verdict::Violated(format!("ended {}", r.status)),
+                _ => Verdict::Holds,
+            },
+            Property::NoDeadlock if r.status == ExitStatus::Deadlocked => {
+                Verdict::Violated("deadlocked".into())
+            }
+            Property::Exit(n) if r.status != ExitStatus::Exited(*n) => {
+                Verdict::Violated(format!("ended {}, not exited:{n}", r.status))
+            }
+            Property::Script(path) => run_script(path, r.id),
+            Property::Sdk => match r.events.iter().find(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::Sdk {
+                        kind: SdkKind::Always,
+                        cond: false,
+                        ..
+                    }
+                )
+            }) {
+                Some(Event {
+                    step,
+                    kind: EventKind::Sdk { message, .. },
+                    ..
+                }) => Verdict::Violated(format!("always({message:?}) failed at step {step}")),
+                _ => Verdict::Holds,
+            },
+            _ => Verdict::Holds,
+        }
+    }
+}
+
+fn run_script(path: &Path, id: &str) -> Verdict {
+    let out = std::process::Command::new(path)
+        .env("REWIND_RUN", id)
+        .stdin(std::process::Stdio::null())
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            return Verdict::Broken(format!(
+                "property script {} could not start: {e}",
+                path.display()
+            ))
+        }
+    };
+    let first = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    match out.status.code() {
+        Some(0) => Verdict::Holds,
+        Some(1) if !first.is_empty() => Verdict::Violated(first),
+        Some(1) => Verdict::Broken(format!(
+            "property script {} said the run is wrong but gave no reason",
+            path.display()
+        )),
+        Some(c) => Verdict::Broken(format!(
+            "property script {} exited {c}{}",
+            path.display(),
+            if first.is_empty() { String::new() } else { format!(": {first}") }
+        )),
+        None => Verdict::Broken(format!(
+            "property script {} was killed by a signal",
+            path.display()
+        )),
+    }
+}
+
+/// Whether the run calls the SDK's assertions (then `sdk` is checked by default).
+pub fn uses_sdk(events: &[Event]) -> bool {
+    events.iter().any(|e| {
+        matches!(
+            e.kind,
+            EventKind::Sdk {
+                kind: SdkKind::Always | SdkKind::Sometimes,
+                ..
+            }
+        )
+    })
+}
+
+/// Each `sometimes` message of a run, and whether it held there.
+pub fn sometimes(events: &[Event]) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = Vec::new();
+    for e in events {
+        if let EventKind::Sdk {
+            kind: SdkKind::Sometimes,
+            cond,
+            message,
+        } = &e.kind
+        {
+            match out.iter_mut().find(|(m, _)| m == message) {
+                Some((_, held)) => *held |= cond,
+                None => out.push((message.clone(), *cond)),
+            }
+        }
+    }
+    out
+}

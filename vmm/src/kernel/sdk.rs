@@ -1,0 +1,32 @@
+//! The guest SDK's one reserved system call: `always`, `sometimes`,
+//! `bookmark` (guest/sdk). Outside Rewind the number is unused by Linux, so
+//! the call fails with ENOSYS and the SDK does nothing.
+
+use super::errno::*;
+use super::Kernel;
+use crate::record::{EventKind, SdkKind};
+
+/// The reserved call number ("RW" in ASCII), far above Linux's.
+pub const SDK_SYSCALL: u32 = 0x5257;
+pub const SDK_ALWAYS: u64 = 0;
+pub const SDK_SOMETIMES: u64 = 1;
+pub const SDK_BOOKMARK: u64 = 2;
+/// Longest message kept.
+const MAX_MESSAGE: usize = 1024;
+
+/// sdk(kind, cond, message, length)
+pub fn sys_sdk(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let kind = match a[0] {
+        SDK_ALWAYS => SdkKind::Always,
+        SDK_SOMETIMES => SdkKind::Sometimes,
+        SDK_BOOKMARK => SdkKind::Bookmark,
+        _ => return Err(EINVAL),
+    };
+    let bytes = k.read_user(a[2], (a[3] as usize).min(MAX_MESSAGE))?;
+    k.emit(EventKind::Sdk {
+        kind,
+        cond: a[1] != 0,
+        message: String::from_utf8_lossy(&bytes).into_owned(),
+    });
+    Ok(0)
+}
