@@ -70,6 +70,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         schedule_from: None,
         schedule_until: None,
         perturb: Vec::new(),
+        reseed: None,
     };
     let store = home.store();
     let mut rec = store.begin(&manifest, b"").unwrap();
@@ -101,6 +102,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         wall: Duration::from_millis(1),
         stuck: vec![],
         perturbed: vec![],
+        where_at: vec![],
     };
     let details = RunDetails {
         name: name.into(),

@@ -51,6 +51,7 @@ fn manifest(image: &Image, seed: u64, stdin: &[u8]) -> Manifest {
         schedule_from: None,
         schedule_until: None,
         perturb: Vec::new(),
+        reseed: None,
     }
 }
 
@@ -62,6 +63,7 @@ fn outcome(steps: u64) -> Outcome {
         wall: Duration::from_millis(12),
         stuck: vec![],
         perturbed: vec![],
+        where_at: vec![],
     }
 }
 
