@@ -1,2 +1,456 @@
-//! The engine benchmark (being written).
-fn main() {}
+//! The engine benchmark (issue 2, "Performance"): everything measured in one
+//! process, on this host, and printed as ratios against baselines measured
+//! here too.
+//!
+//!   (a) the bare KVM exit round trip: a ring-3 loop of `syscall`, whose entry
+//!       is one `out` in ring 0, answered by a minimal handler that writes the
+//!       registers back through sync regs; also a bare demand page fault;
+//!   (b) a guest `getpid` loop under the full engine (`rewind run`), in steps
+//!       per second, against (a);
+//!   (c) demand page faults per second under the engine, against (a)'s;
+//!   (d) wall time of `bank` natively and under `rewind run`.
+//!
+//! Run it with the release binary built first:
+//!
+//!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench engine
+//!
+//! (b) and (c) run the guest at two sizes and divide the difference in steps
+//! by the difference in wall time, so that starting the process, loading the
+//! program and writing the run cost nothing in the rate.
+
+use kvm_bindings::{kvm_msr_entry, kvm_segment, kvm_userspace_memory_region, Msrs};
+use kvm_ioctls::{Kvm, SyncReg, VcpuExit, VcpuFd};
+use rewind_tests::{guest_arg, parse_status, Home, Output};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing here takes arguments.
+    println!("rewind engine benchmark ({})", host());
+    println!("rewind binary: {}", rewind_tests::rewind_bin().display());
+    println!();
+
+    let bare = Bare::new();
+    let exit_us = best(5, || bare_syscalls(&bare, 20_000));
+    let fault_us = bare_faults(&bare, 8_000); // once: the guest TLB keeps what it mapped
+    println!("(a) bare KVM exit round trip (syscall -> out -> sync regs):  {exit_us:7.2} us  = {:>9.0} exits/s", 1e6 / exit_us);
+    println!("    bare demand page fault served by a minimal handler:      {fault_us:7.2} us  = {:>9.0} faults/s", 1e6 / fault_us);
+
+    let home = Home::new();
+    let (step_us, steps_per_call) = differential(&home, "getpid", 2_000, 20_000);
+    println!(
+        "(b) engine, guest getpid loop:                               {step_us:7.2} us  = {:>9.0} steps/s  ({steps_per_call:.2} steps per call)",
+        1e6 / step_us
+    );
+    println!(
+        "    engine step rate / bare exit rate:                       {:6.1} %   (target: at least 80 %)",
+        100.0 * exit_us / step_us
+    );
+
+    let (page_us, steps_per_page) = differential(&home, "pages", 1_000, 10_000);
+    println!(
+        "(c) engine, demand page faults:                              {page_us:7.2} us  = {:>9.0} faults/s  ({steps_per_page:.2} steps per page)",
+        1e6 / page_us
+    );
+    println!(
+        "    engine fault rate / bare fault rate:                     {:6.1} %",
+        100.0 * fault_us / page_us
+    );
+
+    let mut native_lost = 0;
+    let native = best(10, || {
+        let (t, out) = timed(&home, None, &[]);
+        // Natively the race is real: bank loses money now and then (exit 2).
+        assert!(out.code == 0 || out.code == 2, "native bank: {out}");
+        native_lost += usize::from(out.code == 2);
+        t
+    });
+    let mut engine_wall = f64::MAX;
+    let rewind = best(10, || {
+        let (t, out) = timed(&home, Some("rewind"), &["run", "--example", "bank"]);
+        let run = parse_status(&out).unwrap_or_else(|| panic!("rewind run --example bank: {out}"));
+        engine_wall = engine_wall.min(wall_of(&run.line).unwrap_or(f64::NAN));
+        t
+    });
+    println!(
+        "(d) bank natively:                                           {:7.2} ms  (lost money in {native_lost} of 10 runs)",
+        native * 1e3
+    );
+    println!(
+        "    bank under `rewind run --example bank` (whole command):  {:7.2} ms  = {:.1}x native",
+        rewind * 1e3,
+        rewind / native
+    );
+    println!(
+        "    of which the run itself (the status line's wall time):   {:7.2} ms  = {:.1}x native",
+        engine_wall * 1e3,
+        engine_wall / native
+    );
+}
+
+fn host() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{model}, {cores} cores")
+}
+
+/// The smallest of `n` measurements.
+fn best(n: usize, mut f: impl FnMut() -> f64) -> f64 {
+    (0..n).map(|_| f()).fold(f64::MAX, f64::min)
+}
+
+/// Runs `rewind ARGS` (or, with `None`, the native `bank`) to its end and
+/// returns its wall time in seconds. No deadline: a benchmark that hangs is
+/// stopped by hand.
+fn timed(home: &Home, rewind: Option<&str>, args: &[&str]) -> (f64, Output) {
+    let mut cmd = match rewind {
+        Some(_) => Command::new(rewind_tests::rewind_bin()),
+        None => Command::new(guest_arg("bank")),
+    };
+    cmd.args(args)
+        .env("REWIND_HOME", home.path())
+        .stdin(Stdio::null());
+    let t = Instant::now();
+    let out = cmd.output().expect("start the command");
+    let elapsed = t.elapsed().as_secs_f64();
+    let out = Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    (elapsed, out)
+}
+
+/// The `<Y>s wall` figure of a status line.
+fn wall_of(line: &str) -> Option<f64> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words
+        .iter()
+        .position(|w| w.trim_end_matches(',') == "wall")
+        .and_then(|i| words[i - 1].strip_suffix('s'))
+        .and_then(|n| n.parse().ok())
+}
+
+/// Runs `guest N` under the engine at two sizes; returns microseconds per
+/// unit of N and steps per unit of N, from the differences.
+fn differential(home: &Home, guest: &str, small: u64, large: u64) -> (f64, f64) {
+    let prog = guest_arg(guest);
+    let measure = |n: u64| -> (f64, u64) {
+        let mut best_t = f64::MAX;
+        let mut steps = 0;
+        for _ in 0..3 {
+            let (elapsed, out) = timed(home, Some("rewind"), &["run", "--", &prog, &n.to_string()]);
+            let run = parse_status(&out).unwrap_or_else(|| panic!("rewind run {guest} {n}: {out}"));
+            assert_eq!(run.status, "exited:0", "{out}");
+            steps = run.steps.expect("the status line gives steps");
+            best_t = best_t.min(elapsed);
+        }
+        (best_t, steps)
+    };
+    let (t_small, s_small) = measure(small);
+    let (t_large, s_large) = measure(large);
+    let units = (large - small) as f64;
+    (
+        (t_large - t_small) * 1e6 / units,
+        (s_large - s_small) as f64 / units,
+    )
+}
+
+// ---------------------------------------------------------------------------
+// (a): a bare machine, as in ../shared/probes/kvm-probe.c: identity-mapped
+// page tables, a GDT, IDT and TSS, the syscall MSRs, a one-`out` entry for
+// syscall and for every exception vector, and user code in ring 3.
+//
+// Guest physical layout:
+//   0x1000   syscall entry: out 0x20, al (user-readable: PVM needs it)
+//   0x2000   IDT stubs, 4 bytes each: out 0x80+vector, al
+//   0x8000   top of the ring-0 stack (TSS.RSP0)
+//   0x10000  PML4, 0x11000 PDPT, 0x12000 PD, 0x13000 page table for 0-2 MiB
+//   0x20000  GDT, 0x21000 IDT, 0x30000 TSS
+//   0x100000 page tables for 4 MiB.. (demand paged, 4 KiB pages)
+//   0x200000 user code (a 2 MiB user page), user stack below 0x300000
+//   0x1000000.. frames handed out on demand
+
+const MEM: usize = 64 << 20;
+const SYSCALL_PORT: u16 = 0x20;
+
+struct Bare {
+    _kvm: Kvm,
+    _vm: kvm_ioctls::VmFd,
+    vcpu: std::cell::RefCell<VcpuFd>,
+    mem: *mut u8,
+}
+
+/// A flat ring-3 segment: user code (64-bit) or user data.
+fn user_seg(selector: u16, code: bool) -> kvm_segment {
+    kvm_segment {
+        base: 0,
+        limit: 0xffff_ffff,
+        selector,
+        type_: if code { 11 } else { 3 },
+        present: 1,
+        dpl: 3,
+        db: u8::from(!code),
+        s: 1,
+        l: u8::from(code),
+        g: 1,
+        ..Default::default()
+    }
+}
+
+impl Bare {
+    fn new() -> Bare {
+        let kvm = Kvm::new().expect("open /dev/kvm");
+        let vm = kvm.create_vm().expect("KVM_CREATE_VM");
+        let mem = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                MEM,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(mem, libc::MAP_FAILED);
+        let mem = mem as *mut u8;
+        let region = kvm_userspace_memory_region {
+            slot: 0,
+            flags: 0,
+            guest_phys_addr: 0,
+            memory_size: MEM as u64,
+            userspace_addr: mem as u64,
+        };
+        unsafe { vm.set_user_memory_region(region) }.expect("memory region");
+        let vcpu = vm.create_vcpu(0).expect("KVM_CREATE_VCPU");
+        let b = Bare {
+            _kvm: kvm,
+            _vm: vm,
+            vcpu: std::cell::RefCell::new(vcpu),
+            mem,
+        };
+        // Page tables.
+        b.w64(0x10000, 0x11000 | 7);
+        b.w64(0x11000, 0x12000 | 7);
+        b.w64(0x12000, 0x13000 | 7);
+        for i in 0..512u64 {
+            b.w64(0x13000 + i * 8, (i * 0x1000) | 3); // supervisor only...
+        }
+        b.w64(0x13000 + 8, 0x1000 | 5); // ...but the syscall entry: user, read-only
+        b.w64(0x12000 + 8, 0x200000 | 0x87); // 2-4 MiB: one user 2 MiB page
+        for i in 0..16u64 {
+            b.w64(0x12000 + (2 + i) * 8, (0x100000 + i * 0x1000) | 7);
+        }
+        // GDT: null, kernel code 0x08, kernel data 0x10, user data 0x1b, user code 0x23, TSS 0x28.
+        for (i, d) in [
+            0u64,
+            0x00af9b000000ffff,
+            0x00cf93000000ffff,
+            0x00cff3000000ffff,
+            0x00affb000000ffff,
+            0x67 | (0x30000 << 16) | (0x89 << 40),
+            0,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            b.w64(0x20000 + i as u64 * 8, d);
+        }
+        b.w64(0x30000 + 4, 0x8000); // TSS.RSP0
+        for v in 0..32u64 {
+            let off = 0x2000 + v * 4;
+            b.w8(off, 0xe6);
+            b.w8(off + 1, 0x80 + v as u8);
+            b.w64(
+                0x21000 + v * 16,
+                (off & 0xffff) | (0x8 << 16) | (0x8E << 40) | ((off >> 16) << 48),
+            );
+            b.w64(0x21000 + v * 16 + 8, 0);
+        }
+        b.w8(0x1000, 0xe6);
+        b.w8(0x1001, SYSCALL_PORT as u8);
+        let msrs = Msrs::from_entries(&[
+            kvm_msr_entry {
+                index: 0xC000_0081,
+                data: (0x10 << 48) | (0x8 << 32),
+                ..Default::default()
+            },
+            kvm_msr_entry {
+                index: 0xC000_0082,
+                data: 0x1000,
+                ..Default::default()
+            },
+            kvm_msr_entry {
+                index: 0xC000_0084,
+                data: 0x200,
+                ..Default::default()
+            },
+        ])
+        .unwrap();
+        let mut vcpu = b.vcpu.borrow_mut();
+        assert_eq!(vcpu.set_msrs(&msrs).expect("KVM_SET_MSRS"), 3);
+        let cpuid = b
+            ._kvm
+            .get_supported_cpuid(kvm_bindings::KVM_MAX_CPUID_ENTRIES)
+            .expect("KVM_GET_SUPPORTED_CPUID");
+        vcpu.set_cpuid2(&cpuid).expect("KVM_SET_CPUID2");
+        vcpu.set_sync_valid_reg(SyncReg::Register);
+        vcpu.set_sync_valid_reg(SyncReg::SystemRegister);
+        drop(vcpu);
+        b
+    }
+
+    fn w64(&self, at: u64, v: u64) {
+        assert!((at as usize) + 8 <= MEM);
+        unsafe { (self.mem.add(at as usize) as *mut u64).write_unaligned(v) }
+    }
+
+    fn r64(&self, at: u64) -> u64 {
+        assert!((at as usize) + 8 <= MEM);
+        unsafe { (self.mem.add(at as usize) as *const u64).read_unaligned() }
+    }
+
+    fn w8(&self, at: u64, v: u8) {
+        assert!((at as usize) < MEM);
+        unsafe { self.mem.add(at as usize).write(v) }
+    }
+
+    /// Loads user code at 0x200000 and points the vCPU at it, in ring 3.
+    fn user(&self, code: &[u8], rbx: u64) {
+        for (i, byte) in code.iter().enumerate() {
+            self.w8(0x200000 + i as u64, *byte);
+        }
+        let vcpu = self.vcpu.borrow();
+        let mut s = vcpu.get_sregs().expect("KVM_GET_SREGS");
+        s.cr3 = 0x10000;
+        s.cr0 = 0x8005_0033;
+        s.efer = 0x501;
+        s.cr4 = (1 << 5) | (1 << 9) | (1 << 10);
+        s.gdt.base = 0x20000;
+        s.gdt.limit = 7 * 8 - 1;
+        s.idt.base = 0x21000;
+        s.idt.limit = 256 * 16 - 1;
+        s.cs = user_seg(0x23, true);
+        let uds = user_seg(0x1b, false);
+        (s.ds, s.es, s.fs, s.gs, s.ss) = (uds, uds, uds, uds, uds);
+        s.tr = kvm_segment {
+            base: 0x30000,
+            limit: 0x67,
+            selector: 0x28,
+            present: 1,
+            type_: 11,
+            ..Default::default()
+        };
+        vcpu.set_sregs(&s).expect("KVM_SET_SREGS");
+        let r = kvm_bindings::kvm_regs {
+            rip: 0x200000,
+            rflags: 2,
+            rsp: 0x300000,
+            rbx,
+            ..Default::default()
+        };
+        vcpu.set_regs(&r).expect("KVM_SET_REGS");
+    }
+
+    /// Runs to the next exit: Some(256) for a syscall, Some(vector) for an
+    /// exception, None for anything else.
+    fn next_exit(&self) -> Option<u16> {
+        let mut vcpu = self.vcpu.borrow_mut();
+        match vcpu.run() {
+            Ok(VcpuExit::IoOut(SYSCALL_PORT, _)) => Some(256),
+            Ok(VcpuExit::IoOut(port, _)) if (0x80..0xa0).contains(&port) => Some(port - 0x80),
+            _ => None,
+        }
+    }
+
+    /// Back to ring 3 through sync regs, from a syscall (rcx/r11) or from an
+    /// exception frame with an error code on the ring-0 stack.
+    fn resume_user(&self, from_syscall: bool) {
+        let mut vcpu = self.vcpu.borrow_mut();
+        let rsp = vcpu.sync_regs().regs.rsp;
+        let frame = if from_syscall {
+            None
+        } else {
+            Some([self.r64(rsp + 8), self.r64(rsp + 24), self.r64(rsp + 32)])
+        };
+        let sync = vcpu.sync_regs_mut();
+        match frame {
+            None => {
+                sync.regs.rip = sync.regs.rcx;
+                sync.regs.rflags = sync.regs.r11;
+            }
+            Some([rip, rflags, rsp]) => {
+                sync.regs.rip = rip;
+                sync.regs.rflags = rflags;
+                sync.regs.rsp = rsp;
+            }
+        }
+        sync.sregs.cs = user_seg(0x23, true);
+        sync.sregs.ss = user_seg(0x1b, false);
+        vcpu.set_sync_dirty_reg(SyncReg::Register);
+        vcpu.set_sync_dirty_reg(SyncReg::SystemRegister);
+    }
+}
+
+/// Microseconds per syscall round trip over `n` calls.
+fn bare_syscalls(b: &Bare, n: u64) -> f64 {
+    // mov eax, 39; syscall; dec rbx; jnz -12; ud2
+    let code = [
+        0xb8, 39, 0, 0, 0, 0x0f, 0x05, 0x48, 0xff, 0xcb, 0x75, 0xf4, 0x0f, 0x0b,
+    ];
+    b.user(&code, n);
+    let t = Instant::now();
+    let mut calls = 0;
+    let last = loop {
+        match b.next_exit() {
+            Some(256) => {
+                calls += 1;
+                b.vcpu.borrow_mut().sync_regs_mut().regs.rax = 1234;
+                b.resume_user(true);
+            }
+            other => break other,
+        }
+    };
+    let elapsed = t.elapsed().as_secs_f64();
+    assert_eq!(last, Some(6), "the syscall loop should end in #UD");
+    assert_eq!(calls, n);
+    elapsed * 1e6 / n as f64
+}
+
+/// Microseconds per demand page fault over `n` pages from 4 MiB.
+fn bare_faults(b: &Bare, n: u64) -> f64 {
+    assert!(n <= 16 * 512, "16 page tables of 512 entries");
+    // mov rax, 0x400000; mov [rax], rax; add rax, 0x1000; dec rbx; jnz; ud2
+    let code = [
+        0x48, 0xc7, 0xc0, 0, 0, 0x40, 0, 0x48, 0x89, 0x00, 0x48, 0x05, 0, 0x10, 0, 0, 0x48, 0xff,
+        0xcb, 0x75, 0xf2, 0x0f, 0x0b,
+    ];
+    b.user(&code, n);
+    let mut frame = 0x1000000u64;
+    let t = Instant::now();
+    let mut faults = 0;
+    let last = loop {
+        match b.next_exit() {
+            Some(14) => {
+                let cr2 = b.vcpu.borrow().sync_regs().sregs.cr2;
+                b.w64(0x100000 + (cr2 - 0x400000) / 4096 * 8, frame | 7);
+                frame += 4096;
+                faults += 1;
+                b.resume_user(false);
+            }
+            other => break other,
+        }
+    };
+    let elapsed = t.elapsed().as_secs_f64();
+    assert_eq!(last, Some(6), "the touch loop should end in #UD");
+    assert_eq!(faults, n);
+    elapsed * 1e6 / n as f64
+}
