@@ -1,0 +1,64 @@
+//! `rewind diff`: compare two runs event by event.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use vmm::record::diff::first_divergence;
+
+/// Shared events shown before the first difference, and each side's after it.
+const CONTEXT: usize = 5;
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The left run.
+    #[arg(value_name = "A")]
+    pub left: String,
+    /// The right run.
+    #[arg(value_name = "B")]
+    pub right: String,
+    /// One JSON object: {"identical", "events", "divergence": {"left_step", "right_step", ..}}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn main(args: DiffArgs) -> Result<i32> {
+    let (a, b) = (super::resolve(&args.left)?, super::resolve(&args.right)?);
+    let ea = a.events().with_context(|| format!("run {}", a.id))?;
+    let eb = b.events().with_context(|| format!("run {}", b.id))?;
+    let d = first_divergence(&ea, &eb, CONTEXT);
+    if args.json {
+        let v = serde_json::json!({
+            "left": a.id,
+            "right": b.id,
+            "identical": d.is_none(),
+            "events": [ea.len(), eb.len()],
+            "divergence": d.as_ref().map(|d| serde_json::json!({
+                "index": d.index,
+                "left_step": d.left_step(),
+                "right_step": d.right_step(),
+                "shared": d.shared,
+                "left": d.left,
+                "right": d.right,
+            })),
+        });
+        println!("{v}");
+    } else {
+        match &d {
+            None => println!(
+                "identical: {} events (runs {} and {})",
+                ea.len(),
+                a.id,
+                b.id
+            ),
+            Some(d) => {
+                println!(
+                    "left: run {} ({}), right: run {} ({}); they differ from event {}",
+                    a.id, a.meta.status, b.id, b.meta.status, d.index
+                );
+                for l in d.lines() {
+                    println!("{l}");
+                }
+            }
+        }
+    }
+    Ok(if d.is_some() { 1 } else { 0 })
+}
