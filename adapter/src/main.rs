@@ -40,6 +40,12 @@ enum Command {
     Log(cmd::log::LogArgs),
     /// Run a recorded run's inputs again and compare every event.
     Replay(cmd::replay::ReplayArgs),
+    /// Fork a run at a step with another schedule or seed.
+    Fork(cmd::fork::ForkArgs),
+    /// Which thread held the CPU when, a line per stretch.
+    Threads(cmd::threads::ThreadsArgs),
+    /// Compare two runs event by event; exit 1 when they differ.
+    Diff(cmd::diff::DiffArgs),
     /// Check whether this host can record, and which host facts hold here.
     Doctor(cmd::doctor::DoctorArgs),
 }
@@ -81,6 +87,18 @@ fn main() -> ExitCode {
         Command::Replay(a) => {
             signals::install();
             cmd::replay::main(a)
+        }
+        Command::Fork(a) => {
+            signals::install();
+            cmd::fork::main(a)
+        }
+        Command::Threads(a) => {
+            signals::die_on_broken_pipe();
+            cmd::threads::main(a)
+        }
+        Command::Diff(a) => {
+            signals::die_on_broken_pipe();
+            cmd::diff::main(a)
         }
         Command::Doctor(a) => cmd::doctor::main(a),
     };

@@ -71,6 +71,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         schedule_until: None,
         perturb: Vec::new(),
         reseed: None,
+        fork_of: None,
     };
     let store = home.store();
     let mut rec = store.begin(&manifest, b"").unwrap();
@@ -103,6 +104,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         stuck: vec![],
         perturbed: vec![],
         where_at: vec![],
+        thread_names: Default::default(),
     };
     let details = RunDetails {
         name: name.into(),

@@ -36,6 +36,8 @@ pub struct Outcome {
     pub perturbed: Vec<crate::record::Perturbed>,
     /// Where each thread was after `Limits::where_at`, one line each.
     pub where_at: Vec<String>,
+    /// Each thread's last name (prctl PR_SET_NAME), by tid.
+    pub thread_names: std::collections::BTreeMap<u32, String>,
 }
 
 /// Runs the program to its end, sending events and output to `rec`.

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use vmm::check::property::Property;
-use vmm::check::{CheckSpec, Checker, Progress, Report, Strategy, Tried};
+use vmm::check::{CheckSpec, Checker, Parent, Progress, Report, Strategy, Tried};
 use vmm::session::Limits;
 
 /// Schedules tried when `--schedules` is not given.
@@ -148,7 +148,7 @@ pub fn main(args: CheckArgs) -> Result<i32> {
     let props = properties(&args)?;
     let store = super::store()?;
     store.prepare()?;
-    let (mut base, name) = match &args.from_run {
+    let (base, name, parent) = match &args.from_run {
         Some(spec) => {
             if args.run.schedule_from.is_none() {
                 usage!("--run needs --schedule-from STEP");
@@ -157,18 +157,22 @@ pub fn main(args: CheckArgs) -> Result<i32> {
             let inputs = run
                 .inputs()
                 .with_context(|| format!("cannot check from run {}", run.id))?;
-            (inputs, run.meta.name.clone())
+            let parent = Parent {
+                id: run.id.clone(),
+                applied: run.meta.perturbed.clone(),
+            };
+            (inputs, run.meta.name.clone(), Some(parent))
         }
         None => {
             let mut prepared = prepare(&args.run, &store)?;
             prepared.set_stdin(read_stdin());
-            (prepared.inputs, prepared.name)
+            // Schedule 0 of a check is its base: the window is the check's.
+            let mut inputs = prepared.inputs;
+            inputs.manifest.schedule_from = None;
+            inputs.manifest.schedule_until = None;
+            (inputs, prepared.name, None)
         }
     };
-    // Schedule 0 of a check is its base: the window is the check's, not the base run's.
-    base.manifest.schedule = 0;
-    base.manifest.schedule_from = None;
-    base.manifest.schedule_until = None;
     let strategy = match (args.seeds, args.strategy) {
         (Some(_), _) => Strategy::Seeds,
         (None, StrategyArg::Random) => Strategy::Random,
@@ -192,6 +196,7 @@ pub fn main(args: CheckArgs) -> Result<i32> {
         from: args.run.schedule_from,
         until: args.run.schedule_until,
         want_where: args.where_,
+        parent,
     };
     let mut lines = Lines {
         json: args.json,

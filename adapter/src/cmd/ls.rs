@@ -37,6 +37,8 @@ pub fn main(args: LsArgs) -> Result<i32> {
                 "events": r.meta.events,
                 "program": r.manifest.program,
                 "argv": r.manifest.argv,
+                "fork_of": r.manifest.fork_of,
+                "schedule": r.manifest.schedule,
             });
             writeln!(out, "{v}")?;
         }
@@ -50,11 +52,27 @@ pub fn main(args: LsArgs) -> Result<i32> {
         for r in &runs {
             writeln!(
                 out,
-                "{}  {:<sw$}  {:>nw$} steps  {}",
-                r.id, r.meta.status, r.meta.steps, r.meta.name
+                "{}  {:<sw$}  {:>nw$} steps  {}{}",
+                r.id,
+                r.meta.status,
+                r.meta.steps,
+                r.meta.name,
+                lineage(&r.manifest)
             )?;
         }
     }
     out.flush()?;
     Ok(0)
+}
+
+/// `  (fork of <parent> at <step>, schedule N)` for a fork.
+fn lineage(m: &vmm::record::Manifest) -> String {
+    let Some(f) = &m.fork_of else {
+        return String::new();
+    };
+    let with = match m.reseed {
+        Some((_, seed)) if m.schedule == 0 => format!("seed {seed}"),
+        _ => format!("schedule {}", m.schedule),
+    };
+    format!("  (fork of {} at {}, {with})", f.parent, f.step)
 }

@@ -1,12 +1,15 @@
 //! One module per command.
 
 pub mod check;
+pub mod diff;
 pub mod doctor;
+pub mod fork;
 pub mod events;
 pub mod log;
 pub mod ls;
 pub mod replay;
 pub mod run;
+pub mod threads;
 
 use anyhow::{Context, Result};
 use vmm::store::{Run, Store};

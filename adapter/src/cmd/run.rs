@@ -258,6 +258,7 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
         schedule_until: args.schedule_until.filter(|_| args.schedule != 0),
         perturb: Vec::new(),
         reseed: None,
+        fork_of: None,
     };
     Ok(Prepared {
         inputs: RunInputs {

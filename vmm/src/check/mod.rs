@@ -10,6 +10,7 @@ pub mod property;
 pub mod schedule;
 
 use crate::record::diff::Divergence;
+use crate::record::fork::{fork_manifest, ForkWith};
 use crate::record::{Event, ExitStatus, Perturbation, Perturbed};
 use crate::session::{self, Limits, Outcome, RunInputs};
 use crate::store::{RunDetails, Store, StoreError};
@@ -75,6 +76,16 @@ pub struct CheckSpec {
     pub until: Option<u64>,
     /// Note where each thread was at the deciding step.
     pub want_where: bool,
+    /// Checking from a recorded run: schedules are its forks at `from`.
+    pub parent: Option<Parent>,
+}
+
+/// The recorded run a check starts from (`rewind check --run`).
+#[derive(Debug, Clone)]
+pub struct Parent {
+    pub id: String,
+    /// The perturbations its own schedule applied.
+    pub applied: Vec<Perturbed>,
 }
 
 /// A run the check made, and what the properties said of it.
@@ -164,6 +175,15 @@ impl<'a> Checker<'a> {
 
     fn inputs_for(&self, c: &Candidate) -> RunInputs {
         let mut i = self.spec.base.clone();
+        if let (Some(p), Candidate::Seeded(n) | Candidate::Seed(n)) = (&self.spec.parent, c) {
+            let with = match c {
+                Candidate::Seeded(_) => ForkWith::Schedule(*n),
+                _ => ForkWith::Seed(*n),
+            };
+            let step = self.spec.from.unwrap_or(0);
+            i.manifest = fork_manifest(&p.id, &i.manifest, &p.applied, step, with);
+            return i;
+        }
         let m = &mut i.manifest;
         match c {
             Candidate::Seeded(n) => {

@@ -22,7 +22,13 @@ pub const STALL_DOUBLINGS: u64 = 7;
 
 #[derive(Debug, Clone)]
 enum Plan {
-    Seeded { rng: Rng, from: u64, until: u64 },
+    /// Seeded within the window; before it, the explicit prefix (a fork's parent's).
+    Seeded {
+        rng: Rng,
+        from: u64,
+        until: u64,
+        prefix: BTreeMap<u64, Perturbation>,
+    },
     Explicit(BTreeMap<u64, Perturbation>),
 }
 
@@ -36,14 +42,17 @@ pub struct Perturber {
 impl Perturber {
     /// The perturber a manifest asks for; None for schedule 0.
     pub fn from_manifest(m: &Manifest) -> Option<Perturber> {
-        let plan = if !m.perturb.is_empty() {
-            Plan::Explicit(m.perturb.iter().map(|p| (p.step, p.what)).collect())
-        } else if m.schedule != 0 {
+        let explicit: BTreeMap<u64, Perturbation> =
+            m.perturb.iter().map(|p| (p.step, p.what)).collect();
+        let plan = if m.schedule != 0 {
             Plan::Seeded {
                 rng: Rng::new(m.schedule.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
                 from: m.schedule_from.unwrap_or(0),
                 until: m.schedule_until.unwrap_or(u64::MAX),
+                prefix: explicit,
             }
+        } else if !explicit.is_empty() {
+            Plan::Explicit(explicit)
         } else {
             return None;
         };
@@ -59,8 +68,16 @@ impl Perturber {
     pub fn planned(&mut self, step: u64) -> Option<Perturbation> {
         match &mut self.plan {
             Plan::Explicit(map) => map.get(&step).copied(),
-            Plan::Seeded { rng, from, until } => {
-                if step < *from || step > *until {
+            Plan::Seeded {
+                rng,
+                from,
+                until,
+                prefix,
+            } => {
+                if step < *from {
+                    return prefix.get(&step).copied();
+                }
+                if step > *until {
                     return None;
                 }
                 let r = rng.next_u64();

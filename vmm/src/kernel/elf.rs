@@ -154,6 +154,7 @@ impl Kernel<'_> {
                 robust_list: 0,
                 signals: ThreadSignals::default(),
                 pending_call: None,
+                name: thread_name(&man.program),
             },
         );
         self.sched.current = pid;
@@ -173,6 +174,7 @@ impl Kernel<'_> {
         regs.rflags = RFLAGS_DEFAULT;
         self.m.set_segment_bases(0, 0);
         self.emit(EventKind::ThreadStart { parent: 0 });
+        self.rec.switch(0, pid, pid);
         Ok(())
     }
 
@@ -211,3 +213,16 @@ impl Kernel<'_> {
         })
     }
 }
+
+/// A thread's name as Linux keeps it: at most 15 bytes.
+pub fn thread_name(s: &str) -> String {
+    let base = s.rsplit('/').next().unwrap_or(s);
+    let mut end = base.len().min(TASK_COMM_LEN - 1);
+    while !base.is_char_boundary(end) {
+        end -= 1;
+    }
+    base[..end].to_string()
+}
+
+/// Bytes of a thread name, NUL included.
+pub const TASK_COMM_LEN: usize = 16;

@@ -2,6 +2,7 @@
 //! Every answer is fixed or derived from the run's inputs.
 
 use super::errno::*;
+use super::elf::{thread_name, TASK_COMM_LEN};
 use super::Kernel;
 
 pub fn sys_getpid(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
@@ -178,10 +179,18 @@ const PR_GET_NAME: u64 = 16;
 pub fn sys_prctl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     match a[0] {
         PR_SET_NAME => {
-            k.read_user(a[1], 16)?;
+            let raw = k.read_user(a[1], TASK_COMM_LEN)?;
+            let end = raw.iter().position(|b| *b == 0).unwrap_or(TASK_COMM_LEN - 1);
+            let name = String::from_utf8_lossy(&raw[..end]).into_owned();
+            k.cur_thread().name = thread_name(&name);
             Ok(0)
         }
-        PR_GET_NAME => k.write_user(a[1], b"rewind\0").map(|_| 0),
+        PR_GET_NAME => {
+            let mut b = [0u8; TASK_COMM_LEN];
+            let name = k.cur_thread().name.clone();
+            b[..name.len()].copy_from_slice(name.as_bytes());
+            k.write_user(a[1], &b).map(|_| 0)
+        }
         _ => Err(EINVAL),
     }
 }

@@ -74,11 +74,13 @@ pub struct Kernel<'r> {
     pub symbols: symbols::SymbolTable,
     pub console: fs::Console,
     next_id: u32,
+    /// Every thread's name, kept after it exits.
+    pub names: BTreeMap<Tid, String>,
     /// Set when the run is over.
     status: Option<ExitStatus>,
     /// A failure of the monitor itself (not of the guest) ends the run with it.
     failure: Option<EngineError>,
-    rec: &'r mut dyn Recorder,
+    pub(crate) rec: &'r mut dyn Recorder,
 }
 
 impl<'r> Kernel<'r> {
@@ -100,6 +102,7 @@ impl<'r> Kernel<'r> {
             symbols: symbols::SymbolTable::default(),
             console: fs::Console::new(inputs.stdin.clone()),
             next_id: FIRST_PID,
+            names: BTreeMap::new(),
             status: None,
             failure: None,
             rec,
@@ -231,6 +234,12 @@ impl<'r> Kernel<'r> {
                 .map(|p| p.applied)
                 .unwrap_or_default(),
             where_at,
+            thread_names: {
+                let live: Vec<(Tid, String)> =
+                    self.threads.values().map(|t| (t.tid, t.name.clone())).collect();
+                self.names.extend(live);
+                std::mem::take(&mut self.names)
+            },
         })
     }
 

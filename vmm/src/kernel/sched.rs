@@ -237,6 +237,8 @@ impl Kernel<'_> {
             self.m.set_address_space(pt);
         }
         self.sched.current = to;
+        // The switch happens after this step; the new thread's first exit is the next.
+        self.rec.switch(self.step + 1, pid, to);
         Ok(())
     }
 }

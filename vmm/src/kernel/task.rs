@@ -59,6 +59,8 @@ pub struct Thread {
     pub robust_list: u64,
     pub signals: ThreadSignals,
     pub pending_call: Option<PendingCall>,
+    /// What `prctl(PR_SET_NAME)` last said (the program's name at first).
+    pub name: String,
 }
 
 #[derive(Debug, Clone)]

@@ -77,6 +77,7 @@ impl Kernel<'_> {
             xstate: self.m.save_xstate().map_err(|e| self.engine_failure(e))?,
         };
         let signals = self.cur_thread().signals.for_new_thread();
+        let name = self.cur_thread().name.clone();
         let t = Thread {
             tid,
             pid,
@@ -90,6 +91,7 @@ impl Kernel<'_> {
             robust_list: 0,
             signals,
             pending_call: None,
+            name,
         };
         self.threads.insert(tid, t);
         self.cur_proc().threads.push(tid);
@@ -126,6 +128,7 @@ impl Kernel<'_> {
 
     fn remove_thread(&mut self, tid: Tid) {
         if let Some(t) = self.threads.remove(&tid) {
+            self.names.insert(tid, t.name.clone());
             if let ThreadState::Blocked { wait, deadline } = t.state {
                 if let super::task::Wait::Futex { key, .. } = wait {
                     self.futexes.remove(key, tid);

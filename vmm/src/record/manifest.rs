@@ -32,13 +32,22 @@ pub struct Manifest {
     pub schedule_from: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_until: Option<u64>,
-    /// An explicit schedule: exactly these perturbations (used by narrowing).
-    /// When non-empty, `schedule` is not consulted.
+    /// Explicit perturbations (narrowing, and a fork's inherited prefix).
+    /// With a seeded schedule too, these apply before `schedule_from`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub perturb: Vec<Perturbed>,
     /// Reseed the guest's randomness at a step: (step, new seed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reseed: Option<(u64, u64)>,
+    /// The run this one was forked from, and the last step they share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_of: Option<ForkOf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkOf {
+    pub parent: String,
+    pub step: u64,
 }
 
 /// What a schedule does to the running thread at a step.

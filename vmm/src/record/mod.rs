@@ -2,15 +2,19 @@
 
 pub mod diff;
 pub mod event;
+pub mod fork;
 pub mod manifest;
+pub mod switches;
 pub mod trace;
 
 pub use event::{Event, EventKind, ExitStatus, SdkKind};
-pub use manifest::{Manifest, Perturbation, Perturbed};
+pub use manifest::{ForkOf, Manifest, Perturbation, Perturbed};
 
 /// Where a running machine sends what it records.
 pub trait Recorder {
     fn event(&mut self, event: &Event);
     /// Bytes the guest wrote to its standard output (fd 1) or error (fd 2).
     fn output(&mut self, fd: i32, bytes: &[u8]);
+    /// From `step` on, thread `tid` of process `pid` holds the CPU.
+    fn switch(&mut self, _step: u64, _pid: u32, _tid: u32) {}
 }

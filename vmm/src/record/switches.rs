@@ -42,7 +42,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Switch>, String> {
         ));
     }
     let body = &bytes[8..];
-    if body.len() % RECORD != 0 {
+    if !body.len().is_multiple_of(RECORD) {
         return Err("switches file is truncated".into());
     }
     let out: Vec<Switch> = body

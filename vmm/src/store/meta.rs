@@ -75,6 +75,9 @@ pub struct Meta {
     /// The perturbations the run's schedule applied, in step order.
     #[serde(default)]
     pub perturbed: Vec<crate::record::Perturbed>,
+    /// Each thread's name, by tid.
+    #[serde(default)]
+    pub thread_names: std::collections::BTreeMap<u32, String>,
     /// Number of events in the trace.
     pub events: u64,
     /// Number of bytes in `output`.

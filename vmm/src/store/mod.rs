@@ -370,6 +370,19 @@ impl Run {
         Ok(TraceReader::open(&self.events_path())?)
     }
 
+    /// Which thread held the CPU when.
+    pub fn switches(&self) -> Result<Vec<crate::record::switches::Switch>, StoreError> {
+        let path = self.dir.join(writer::SWITCHES_FILE);
+        crate::record::switches::read(&path).map_err(|what| StoreError::Corrupt { path, what })
+    }
+
+    /// Every event of the run.
+    pub fn events(&self) -> Result<Vec<crate::record::Event>, StoreError> {
+        let mut t = self.trace()?;
+        let events: Result<Vec<_>, _> = t.events().collect();
+        Ok(events?)
+    }
+
     /// The output bytes, stdout and stderr interleaved as written.
     pub fn output(&self) -> Result<Vec<u8>, StoreError> {
         let p = self.dir.join(output::OUTPUT_FILE);

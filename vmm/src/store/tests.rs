@@ -52,6 +52,7 @@ fn manifest(image: &Image, seed: u64, stdin: &[u8]) -> Manifest {
         schedule_until: None,
         perturb: Vec::new(),
         reseed: None,
+        fork_of: None,
     }
 }
 
@@ -64,6 +65,7 @@ fn outcome(steps: u64) -> Outcome {
         stuck: vec![],
         perturbed: vec![],
         where_at: vec![],
+        thread_names: Default::default(),
     }
 }
 

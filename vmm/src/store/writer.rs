@@ -38,6 +38,7 @@ pub struct StoreRecorder {
     finished: bool,
     /// The last byte of output and the descriptor it went to.
     last_byte: Option<(i32, u8)>,
+    switches: Vec<crate::record::switches::Switch>,
 }
 
 impl Store {
@@ -65,6 +66,7 @@ impl Store {
             started: SystemTime::now(),
             finished: false,
             last_byte: None,
+            switches: Vec::new(),
         };
         std::fs::create_dir(&tmp).map_err(|e| StoreError::Unwritable {
             path: tmp.clone(),
@@ -151,10 +153,15 @@ impl StoreRecorder {
             wall_secs: outcome.wall.as_secs_f64(),
             stuck: outcome.stuck.clone(),
             perturbed: outcome.perturbed.clone(),
+            thread_names: outcome.thread_names.clone(),
             events,
             output_bytes,
             timeout_secs: details.timeout.map(|t| t.as_secs_f64()),
         };
+        write_file(
+            &self.tmp.join(SWITCHES_FILE),
+            &crate::record::switches::encode(&self.switches),
+        )?;
         let json = serde_json::to_vec_pretty(&meta).expect("meta serializes");
         write_file(&self.tmp.join("meta.json"), &json)?;
         let dest = self.runs.join(&self.id);
@@ -237,7 +244,15 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Which thread held the CPU when (`record::switches`).
+pub const SWITCHES_FILE: &str = "switches";
+
 impl Recorder for StoreRecorder {
+    fn switch(&mut self, step: u64, pid: u32, tid: u32) {
+        self.switches
+            .push(crate::record::switches::Switch { step, pid, tid });
+    }
+
     fn event(&mut self, event: &Event) {
         if let Some(t) = self.trace.as_mut() {
             if let Err(e) = t.push(event) {
