@@ -272,7 +272,10 @@ fn print_report(r: &Report, spec: &CheckSpec) {
             "no single step decides it; these {} together make the run violate {}: {}",
             set.len(),
             n.property,
-            set.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+            set.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
     println!("passing: run {}", n.passing);
@@ -283,16 +286,15 @@ fn print_report(r: &Report, spec: &CheckSpec) {
         }
     }
     if !n.where_.is_empty() {
-        println!("where each thread was at step {}:", n.deciding.last().map_or(0, |p| p.step));
+        println!(
+            "where each thread was at step {}:",
+            n.deciding.last().map_or(0, |p| p.step)
+        );
         for w in &n.where_ {
             println!("  {w}");
         }
     }
-    println!(
-        "narrowed in {} runs, {:.3}s",
-        n.runs,
-        n.wall.as_secs_f64()
-    );
+    println!("narrowed in {} runs, {:.3}s", n.runs, n.wall.as_secs_f64());
 }
 
 fn tried_json(t: &Tried) -> serde_json::Value {

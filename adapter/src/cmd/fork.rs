@@ -55,14 +55,14 @@ pub fn main(args: ForkArgs) -> Result<i32> {
         args.step,
         with,
     );
-    let inputs = RunInputs {
-        manifest,
-        ..inputs
-    };
+    let inputs = RunInputs { manifest, ..inputs };
     let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
     rec.set_echo(!args.quiet);
     let limits = Limits {
-        timeout: parent.meta.timeout_secs.map(std::time::Duration::from_secs_f64),
+        timeout: parent
+            .meta
+            .timeout_secs
+            .map(std::time::Duration::from_secs_f64),
         ..Default::default()
     };
     let outcome = session::run(&inputs, &limits, &mut rec)?;

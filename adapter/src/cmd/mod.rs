@@ -3,8 +3,8 @@
 pub mod check;
 pub mod diff;
 pub mod doctor;
-pub mod fork;
 pub mod events;
+pub mod fork;
 pub mod log;
 pub mod ls;
 pub mod replay;

@@ -83,11 +83,15 @@ pub fn main(args: ReplayArgs) -> Result<i32> {
         .timeout
         .or(run.meta.timeout_secs.map(Duration::from_secs_f64));
     let mut rec = MemRecorder::default();
-    let outcome = session::run(&inputs, &Limits {
+    let outcome = session::run(
+        &inputs,
+        &Limits {
             timeout,
             ..Default::default()
-        }, &mut rec)
-        .with_context(|| format!("cannot replay run {}", run.id))?;
+        },
+        &mut rec,
+    )
+    .with_context(|| format!("cannot replay run {}", run.id))?;
 
     // A run that timed out stopped at a point chosen by the host's clock:
     // only the events both sides reached are compared.

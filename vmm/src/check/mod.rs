@@ -202,7 +202,11 @@ impl<'a> Checker<'a> {
     }
 
     /// Records one run into the store and returns it with its events.
-    pub fn record(&self, inputs: &RunInputs, limits: &Limits) -> Result<(String, Outcome, Vec<Event>), CheckError> {
+    pub fn record(
+        &self,
+        inputs: &RunInputs,
+        limits: &Limits,
+    ) -> Result<(String, Outcome, Vec<Event>), CheckError> {
         let mut rec = self.store.begin(&inputs.manifest, &inputs.stdin)?;
         rec.set_echo(false);
         let outcome = session::run(inputs, limits, &mut rec)?;
@@ -355,7 +359,11 @@ impl<'a> Checker<'a> {
     /// Tries candidates on `jobs` threads; without `all`, stops after the
     /// first violation in candidate order (every earlier one is still run,
     /// so the report does not depend on the number of jobs).
-    fn try_all(&self, cands: &[Candidate], progress: &mut dyn Progress) -> Result<Vec<Tried>, CheckError> {
+    fn try_all(
+        &self,
+        cands: &[Candidate],
+        progress: &mut dyn Progress,
+    ) -> Result<Vec<Tried>, CheckError> {
         let next = AtomicU64::new(0);
         let stop_at = AtomicU64::new(u64::MAX);
         let results: Mutex<Vec<Option<Result<Tried, CheckError>>>> =

@@ -21,9 +21,7 @@ impl Search<'_, '_> {
     /// The run with exactly these perturbations, if it violates the property.
     fn fails(&mut self, set: &[Perturbed]) -> Result<Option<Tried>, CheckError> {
         self.runs += 1;
-        let t = self
-            .checker
-            .try_one(&Candidate::Explicit(set.to_vec()))?;
+        let t = self.checker.try_one(&Candidate::Explicit(set.to_vec()))?;
         let hit = t.violations.iter().any(|(p, _)| *p == self.property);
         Ok(hit.then_some(t))
     }

@@ -173,7 +173,11 @@ fn run_script(path: &Path, id: &str) -> Verdict {
         Some(c) => Verdict::Broken(format!(
             "property script {} exited {c}{}",
             path.display(),
-            if first.is_empty() { String::new() } else { format!(": {first}") }
+            if first.is_empty() {
+                String::new()
+            } else {
+                format!(": {first}")
+            }
         )),
         None => Verdict::Broken(format!(
             "property script {} was killed by a signal",

@@ -10,19 +10,17 @@ use crate::machine::layout::{PIE_BASE, STACK_MAX, STACK_TOP};
 use crate::machine::regs::RFLAGS_DEFAULT;
 use crate::record::EventKind;
 use crate::EngineError;
-use object::elf::{FileHeader64, ET_DYN, ET_EXEC, PT_INTERP, PT_LOAD, PF_R, PF_W, PF_X};
+use object::elf::{FileHeader64, ET_DYN, ET_EXEC, PF_R, PF_W, PF_X, PT_INTERP, PT_LOAD};
 use object::read::elf::{FileHeader, ProgramHeader};
 use object::Endianness;
 use std::path::PathBuf;
 
 /// The program's bytes, checked to be a static x86-64 executable.
 pub fn read_program(image: &Image, guest_path: &str) -> Result<Vec<u8>, EngineError> {
-    let host = image
-        .host_path(guest_path)
-        .ok_or_else(|| EngineError::Io {
-            path: PathBuf::from(guest_path),
-            source: std::io::Error::from(std::io::ErrorKind::NotFound),
-        })?;
+    let host = image.host_path(guest_path).ok_or_else(|| EngineError::Io {
+        path: PathBuf::from(guest_path),
+        source: std::io::Error::from(std::io::ErrorKind::NotFound),
+    })?;
     let bytes = std::fs::read(&host).map_err(EngineError::io(&host))?;
     parse(&bytes).map_err(|e| match e {
         ElfProblem::NotElf => EngineError::NotElf(host.clone()),
@@ -92,10 +90,16 @@ fn parse(bytes: &[u8]) -> Result<ElfInfo, ElfProblem> {
                     },
                 };
                 if s.filesz > s.memsz
-                    || s.offset.checked_add(s.filesz).is_none_or(|end| end > bytes.len() as u64)
-                    || s.vaddr.checked_add(s.memsz).is_none_or(|end| end > crate::machine::layout::USER_END / 2)
+                    || s.offset
+                        .checked_add(s.filesz)
+                        .is_none_or(|end| end > bytes.len() as u64)
+                    || s.vaddr
+                        .checked_add(s.memsz)
+                        .is_none_or(|end| end > crate::machine::layout::USER_END / 2)
                 {
-                    return Err(ElfProblem::Bad("a segment lies outside the file or memory".into()));
+                    return Err(ElfProblem::Bad(
+                        "a segment lies outside the file or memory".into(),
+                    ));
                 }
                 segments.push(s);
             }
@@ -125,7 +129,8 @@ pub struct Loaded {
 impl Kernel<'_> {
     /// Creates the first process and its thread, with the program loaded and the stack built.
     pub(super) fn spawn_init(&mut self, bytes: &[u8]) -> Result<(), EngineError> {
-        let info = parse(bytes).map_err(|_| EngineError::NotElf(self.inputs.manifest.program.clone().into()))?;
+        let info = parse(bytes)
+            .map_err(|_| EngineError::NotElf(self.inputs.manifest.program.clone().into()))?;
         let pid = self.alloc_id();
         let mm = Mm::new(&mut self.m.ram).ok_or(EngineError::OutOfMemory)?;
         let man = self.inputs.manifest.clone();
@@ -161,7 +166,13 @@ impl Kernel<'_> {
         let loaded = self.load_segments(bytes, &info)?;
         self.symbols = super::symbols::SymbolTable::from_elf(bytes, loaded.bias);
         let p = self.procs.get_mut(&pid).unwrap();
-        p.mm.map_range(&mut self.m.ram, STACK_TOP - STACK_MAX, STACK_TOP, Prot::RW, "[stack]");
+        p.mm.map_range(
+            &mut self.m.ram,
+            STACK_TOP - STACK_MAX,
+            STACK_TOP,
+            Prot::RW,
+            "[stack]",
+        );
         let sp = self
             .build_initial_stack(&loaded)
             .map_err(|_| EngineError::OutOfMemory)?;
@@ -187,15 +198,25 @@ impl Kernel<'_> {
             let start = page_down(s.vaddr + bias);
             let stop = page_up(s.vaddr + bias + s.memsz).ok_or(EngineError::OutOfMemory)?;
             let p = self.procs.get_mut(&pid).unwrap();
-            p.mm.map_range(&mut self.m.ram, start, stop, s.prot, &self.inputs.manifest.program);
+            p.mm.map_range(
+                &mut self.m.ram,
+                start,
+                stop,
+                s.prot,
+                &self.inputs.manifest.program,
+            );
             // Whole file pages, as mmap would map them: the first page starts
             // before the segment (p_offset and p_vaddr agree modulo the page).
             let lead = (s.vaddr + bias) - start;
             let from = s.offset.checked_sub(lead).ok_or_else(|| {
-                EngineError::BadElf(self.inputs.manifest.program.clone().into(), "misaligned segment".into())
+                EngineError::BadElf(
+                    self.inputs.manifest.program.clone().into(),
+                    "misaligned segment".into(),
+                )
             })?;
             let content = &bytes[from as usize..(s.offset + s.filesz) as usize];
-            self.fill_pages(start, content).map_err(|_| EngineError::OutOfMemory)?;
+            self.fill_pages(start, content)
+                .map_err(|_| EngineError::OutOfMemory)?;
             if info.phoff >= s.offset && info.phoff < s.offset + s.filesz {
                 phdr = s.vaddr + bias + (info.phoff - s.offset);
             }

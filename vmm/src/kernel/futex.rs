@@ -46,7 +46,8 @@ impl Kernel<'_> {
         }
         let pid = self.cur_pid();
         let p = self.procs.get_mut(&pid).unwrap();
-        p.mm.translate(&mut self.m.ram, uaddr, false).map_err(|_| EFAULT)
+        p.mm.translate(&mut self.m.ram, uaddr, false)
+            .map_err(|_| EFAULT)
     }
 
     /// Wakes up to `n` waiters of `uaddr` whose bitset meets `bitset`.
@@ -109,10 +110,16 @@ pub fn sys_futex(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
                 })
             };
             let tid = k.cur_tid();
-            k.futexes.queues.entry(key).or_default().push_back((tid, bitset));
+            k.futexes
+                .queues
+                .entry(key)
+                .or_default()
+                .push_back((tid, bitset));
             Ok(k.block(Wait::Futex { key, bitset }, deadline, call))
         }
-        FUTEX_WAKE => k.futex_wake(uaddr, val, FUTEX_BITSET_MATCH_ANY).map(Sys::Ret),
+        FUTEX_WAKE => k
+            .futex_wake(uaddr, val, FUTEX_BITSET_MATCH_ANY)
+            .map(Sys::Ret),
         FUTEX_WAKE_BITSET => {
             if val3 == 0 {
                 return Err(EINVAL);
@@ -140,7 +147,11 @@ pub fn sys_futex(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
                 }
             }
             for (tid, bs) in movers {
-                k.futexes.queues.entry(key2).or_default().push_back((tid, bs));
+                k.futexes
+                    .queues
+                    .entry(key2)
+                    .or_default()
+                    .push_back((tid, bs));
                 if let Some(t) = k.threads.get_mut(&tid) {
                     if let super::task::ThreadState::Blocked {
                         wait: Wait::Futex { key: kk, .. },

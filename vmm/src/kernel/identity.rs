@@ -1,8 +1,8 @@
 //! Who and where the guest is: ids, uname, sysinfo, limits, randomness.
 //! Every answer is fixed or derived from the run's inputs.
 
-use super::errno::*;
 use super::elf::{thread_name, TASK_COMM_LEN};
+use super::errno::*;
 use super::Kernel;
 
 pub fn sys_getpid(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
@@ -59,9 +59,16 @@ pub const UTS_MACHINE: &str = "x86_64";
 
 pub fn sys_uname(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let mut buf = vec![0u8; UTS_FIELD * 6];
-    for (i, f) in [UTS_SYSNAME, UTS_NODENAME, UTS_RELEASE, UTS_VERSION, UTS_MACHINE, "(none)"]
-        .iter()
-        .enumerate()
+    for (i, f) in [
+        UTS_SYSNAME,
+        UTS_NODENAME,
+        UTS_RELEASE,
+        UTS_VERSION,
+        UTS_MACHINE,
+        "(none)",
+    ]
+    .iter()
+    .enumerate()
     {
         buf[i * UTS_FIELD..i * UTS_FIELD + f.len()].copy_from_slice(f.as_bytes());
     }
@@ -180,7 +187,10 @@ pub fn sys_prctl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     match a[0] {
         PR_SET_NAME => {
             let raw = k.read_user(a[1], TASK_COMM_LEN)?;
-            let end = raw.iter().position(|b| *b == 0).unwrap_or(TASK_COMM_LEN - 1);
+            let end = raw
+                .iter()
+                .position(|b| *b == 0)
+                .unwrap_or(TASK_COMM_LEN - 1);
             let name = String::from_utf8_lossy(&raw[..end]).into_owned();
             k.cur_thread().name = thread_name(&name);
             Ok(0)

@@ -214,7 +214,13 @@ impl Mm {
     }
 
     /// Makes the page at `va` present for this access, as a page fault would.
-    pub fn fault_in(&mut self, ram: &mut GuestRam, va: u64, write: bool, exec: bool) -> Result<u64, Fault> {
+    pub fn fault_in(
+        &mut self,
+        ram: &mut GuestRam,
+        va: u64,
+        write: bool,
+        exec: bool,
+    ) -> Result<u64, Fault> {
         let page = page_down(va);
         let (_, v) = self.vma_at(va).ok_or(Fault::Unmapped)?;
         let prot = v.prot;
@@ -299,7 +305,10 @@ pub fn sys_brk(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 }
 
 fn free_range(mm: &Mm, start: u64, end: u64) -> bool {
-    mm.vmas.range(..end).next_back().is_none_or(|(_, v)| v.end <= start)
+    mm.vmas
+        .range(..end)
+        .next_back()
+        .is_none_or(|(_, v)| v.end <= start)
 }
 
 pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
@@ -320,7 +329,10 @@ pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
     let mm = k.mm();
     let start = if fixed {
-        if addr & (PAGE_SIZE - 1) != 0 || addr < MONITOR_END || addr.checked_add(len).is_none_or(|e| e > USER_END) {
+        if addr & (PAGE_SIZE - 1) != 0
+            || addr < MONITOR_END
+            || addr.checked_add(len).is_none_or(|e| e > USER_END)
+        {
             return Err(EINVAL);
         }
         if flags & MAP_FIXED_NOREPLACE != 0 && !free_range(mm, addr, addr + len) {
@@ -362,7 +374,10 @@ impl Kernel<'_> {
                 Some((f, _)) => f,
                 None => {
                     let f = self.m.ram.alloc_frame().ok_or(Fault::NoMemory)?;
-                    let prot = p.mm.vma_at(va).map(|(_, v)| v.prot).ok_or(Fault::Unmapped)?;
+                    let prot =
+                        p.mm.vma_at(va)
+                            .map(|(_, v)| v.prot)
+                            .ok_or(Fault::Unmapped)?;
                     if !p.mm.pt.map(&mut self.m.ram, va, f, prot.perm()) {
                         return Err(Fault::NoMemory);
                     }
@@ -383,7 +398,9 @@ pub fn sys_munmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if addr & (PAGE_SIZE - 1) != 0 || len == 0 {
         return Err(EINVAL);
     }
-    let end = page_up(len).and_then(|l| addr.checked_add(l)).ok_or(EINVAL)?;
+    let end = page_up(len)
+        .and_then(|l| addr.checked_add(l))
+        .ok_or(EINVAL)?;
     if end > USER_END {
         return Err(EINVAL);
     }
@@ -399,7 +416,9 @@ pub fn sys_mprotect(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if addr & (PAGE_SIZE - 1) != 0 {
         return Err(EINVAL);
     }
-    let end = page_up(len).and_then(|l| addr.checked_add(l)).ok_or(ENOMEM)?;
+    let end = page_up(len)
+        .and_then(|l| addr.checked_add(l))
+        .ok_or(ENOMEM)?;
     if end > USER_END || addr < MONITOR_END {
         return Err(ENOMEM);
     }
@@ -408,7 +427,8 @@ pub fn sys_mprotect(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     }
     let pid = k.cur_pid();
     let p = k.procs.get_mut(&pid).unwrap();
-    let f = p.mm.protect_range(&mut k.m.ram, addr, end, Prot::from_bits(prot))?;
+    let f =
+        p.mm.protect_range(&mut k.m.ram, addr, end, Prot::from_bits(prot))?;
     k.flush_if(f)?;
     Ok(0)
 }
@@ -418,7 +438,9 @@ pub fn sys_madvise(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if addr & (PAGE_SIZE - 1) != 0 {
         return Err(EINVAL);
     }
-    let end = page_up(len).and_then(|l| addr.checked_add(l)).ok_or(EINVAL)?;
+    let end = page_up(len)
+        .and_then(|l| addr.checked_add(l))
+        .ok_or(EINVAL)?;
     if advice == MADV_DONTNEED {
         let pid = k.cur_pid();
         let p = k.procs.get_mut(&pid).unwrap();
@@ -444,7 +466,10 @@ pub fn sys_mremap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     }
     let old_len = page_up(old_len).ok_or(EINVAL)?;
     let new_len = page_up(new_len).filter(|l| *l < USER_END).ok_or(ENOMEM)?;
-    let old_end = old.checked_add(old_len).filter(|e| *e <= USER_END).ok_or(EFAULT)?;
+    let old_end = old
+        .checked_add(old_len)
+        .filter(|e| *e <= USER_END)
+        .ok_or(EFAULT)?;
     let pid = k.cur_pid();
     let p = k.procs.get_mut(&pid).unwrap();
     let (_, v) = p.mm.vma_at(old).ok_or(EFAULT)?;
@@ -465,7 +490,10 @@ pub fn sys_mremap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         return Err(ENOMEM);
     }
     let dest = if flags & MREMAP_FIXED != 0 {
-        if new_addr & (PAGE_SIZE - 1) != 0 || new_addr < MONITOR_END || new_addr.checked_add(new_len).is_none_or(|e| e > USER_END) {
+        if new_addr & (PAGE_SIZE - 1) != 0
+            || new_addr < MONITOR_END
+            || new_addr.checked_add(new_len).is_none_or(|e| e > USER_END)
+        {
             return Err(EINVAL);
         }
         p.mm.unmap_range(&mut k.m.ram, new_addr, new_addr + new_len);

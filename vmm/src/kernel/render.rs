@@ -32,7 +32,10 @@ pub fn escape(bytes: &[u8]) -> String {
 /// for buffers the call filled.
 pub fn call_text_with(k: &mut Kernel, _tid: Tid, call: PendingCall, ret: Option<i64>) -> String {
     let Some(def) = syscalls::lookup(call.nr) else {
-        return format!("syscall_{}({:#x}, {:#x}, {:#x})", call.nr, call.args[0], call.args[1], call.args[2]);
+        return format!(
+            "syscall_{}({:#x}, {:#x}, {:#x})",
+            call.nr, call.args[0], call.args[1], call.args[2]
+        );
     };
     let mut parts = Vec::new();
     let mut i = 0;

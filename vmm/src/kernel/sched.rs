@@ -156,7 +156,11 @@ impl Kernel<'_> {
         }
         let next = loop {
             if let Some(n) = self.sched.runq.pop_front() {
-                if self.threads.get(&n).is_some_and(|t| t.state == ThreadState::Runnable) {
+                if self
+                    .threads
+                    .get(&n)
+                    .is_some_and(|t| t.state == ThreadState::Runnable)
+                {
                     break n;
                 }
                 continue;
@@ -187,11 +191,11 @@ impl Kernel<'_> {
         let Some(what) = p.planned(step) else {
             return true;
         };
-        let others = self
-            .sched
-            .runq
-            .iter()
-            .any(|t| self.threads.get(t).is_some_and(|t| t.state == ThreadState::Runnable));
+        let others = self.sched.runq.iter().any(|t| {
+            self.threads
+                .get(t)
+                .is_some_and(|t| t.state == ThreadState::Runnable)
+        });
         if !others {
             return true;
         }

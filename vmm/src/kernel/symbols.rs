@@ -17,7 +17,13 @@ impl SymbolTable {
         let mut funcs: Vec<_> = file
             .symbols()
             .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
-            .filter_map(|s| Some((s.address() + load_bias, s.size(), s.name().ok()?.to_string())))
+            .filter_map(|s| {
+                Some((
+                    s.address() + load_bias,
+                    s.size(),
+                    s.name().ok()?.to_string(),
+                ))
+            })
             .collect();
         funcs.sort();
         SymbolTable { funcs }

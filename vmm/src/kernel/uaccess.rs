@@ -24,7 +24,9 @@ impl Kernel<'_> {
         while done < len {
             let a = va + done as u64;
             let n = ((PAGE_SIZE - (a & (PAGE_SIZE - 1))) as usize).min(len - done);
-            let pa = p.mm.translate(&mut self.m.ram, a, write).map_err(|_| EFAULT)?;
+            let pa =
+                p.mm.translate(&mut self.m.ram, a, write)
+                    .map_err(|_| EFAULT)?;
             f(&mut self.m.ram, pa, done, n);
             done += n;
         }
@@ -46,11 +48,15 @@ impl Kernel<'_> {
     }
 
     pub fn read_u32(&mut self, va: u64) -> SysResult<u32> {
-        Ok(u32::from_le_bytes(self.read_user(va, 4)?.try_into().unwrap()))
+        Ok(u32::from_le_bytes(
+            self.read_user(va, 4)?.try_into().unwrap(),
+        ))
     }
 
     pub fn read_u64(&mut self, va: u64) -> SysResult<u64> {
-        Ok(u64::from_le_bytes(self.read_user(va, 8)?.try_into().unwrap()))
+        Ok(u64::from_le_bytes(
+            self.read_user(va, 8)?.try_into().unwrap(),
+        ))
     }
 
     pub fn write_u32(&mut self, va: u64, v: u32) -> SysResult<()> {

@@ -12,7 +12,10 @@ const SYSCALL_RFLAGS_MASK: u64 = (1 << 8) | (1 << 9) | (1 << 10) | (1 << 18);
 
 pub fn syscall_msrs() -> Msrs {
     let entries = [
-        (MSR_STAR, ((KERNEL_DS as u64) << 48) | ((KERNEL_CS as u64) << 32)),
+        (
+            MSR_STAR,
+            ((KERNEL_DS as u64) << 48) | ((KERNEL_CS as u64) << 32),
+        ),
         (MSR_LSTAR, SYSCALL_ENTRY),
         (MSR_SYSCALL_MASK, SYSCALL_RFLAGS_MASK),
     ]

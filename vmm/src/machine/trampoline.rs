@@ -25,7 +25,12 @@ pub fn code() -> Vec<(u64, Vec<u8>)> {
         (SYSCALL_ENTRY, vec![OUT_IMM8_AL, SYSCALL_PORT as u8]),
         (
             TLB_FLUSH_STUB,
-            [&MOV_RAX_CR3[..], &MOV_CR3_RAX, &[OUT_IMM8_AL, TLB_FLUSH_PORT as u8]].concat(),
+            [
+                &MOV_RAX_CR3[..],
+                &MOV_CR3_RAX,
+                &[OUT_IMM8_AL, TLB_FLUSH_PORT as u8],
+            ]
+            .concat(),
         ),
     ];
     let mut idt = Vec::with_capacity(EXCEPTION_VECTORS as usize * 16);

@@ -65,7 +65,9 @@ impl std::fmt::Debug for ExtendedState {
 }
 
 pub fn save(vcpu: &VcpuFd) -> Result<ExtendedState, EngineError> {
-    let x = vcpu.get_xsave().map_err(EngineError::kvm("KVM_GET_XSAVE"))?;
+    let x = vcpu
+        .get_xsave()
+        .map_err(EngineError::kvm("KVM_GET_XSAVE"))?;
     Ok(ExtendedState(Box::new(x)))
 }
 

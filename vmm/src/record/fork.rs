@@ -74,8 +74,14 @@ mod tests {
     #[test]
     fn same_arguments_same_id_and_prefix_kept() {
         let applied = [
-            Perturbed { step: 5, what: Perturbation::Reschedule },
-            Perturbed { step: 50, what: Perturbation::Reschedule },
+            Perturbed {
+                step: 5,
+                what: Perturbation::Reschedule,
+            },
+            Perturbed {
+                step: 50,
+                what: Perturbation::Reschedule,
+            },
         ];
         let a = fork_manifest("abc", &parent(), &applied, 10, ForkWith::Schedule(7));
         let b = fork_manifest("abc", &parent(), &applied, 10, ForkWith::Schedule(7));
