@@ -10,6 +10,8 @@
 //! runs/<id>/output          stdout and stderr interleaved as written
 //! runs/<id>/output.fds      which descriptor each stretch of output came from
 //! runs/<id>/stdin.bin       standard input, when there was any
+//! runs/<id>/keyframes       saved machine states (record::keyframe)
+//! pages/<xx>/<blake3>       guest pages of keyframes, zstd (store::pages)
 //! examples/<blake3>-<name>  built-in example programs, written on first use
 //! ```
 //!
@@ -20,6 +22,7 @@
 
 pub mod meta;
 pub mod output;
+pub mod pages;
 mod pending;
 mod writer;
 
@@ -130,6 +133,10 @@ impl Store {
 
     pub fn home(&self) -> &Path {
         &self.home
+    }
+
+    pub fn pages(&self) -> pages::PageStore {
+        pages::PageStore::at(self.home.join("pages"))
     }
 
     pub fn runs_dir(&self) -> PathBuf {

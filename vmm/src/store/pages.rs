@@ -1,0 +1,151 @@
+//! The content-addressed page store: guest pages by BLAKE3, compressed
+//! with zstd, shared by every run in `$REWIND_HOME/pages/`.
+//!
+//! A page file is `pages/<first two hex digits>/<hash>`; its contents are
+//! the zstd frame of the 4 KiB page. A page is written to a temporary name
+//! and renamed, so a reader never sees half a page; reading checks the hash.
+
+use super::StoreError;
+use std::path::{Path, PathBuf};
+
+pub const PAGE_BYTES: usize = 4096;
+/// zstd level: pages are small and written often.
+const ZSTD_LEVEL: i32 = 1;
+
+/// A page's BLAKE3, as 32 bytes.
+pub type PageHash = [u8; 32];
+
+pub fn hash_page(bytes: &[u8]) -> PageHash {
+    *blake3::hash(bytes).as_bytes()
+}
+
+pub fn hex(h: &PageHash) -> String {
+    blake3::Hash::from_bytes(*h).to_hex().to_string()
+}
+
+#[derive(Debug, Clone)]
+pub struct PageStore {
+    dir: PathBuf,
+}
+
+impl PageStore {
+    pub fn at(dir: impl Into<PathBuf>) -> PageStore {
+        PageStore { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, h: &PageHash) -> PathBuf {
+        let x = hex(h);
+        self.dir.join(&x[..2]).join(x)
+    }
+
+    pub fn contains(&self, h: &PageHash) -> bool {
+        self.path(h).exists()
+    }
+
+    /// Stores a page (if it is not there yet) and returns its hash.
+    pub fn put(&self, bytes: &[u8]) -> Result<PageHash, StoreError> {
+        let h = hash_page(bytes);
+        let path = self.path(&h);
+        if path.exists() {
+            return Ok(h);
+        }
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |source| StoreError::Io { path: p, source }
+        };
+        let parent = path.parent().expect("a page path has a parent");
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+        let packed = zstd::bulk::compress(bytes, ZSTD_LEVEL).map_err(io(&path))?;
+        let tmp = parent.join(format!(".tmp-{}-{}", hex(&h), std::process::id()));
+        std::fs::write(&tmp, &packed).map_err(io(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        Ok(h)
+    }
+
+    /// A page, checked against its hash.
+    pub fn get(&self, h: &PageHash) -> Result<Vec<u8>, StoreError> {
+        let path = self.path(h);
+        let packed = std::fs::read(&path).map_err(|source| StoreError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let corrupt = |what: &str| StoreError::Corrupt {
+            path: path.clone(),
+            what: what.to_string(),
+        };
+        let bytes = zstd::bulk::decompress(&packed, PAGE_BYTES)
+            .map_err(|_| corrupt("not a compressed page"))?;
+        if bytes.len() != PAGE_BYTES || hash_page(&bytes) != *h {
+            return Err(corrupt("page does not match its hash"));
+        }
+        Ok(bytes)
+    }
+
+    /// Every stored page's hash and file size.
+    pub fn list(&self) -> Result<Vec<(PageHash, u64)>, StoreError> {
+        let mut out = Vec::new();
+        let Ok(dirs) = std::fs::read_dir(&self.dir) else {
+            return Ok(out);
+        };
+        for d in dirs.flatten() {
+            let Ok(files) = std::fs::read_dir(d.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let name = f.file_name();
+                let Some(h) = name
+                    .to_str()
+                    .and_then(|n| blake3::Hash::from_hex(n).ok())
+                else {
+                    continue;
+                };
+                let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+                out.push((*h.as_bytes(), size));
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Removes a page; returns the bytes freed.
+    pub fn remove(&self, h: &PageHash) -> Result<u64, StoreError> {
+        let path = self.path(h);
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(size),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(source) => Err(StoreError::Io { path, source }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_get_list_remove() {
+        let dir = std::env::temp_dir().join(format!("rewind-pages-{}", std::process::id()));
+        let s = PageStore::at(&dir);
+        let mut page = vec![0u8; PAGE_BYTES];
+        page[7] = 42;
+        let h = s.put(&page).unwrap();
+        assert_eq!(s.put(&page).unwrap(), h);
+        assert_eq!(s.get(&h).unwrap(), page);
+        assert_eq!(s.list().unwrap().len(), 1);
+        // A flipped byte in the stored file is reported, not trusted.
+        let p = s.path(&h);
+        let mut packed = std::fs::read(&p).unwrap();
+        let last = packed.len() - 1;
+        packed[last] ^= 0xff;
+        std::fs::write(&p, packed).unwrap();
+        assert!(s.get(&h).is_err());
+        assert!(s.remove(&h).unwrap() > 0);
+        assert!(s.list().unwrap().is_empty());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
