@@ -72,7 +72,8 @@ pub struct Kernel<'r> {
     pub step: u64,
     pub inputs: RunInputs,
     pub symbols: symbols::SymbolTable,
-    pub console: fs::Console,
+    /// Files: the tree (image and overlay), open descriptions, standard input.
+    pub vfs: fs::Vfs,
     next_id: u32,
     /// Every thread's name, kept after it exits.
     pub names: BTreeMap<Tid, String>,
@@ -100,7 +101,7 @@ impl<'r> Kernel<'r> {
             step: 0,
             inputs: inputs.clone(),
             symbols: symbols::SymbolTable::default(),
-            console: fs::Console::new(inputs.stdin.clone()),
+            vfs: fs::Vfs::new(&inputs.image, inputs.stdin.clone(), man.epoch, man.cores),
             next_id: FIRST_PID,
             names: BTreeMap::new(),
             status: None,

@@ -1,116 +1,458 @@
-//! Files: descriptor tables, the console (stdin, stdout, stderr).
+//! Files: descriptor tables, open file descriptions, the console (stdin,
+//! stdout, stderr), and the file tree (`vfs`: the root image under the
+//! run's in-memory overlay).
 //!
-//! Minimal for now: the console only. Root-image files, the overlay and the
-//! rest of the file calls live in this family too.
+//! - `vfs`: the tree and path resolution;
+//! - `file_ops`: open, read, write, seek, dup, fcntl, ioctl, truncate, mmap;
+//! - `stat`: stat, statx, access, readlink, chmod, chown, utimensat, statfs;
+//! - `dir`: getdents64, getcwd, chdir, mkdir, unlink, rmdir, rename, link, symlink;
+//! - `special`: `/dev/*`, `/proc/self/*`;
+//! - `poll`: poll, ppoll.
+//!
+//! A process's descriptor table maps numbers to open file descriptions,
+//! which the kernel keeps (so that `dup` shares an offset, as on Linux);
+//! descriptions refer to nodes of the tree, which outlive their names while
+//! open.
+//!
+//! Standard input is a pipe holding the bytes the run was given; standard
+//! output and error are pipes to the run's output. None is a terminal, so
+//! what a program prints does not depend on where `rewind run` writes.
+
+pub mod dir;
+pub mod file_ops;
+pub mod poll;
+pub mod special;
+pub mod stat;
+pub mod vfs;
+
+pub use dir::*;
+pub use file_ops::*;
+pub use poll::*;
+pub use stat::*;
 
 use super::errno::*;
+use super::identity::NOFILE_LIMIT;
 use super::Kernel;
+use crate::image::Image;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use vfs::{Ino, Kind, Links, Proc, Resolved, Tree, ROOT_INO};
 
-/// Longest single write the monitor copies at once.
-const MAX_IO: usize = 1 << 30;
+pub const AT_FDCWD: i32 = -100;
+pub const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+pub const AT_REMOVEDIR: u64 = 0x200;
+pub const AT_EACCESS: u64 = 0x200;
+pub const AT_SYMLINK_FOLLOW: u64 = 0x400;
+pub const AT_NO_AUTOMOUNT: u64 = 0x800;
+pub const AT_EMPTY_PATH: u64 = 0x1000;
+pub const AT_STATX_SYNC_TYPE: u64 = 0x6000;
 
-/// Standard input's bytes (read at start) and how far the guest has read.
-#[derive(Debug, Clone, Default)]
-pub struct Console {
-    stdin: Vec<u8>,
-    pos: usize,
-}
+pub const O_ACCMODE: u32 = 3;
+pub const O_RDONLY: u32 = 0;
+pub const O_WRONLY: u32 = 1;
+pub const O_RDWR: u32 = 2;
+pub const O_CREAT: u32 = 0o100;
+pub const O_EXCL: u32 = 0o200;
+pub const O_NOCTTY: u32 = 0o400;
+pub const O_TRUNC: u32 = 0o1000;
+pub const O_APPEND: u32 = 0o2000;
+pub const O_NONBLOCK: u32 = 0o4000;
+pub const O_DSYNC: u32 = 0o10000;
+pub const O_ASYNC: u32 = 0o20000;
+pub const O_DIRECT: u32 = 0o40000;
+pub const O_LARGEFILE: u32 = 0o100000;
+pub const O_DIRECTORY: u32 = 0o200000;
+pub const O_NOFOLLOW: u32 = 0o400000;
+pub const O_NOATIME: u32 = 0o1000000;
+pub const O_CLOEXEC: u32 = 0o2000000;
+pub const O_SYNC: u32 = 0o4010000;
+pub const O_PATH: u32 = 0o10000000;
+pub const O_TMPFILE: u32 = 0o20000000 | O_DIRECTORY;
 
-impl Console {
-    pub fn new(stdin: Vec<u8>) -> Console {
-        Console { stdin, pos: 0 }
-    }
-}
+/// Flags an open file description keeps (what F_GETFL reports).
+const KEPT_FLAGS: u32 =
+    O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_ASYNC | O_DIRECT | O_NOATIME | O_SYNC | O_PATH;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OpenFile {
+/// Longest single read or write the monitor copies at once (Linux's MAX_RW_COUNT).
+pub const MAX_IO: usize = 0x7fff_f000;
+
+pub type DescId = u64;
+
+/// What an open file description is open on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Target {
     Stdin,
     Stdout,
     Stderr,
+    /// A node of the tree: a file, directory, device or link (O_PATH).
+    Node(Ino),
+    /// A generated file (`/proc/self/maps`): its contents as of the open.
+    Gen {
+        ino: Ino,
+        #[serde(with = "arc_bytes")]
+        data: Arc<Vec<u8>>,
+    },
 }
 
-#[derive(Debug, Clone)]
-pub struct FdTable {
-    pub fds: BTreeMap<i32, OpenFile>,
+/// An open file description: what `open` makes and `dup` shares.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Description {
+    pub target: Target,
+    /// Access mode and status flags (F_GETFL).
+    pub flags: u32,
+    pub offset: u64,
+    /// The path it was opened by, resolved (for `/proc/self/fd` and events).
+    pub path: String,
+    refs: u32,
 }
+
+impl Description {
+    pub fn readable(&self) -> bool {
+        self.flags & O_PATH == 0 && self.flags & O_ACCMODE != O_WRONLY
+    }
+    pub fn writable(&self) -> bool {
+        self.flags & O_PATH == 0 && matches!(self.flags & O_ACCMODE, O_WRONLY | O_RDWR)
+    }
+    /// The node it is open on, if any.
+    pub fn ino(&self) -> Option<Ino> {
+        match &self.target {
+            Target::Node(i) | Target::Gen { ino: i, .. } => Some(*i),
+            _ => None,
+        }
+    }
+}
+
+/// One descriptor: its description and its close-on-exec flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fd {
+    pub desc: DescId,
+    pub cloexec: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FdTable {
+    pub fds: BTreeMap<i32, Fd>,
+}
+
+/// The descriptions of standard input, output and error (made by `Vfs::new`).
+const STDIN_DESC: DescId = 0;
+const STDOUT_DESC: DescId = 1;
+const STDERR_DESC: DescId = 2;
 
 impl FdTable {
+    /// 0, 1 and 2 open on the console, for the first process.
     pub fn with_console() -> FdTable {
+        let fd = |desc| Fd {
+            desc,
+            cloexec: false,
+        };
         FdTable {
-            fds: BTreeMap::from([(0, OpenFile::Stdin), (1, OpenFile::Stdout), (2, OpenFile::Stderr)]),
+            fds: BTreeMap::from([
+                (0, fd(STDIN_DESC)),
+                (1, fd(STDOUT_DESC)),
+                (2, fd(STDERR_DESC)),
+            ]),
         }
+    }
+}
+
+/// The kernel's file state: the tree, every open file description, and
+/// standard input's bytes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Vfs {
+    pub tree: Tree,
+    pub descs: BTreeMap<DescId, Description>,
+    next_desc: DescId,
+    #[serde(with = "arc_bytes")]
+    pub stdin: Arc<Vec<u8>>,
+}
+
+/// Shared bytes, saved as plain bytes.
+mod arc_bytes {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::sync::Arc;
+
+    pub fn serialize<S: Serializer>(v: &Arc<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+        v.as_slice().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<Vec<u8>>, D::Error> {
+        Vec::<u8>::deserialize(d).map(Arc::new)
+    }
+}
+
+impl Vfs {
+    pub fn new(image: &Image, stdin: Vec<u8>, epoch_secs: u64, cores: u32) -> Vfs {
+        let console = |target, flags, path: &str| Description {
+            target,
+            flags: flags | O_LARGEFILE,
+            offset: 0,
+            path: path.to_string(),
+            refs: 1,
+        };
+        Vfs {
+            tree: Tree::new(image, epoch_secs, cores),
+            descs: BTreeMap::from([
+                (STDIN_DESC, console(Target::Stdin, O_RDONLY, "pipe:[0]")),
+                (STDOUT_DESC, console(Target::Stdout, O_WRONLY, "pipe:[1]")),
+                (STDERR_DESC, console(Target::Stderr, O_WRONLY, "pipe:[2]")),
+            ]),
+            next_desc: 3,
+            stdin: Arc::new(stdin),
+        }
+    }
+
+    /// A new description with one reference.
+    pub fn open_desc(&mut self, target: Target, flags: u32, path: String) -> DescId {
+        let id = self.next_desc;
+        self.next_desc += 1;
+        if let Target::Node(ino) | Target::Gen { ino, .. } = &target {
+            if let Some(n) = self.tree.nodes.get_mut(ino) {
+                n.opens += 1;
+            }
+        }
+        self.descs.insert(
+            id,
+            Description {
+                target,
+                flags: (flags & KEPT_FLAGS) | O_LARGEFILE,
+                offset: 0,
+                path,
+                refs: 1,
+            },
+        );
+        id
+    }
+
+    /// Drops one reference to a description; the last one closes it.
+    pub fn release(&mut self, id: DescId) {
+        let Some(d) = self.descs.get_mut(&id) else {
+            return;
+        };
+        d.refs -= 1;
+        if d.refs > 0 {
+            return;
+        }
+        let d = self.descs.remove(&id).unwrap();
+        if let Some(ino) = d.ino() {
+            if let Some(n) = self.tree.nodes.get_mut(&ino) {
+                n.opens = n.opens.saturating_sub(1);
+            }
+            self.tree.collect(ino);
+        }
+    }
+
+    /// A copy of a table for a new process: every description gains a reference.
+    pub fn share_table(&mut self, t: &FdTable) -> FdTable {
+        for fd in t.fds.values() {
+            if let Some(d) = self.descs.get_mut(&fd.desc) {
+                d.refs += 1;
+            }
+        }
+        t.clone()
+    }
+
+    /// Closes every descriptor of a table (a process ending).
+    pub fn close_table(&mut self, t: &mut FdTable) {
+        for (_, fd) in std::mem::take(&mut t.fds) {
+            self.release(fd.desc);
+        }
+    }
+}
+
+/// Magic links and `/proc/self/fd`, as the current process sees them.
+pub(crate) struct ProcessView<'a> {
+    pub exe: &'a str,
+    pub cwd: &'a str,
+    pub files: &'a FdTable,
+    pub descs: &'a BTreeMap<DescId, Description>,
+}
+
+impl Links for ProcessView<'_> {
+    fn link_target(&mut self, tree: &Tree, ino: Ino) -> SysResult<String> {
+        match &tree.node(ino)?.kind {
+            Kind::Symlink(t) => Ok(t.clone()),
+            Kind::Proc(Proc::Exe) => Ok(self.exe.to_string()),
+            Kind::Proc(Proc::Cwd) => Ok(self.cwd.to_string()),
+            Kind::Proc(Proc::Fd(n)) => {
+                let fd = self.files.fds.get(n).ok_or(ENOENT)?;
+                Ok(self.descs.get(&fd.desc).ok_or(ENOENT)?.path.clone())
+            }
+            _ => Err(EINVAL),
+        }
+    }
+
+    fn dyn_child(&mut self, tree: &mut Tree, dir: Ino, name: &str) -> SysResult<Option<Ino>> {
+        if !matches!(tree.node(dir)?.kind, Kind::Proc(Proc::FdDir)) {
+            return Ok(None);
+        }
+        let Ok(n) = name.parse::<i32>() else {
+            return Ok(None);
+        };
+        if n.to_string() != name || !self.files.fds.contains_key(&n) {
+            return Ok(None);
+        }
+        Ok(Some(special::fd_node(tree, dir, n)))
     }
 }
 
 impl Kernel<'_> {
-    fn file(&mut self, fd: u64) -> SysResult<OpenFile> {
-        let fd = i32::try_from(fd).map_err(|_| EBADF)?;
-        self.cur_proc().files.fds.get(&fd).cloned().ok_or(EBADF)
+    /// The descriptor `fd` of the current process.
+    pub(crate) fn fd(&mut self, fd: u64) -> SysResult<(i32, Fd)> {
+        let n = i32::try_from(fd as i64).map_err(|_| EBADF)?;
+        let f = self.cur_proc().files.fds.get(&n).copied().ok_or(EBADF)?;
+        Ok((n, f))
     }
 
-    fn write_file(&mut self, f: &OpenFile, bytes: &[u8]) -> SysResult<u64> {
-        match f {
-            OpenFile::Stdout => self.output(1, bytes),
-            OpenFile::Stderr => self.output(2, bytes),
-            OpenFile::Stdin => return Err(EBADF),
+    /// The description behind descriptor `fd` (a copy) and its id.
+    pub(crate) fn desc(&mut self, fd: u64) -> SysResult<(DescId, Description)> {
+        let (_, f) = self.fd(fd)?;
+        let d = self.vfs.descs.get(&f.desc).cloned().ok_or(EBADF)?;
+        Ok((f.desc, d))
+    }
+
+    pub(crate) fn desc_mut(&mut self, id: DescId) -> &mut Description {
+        self.vfs.descs.get_mut(&id).expect("an open description")
+    }
+
+    /// Puts `desc` (whose reference the caller hands over) at the lowest
+    /// free descriptor at or above `min`.
+    pub(crate) fn install_fd(&mut self, desc: DescId, min: i32, cloexec: bool) -> SysResult<i32> {
+        let limit = NOFILE_LIMIT as i32;
+        let files = &self.cur_proc().files.fds;
+        let mut n = min.max(0);
+        for (&k, _) in files.range(n..) {
+            if k != n {
+                break;
+            }
+            n += 1;
         }
-        Ok(bytes.len() as u64)
-    }
-}
-
-pub fn sys_write(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
-    let f = k.file(a[0])?;
-    let bytes = k.read_user(a[1], (a[2] as usize).min(MAX_IO))?;
-    k.write_file(&f, &bytes)
-}
-
-pub fn sys_writev(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
-    let f = k.file(a[0])?;
-    if a[2] > 1024 {
-        return Err(EINVAL);
-    }
-    let mut all = Vec::new();
-    for i in 0..a[2] {
-        let base = k.read_u64(a[1] + i * 16)?;
-        let len = k.read_u64(a[1] + i * 16 + 8)? as usize;
-        all.extend(k.read_user(base, len.min(MAX_IO))?);
-    }
-    k.write_file(&f, &all)
-}
-
-pub fn sys_read(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
-    match k.file(a[0])? {
-        OpenFile::Stdin => {
-            let c = &k.console;
-            let n = (a[2] as usize).min(c.stdin.len() - c.pos);
-            let bytes = c.stdin[c.pos..c.pos + n].to_vec();
-            k.write_user(a[1], &bytes)?;
-            k.console.pos += n;
-            Ok(n as u64)
+        if n >= limit {
+            self.vfs.release(desc);
+            return Err(EMFILE);
         }
-        _ => Err(EBADF),
+        self.cur_proc().files.fds.insert(n, Fd { desc, cloexec });
+        Ok(n)
+    }
+
+    /// Closes descriptor `n` if it is open.
+    pub(crate) fn close_fd(&mut self, n: i32) -> bool {
+        match self.cur_proc().files.fds.remove(&n) {
+            Some(f) => {
+                self.vfs.release(f.desc);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Realtime now, for the times of what the guest changes.
+    pub(crate) fn fs_now(&self) -> u64 {
+        self.clock.realtime()
+    }
+
+    /// Resolves `path` relative to `dirfd` (AT_FDCWD: the working directory).
+    pub(crate) fn resolve_at(
+        &mut self,
+        dirfd: u64,
+        path: &str,
+        follow: bool,
+    ) -> SysResult<Resolved> {
+        if path.is_empty() {
+            return Err(ENOENT);
+        }
+        let start = if path.starts_with('/') {
+            ROOT_INO
+        } else {
+            self.dir_ino(dirfd)?
+        };
+        self.resolve_from(start, path, follow)
+    }
+
+    pub(crate) fn resolve_from(
+        &mut self,
+        start: Ino,
+        path: &str,
+        follow: bool,
+    ) -> SysResult<Resolved> {
+        let pid = self.cur_pid();
+        let p = &self.procs[&pid];
+        let mut view = ProcessView {
+            exe: &p.exe,
+            cwd: &p.cwd,
+            files: &p.files,
+            descs: &self.vfs.descs,
+        };
+        self.vfs.tree.resolve(&mut view, start, path, follow)
+    }
+
+    /// The directory a relative path starts from.
+    pub(crate) fn dir_ino(&mut self, dirfd: u64) -> SysResult<Ino> {
+        if dirfd as i32 == AT_FDCWD {
+            let cwd = self.cur_proc().cwd.clone();
+            let r = self.resolve_from(ROOT_INO, &cwd, true)?;
+            return r.ino.ok_or(ENOENT);
+        }
+        let (_, d) = self.desc(dirfd)?;
+        match d.ino() {
+            Some(ino) if self.vfs.tree.node(ino)?.file_type() == vfs::S_IFDIR => Ok(ino),
+            _ => Err(ENOTDIR),
+        }
+    }
+
+    /// The existing node a path names.
+    pub(crate) fn lookup_at(&mut self, dirfd: u64, path: &str, follow: bool) -> SysResult<Ino> {
+        let r = self.resolve_at(dirfd, path, follow)?;
+        let ino = r.ino.ok_or(ENOENT)?;
+        if r.want_dir && self.vfs.tree.node(ino)?.file_type() != vfs::S_IFDIR {
+            return Err(ENOTDIR);
+        }
+        Ok(ino)
+    }
+
+    /// The node for an `*at` call: the path's, or with AT_EMPTY_PATH and an
+    /// empty path, `dirfd`'s own (the working directory for AT_FDCWD).
+    pub(crate) fn lookup_at_flags(
+        &mut self,
+        dirfd: u64,
+        path_va: u64,
+        flags: u64,
+    ) -> SysResult<NodeRef> {
+        let path = self.read_path(path_va)?;
+        if path.is_empty() && flags & AT_EMPTY_PATH != 0 {
+            if dirfd as i32 == AT_FDCWD {
+                return Ok(NodeRef::Node(self.dir_ino(dirfd)?));
+            }
+            let (_, d) = self.desc(dirfd)?;
+            return Ok(match d.target {
+                Target::Node(i) | Target::Gen { ino: i, .. } => NodeRef::Node(i),
+                Target::Stdin => NodeRef::Console(0),
+                Target::Stdout => NodeRef::Console(1),
+                Target::Stderr => NodeRef::Console(2),
+            });
+        }
+        let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+        Ok(NodeRef::Node(self.lookup_at(dirfd, &path, follow)?))
+    }
+
+    /// The resolved path of a node in directory `parent` named `name`.
+    pub(crate) fn path_of(&self, parent: Ino, name: &str) -> String {
+        let dir = self.vfs.tree.dir_path(parent);
+        if name.is_empty() {
+            dir
+        } else if dir == "/" {
+            format!("/{name}")
+        } else {
+            format!("{dir}/{name}")
+        }
     }
 }
 
-pub fn sys_close(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
-    let fd = i32::try_from(a[0]).map_err(|_| EBADF)?;
-    k.cur_proc().files.fds.remove(&fd).map(|_| 0).ok_or(EBADF)
-}
-
-const TCGETS: u64 = 0x5401;
-const TIOCGWINSZ: u64 = 0x5413;
-
-pub fn sys_ioctl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
-    k.file(a[0])?;
-    match a[1] {
-        TCGETS | TIOCGWINSZ => Err(ENOTTY),
-        _ => Err(ENOTTY),
-    }
-}
-
-/// The bytes a file mapping of `fd` starts with.
-pub fn mmap_contents(k: &mut Kernel, fd: i32, _off: u64, _len: u64) -> SysResult<Vec<u8>> {
-    k.file(fd as u64)?;
-    Err(ENODEV)
+/// What a call that takes a descriptor or a path acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum NodeRef {
+    Node(Ino),
+    /// Standard input, output or error (pipes with no node).
+    Console(i32),
 }

@@ -1,0 +1,774 @@
+//! Descriptors and their data: open, openat, creat, read, write (and their
+//! positional and vector forms), lseek, close, dup, fcntl, ioctl, truncate,
+//! fsync, and the bytes behind a file mapping.
+
+use super::super::errno::*;
+use super::super::Kernel;
+use super::special;
+use super::vfs::{self, FileData, Ino, Kind, Proc, MAX_FILE, S_IFDIR, S_IFREG};
+use super::*;
+use std::sync::Arc;
+
+/// Most entries of one iovec array (IOV_MAX).
+const IOV_MAX: u64 = 1024;
+
+pub fn sys_open(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let path = k.read_path(a[0])?;
+    open(k, AT_FDCWD as u64, &path, a[1] as u32, a[2] as u32)
+}
+
+pub fn sys_creat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let path = k.read_path(a[0])?;
+    open(
+        k,
+        AT_FDCWD as u64,
+        &path,
+        O_CREAT | O_WRONLY | O_TRUNC,
+        a[1] as u32,
+    )
+}
+
+pub fn sys_openat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let path = k.read_path(a[1])?;
+    open(k, a[0], &path, a[2] as u32, a[3] as u32)
+}
+
+/// openat2(dirfd, path, how, size): the `resolve` restrictions are not enforced.
+pub fn sys_openat2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    if a[3] < 24 || a[3] > 4096 {
+        return Err(EINVAL);
+    }
+    let how = k.read_user(a[2], 24)?;
+    let word = |i: usize| u64::from_le_bytes(how[i * 8..i * 8 + 8].try_into().unwrap());
+    let (flags, mode) = (word(0), word(1));
+    if flags > u32::MAX as u64 || mode > 0o7777 {
+        return Err(EINVAL);
+    }
+    let path = k.read_path(a[1])?;
+    open(k, a[0], &path, flags as u32, mode as u32)
+}
+
+fn open(k: &mut Kernel, dirfd: u64, path: &str, flags: u32, mode: u32) -> SysResult<u64> {
+    let now = k.fs_now();
+    let acc = flags & O_ACCMODE;
+    if flags & O_TMPFILE == O_TMPFILE {
+        return open_tmpfile(k, dirfd, path, flags, mode);
+    }
+    if acc == 3 && flags & O_PATH == 0 {
+        return Err(EINVAL);
+    }
+    let creat = flags & O_CREAT != 0 && flags & O_PATH == 0;
+    let excl = creat && flags & O_EXCL != 0;
+    let follow = flags & O_NOFOLLOW == 0 && !excl;
+    let r = k.resolve_at(dirfd, path, follow)?;
+    let mut created = false;
+    let ino = match r.ino {
+        Some(ino) => {
+            if excl {
+                return Err(EEXIST);
+            }
+            ino
+        }
+        None if creat => {
+            if r.want_dir || r.name.is_empty() {
+                return Err(EISDIR);
+            }
+            let umask = k.cur_proc().umask;
+            let kind = Kind::File(FileData::empty());
+            created = true;
+            k.vfs.tree.create(
+                r.parent,
+                &r.name,
+                S_IFREG | (mode & 0o7777 & !umask),
+                kind,
+                now,
+            )?
+        }
+        None => return Err(ENOENT),
+    };
+    let node = k.vfs.tree.node(ino)?;
+    let ftype = node.file_type();
+    if node.is_link() {
+        // Only reached with O_NOFOLLOW (or O_CREAT|O_EXCL on a link).
+        if flags & O_PATH == 0 {
+            return Err(ELOOP);
+        }
+    } else if r.want_dir && ftype != S_IFDIR {
+        return Err(ENOTDIR);
+    }
+    if flags & O_DIRECTORY != 0 && ftype != S_IFDIR {
+        return Err(ENOTDIR);
+    }
+    if ftype == S_IFDIR && flags & O_PATH == 0 && (acc != O_RDONLY || creat) {
+        return Err(EISDIR);
+    }
+    let path = if ftype == S_IFDIR && matches!(node.kind, Kind::Dir(_)) {
+        k.vfs.tree.dir_path(ino)
+    } else {
+        k.path_of(r.parent, &r.name)
+    };
+    let target = match node.kind.clone() {
+        _ if flags & O_PATH != 0 => Target::Node(ino),
+        Kind::Proc(p @ (Proc::Maps | Proc::Cmdline | Proc::Text(_))) => {
+            if acc != O_RDONLY {
+                return Err(EACCES);
+            }
+            Target::Gen {
+                ino,
+                data: Arc::new(special::generate(k, &p)?),
+            }
+        }
+        Kind::File(_) => {
+            if flags & O_TRUNC != 0 && acc != O_RDONLY && !created {
+                k.vfs.tree.modify(ino, now, 0, |v| {
+                    v.clear();
+                    v.shrink_to_fit();
+                    Ok(())
+                })?;
+            } else if acc == O_RDONLY || !created {
+                // Read the image's file now: the guest sees it as of its open.
+                k.vfs.tree.contents(ino)?;
+            }
+            Target::Node(ino)
+        }
+        _ => Target::Node(ino),
+    };
+    let desc = k.vfs.open_desc(target, flags, path);
+    let fd = k.install_fd(desc, 0, flags & O_CLOEXEC != 0)?;
+    Ok(fd as u64)
+}
+
+/// O_TMPFILE: a file no directory names, in the directory `path`.
+fn open_tmpfile(k: &mut Kernel, dirfd: u64, path: &str, flags: u32, mode: u32) -> SysResult<u64> {
+    if !matches!(flags & O_ACCMODE, O_WRONLY | O_RDWR) {
+        return Err(EINVAL);
+    }
+    let dir = k.lookup_at(dirfd, path, true)?;
+    let node = k.vfs.tree.node(dir)?;
+    if node.file_type() != S_IFDIR {
+        return Err(ENOTDIR);
+    }
+    if k.vfs.tree.is_fixed(dir) {
+        return Err(EOPNOTSUPP);
+    }
+    let now = k.fs_now();
+    let umask = k.cur_proc().umask;
+    let node = vfs::Node::new(
+        S_IFREG | (mode & 0o7777 & !umask),
+        0,
+        now,
+        Kind::File(FileData::empty()),
+    );
+    let ino = k.vfs.tree.add_orphan(node);
+    let path = format!(
+        "{}/#{ino} (deleted)",
+        k.vfs.tree.dir_path(dir).trim_end_matches('/')
+    );
+    let desc = k
+        .vfs
+        .open_desc(Target::Node(ino), flags & !O_DIRECTORY, path);
+    let fd = k.install_fd(desc, 0, flags & O_CLOEXEC != 0)?;
+    Ok(fd as u64)
+}
+
+/// The (address, length) pairs of an iovec array.
+fn iovecs(k: &mut Kernel, va: u64, count: u64) -> SysResult<Vec<(u64, usize)>> {
+    if count > IOV_MAX {
+        return Err(EINVAL);
+    }
+    let raw = k.read_user(va, count as usize * 16)?;
+    let mut total = 0usize;
+    let mut out = Vec::new();
+    for c in raw.chunks(16) {
+        let base = u64::from_le_bytes(c[..8].try_into().unwrap());
+        let len = u64::from_le_bytes(c[8..].try_into().unwrap());
+        if len > isize::MAX as u64 {
+            return Err(EINVAL);
+        }
+        let len = (len as usize).min(MAX_IO - total);
+        total += len;
+        out.push((base, len));
+    }
+    Ok(out)
+}
+
+/// Reads into the guest's buffers from descriptor `fd`, at `pos` or at
+/// (and advancing) the description's offset.
+fn read_into(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -> SysResult<u64> {
+    let (id, d) = k.desc(fd)?;
+    if !d.readable() {
+        return Err(EBADF);
+    }
+    let want: usize = bufs.iter().map(|b| b.1).sum::<usize>().min(MAX_IO);
+    let at = pos.unwrap_or(d.offset);
+    let mut seekable = true;
+    let bytes: Vec<u8> = match &d.target {
+        Target::Stdin => {
+            if pos.is_some() {
+                return Err(ESPIPE);
+            }
+            slice_at(&k.vfs.stdin, at, want)
+        }
+        Target::Stdout | Target::Stderr => return Err(EBADF),
+        Target::Gen { data, .. } => slice_at(data, at, want),
+        Target::Node(ino) => match k.vfs.tree.node(*ino)?.kind.clone() {
+            Kind::File(_) => {
+                let data = k.vfs.tree.contents(*ino)?;
+                slice_at(&data, at, want)
+            }
+            Kind::Dir(_) | Kind::Proc(Proc::FdDir) => return Err(EISDIR),
+            Kind::Dev(dev) => {
+                seekable = false;
+                special::device_read(k, dev, want)
+            }
+            _ => return Err(EINVAL),
+        },
+    };
+    let mut done = 0usize;
+    for &(va, len) in bufs {
+        if done >= bytes.len() {
+            break;
+        }
+        let n = len.min(bytes.len() - done);
+        if let Err(e) = k.write_user(va, &bytes[done..done + n]) {
+            if done == 0 {
+                return Err(e);
+            }
+            break;
+        }
+        done += n;
+    }
+    if pos.is_none() && seekable {
+        k.desc_mut(id).offset = at + done as u64;
+    }
+    Ok(done as u64)
+}
+
+fn slice_at(data: &[u8], at: u64, want: usize) -> Vec<u8> {
+    let start = (at.min(data.len() as u64)) as usize;
+    let end = start + want.min(data.len() - start);
+    data[start..end].to_vec()
+}
+
+/// Writes the guest's buffers to descriptor `fd`, at `pos` or at (and
+/// advancing) the description's offset (its end with O_APPEND).
+fn write_from(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -> SysResult<u64> {
+    let (id, d) = k.desc(fd)?;
+    if !d.writable() {
+        return Err(EBADF);
+    }
+    let mut bytes = Vec::new();
+    for &(va, len) in bufs {
+        let len = len.min(MAX_IO - bytes.len());
+        match k.read_user(va, len) {
+            Ok(b) => bytes.extend_from_slice(&b),
+            Err(e) if bytes.is_empty() => return Err(e),
+            Err(_) => break,
+        }
+    }
+    match &d.target {
+        Target::Stdout | Target::Stderr => {
+            if pos.is_some() {
+                return Err(ESPIPE);
+            }
+            let to = if matches!(d.target, Target::Stdout) {
+                1
+            } else {
+                2
+            };
+            k.output(to, &bytes);
+            Ok(bytes.len() as u64)
+        }
+        Target::Stdin | Target::Gen { .. } => Err(EBADF),
+        Target::Node(ino) => {
+            let ino = *ino;
+            match k.vfs.tree.node(ino)?.kind.clone() {
+                Kind::File(_) => {}
+                Kind::Dev(dev) => return special::device_write(dev, bytes.len()),
+                Kind::Dir(_) => return Err(EISDIR),
+                _ => return Err(EINVAL),
+            }
+            let at = if d.flags & O_APPEND != 0 {
+                k.vfs.tree.contents(ino)?.len() as u64
+            } else {
+                pos.unwrap_or(d.offset)
+            };
+            let end = at.checked_add(bytes.len() as u64).ok_or(EFBIG)?;
+            if end > MAX_FILE {
+                return Err(EFBIG);
+            }
+            if !bytes.is_empty() {
+                let now = k.fs_now();
+                let max = end.max(k.vfs.tree.node(ino)?.size);
+                k.vfs.tree.modify(ino, now, max, |v| {
+                    if (v.len() as u64) < end {
+                        v.resize(end as usize, 0);
+                    }
+                    v[at as usize..end as usize].copy_from_slice(&bytes);
+                    Ok(())
+                })?;
+            }
+            if pos.is_none() {
+                k.desc_mut(id).offset = end;
+            }
+            Ok(bytes.len() as u64)
+        }
+    }
+}
+
+fn len_arg(n: u64) -> usize {
+    (n as usize).min(MAX_IO)
+}
+
+fn pos_arg(p: u64) -> SysResult<u64> {
+    if (p as i64) < 0 {
+        return Err(EINVAL);
+    }
+    Ok(p)
+}
+
+pub fn sys_read(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    read_into(k, a[0], &[(a[1], len_arg(a[2]))], None)
+}
+
+pub fn sys_write(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    write_from(k, a[0], &[(a[1], len_arg(a[2]))], None)
+}
+
+pub fn sys_pread64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    read_into(k, a[0], &[(a[1], len_arg(a[2]))], Some(pos_arg(a[3])?))
+}
+
+pub fn sys_pwrite64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    write_from(k, a[0], &[(a[1], len_arg(a[2]))], Some(pos_arg(a[3])?))
+}
+
+pub fn sys_readv(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    k.desc(a[0])?;
+    let bufs = iovecs(k, a[1], a[2])?;
+    read_into(k, a[0], &bufs, None)
+}
+
+pub fn sys_writev(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    k.desc(a[0])?;
+    let bufs = iovecs(k, a[1], a[2])?;
+    write_from(k, a[0], &bufs, None)
+}
+
+pub fn sys_preadv(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    k.desc(a[0])?;
+    let pos = pos_arg(a[3])?;
+    let bufs = iovecs(k, a[1], a[2])?;
+    read_into(k, a[0], &bufs, Some(pos))
+}
+
+pub fn sys_pwritev(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    k.desc(a[0])?;
+    let pos = pos_arg(a[3])?;
+    let bufs = iovecs(k, a[1], a[2])?;
+    write_from(k, a[0], &bufs, Some(pos))
+}
+
+/// preadv2/pwritev2: offset -1 is the current one; the RWF_ flags are hints.
+fn pos2(p: u64) -> SysResult<Option<u64>> {
+    match p as i64 {
+        -1 => Ok(None),
+        n if n < 0 => Err(EINVAL),
+        n => Ok(Some(n as u64)),
+    }
+}
+
+pub fn sys_preadv2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    k.desc(a[0])?;
+    let pos = pos2(a[3])?;
+    let bufs = iovecs(k, a[1], a[2])?;
+    read_into(k, a[0], &bufs, pos)
+}
+
+pub fn sys_pwritev2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    k.desc(a[0])?;
+    let pos = pos2(a[3])?;
+    let bufs = iovecs(k, a[1], a[2])?;
+    write_from(k, a[0], &bufs, pos)
+}
+
+const SEEK_SET: u64 = 0;
+const SEEK_CUR: u64 = 1;
+const SEEK_END: u64 = 2;
+const SEEK_DATA: u64 = 3;
+const SEEK_HOLE: u64 = 4;
+
+pub fn sys_lseek(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (id, d) = k.desc(a[0])?;
+    let (off, whence) = (a[1] as i64, a[2]);
+    if whence > SEEK_HOLE {
+        return Err(EINVAL);
+    }
+    if d.flags & O_PATH != 0 {
+        return Err(EBADF);
+    }
+    let size = match &d.target {
+        Target::Stdin | Target::Stdout | Target::Stderr => return Err(ESPIPE),
+        Target::Gen { data, .. } => data.len() as u64,
+        Target::Node(ino) => {
+            let n = k.vfs.tree.node(*ino)?;
+            match &n.kind {
+                Kind::Dev(_) => return Ok(0),
+                Kind::Dir(_) | Kind::Proc(Proc::FdDir) => {
+                    if !matches!(whence, SEEK_SET | SEEK_CUR) {
+                        return Err(EINVAL);
+                    }
+                    u64::MAX >> 1
+                }
+                _ => n.size,
+            }
+        }
+    };
+    let cur = d.offset as i64;
+    let new = match whence {
+        SEEK_SET => Some(off),
+        SEEK_CUR => cur.checked_add(off),
+        SEEK_END => (size as i64).checked_add(off),
+        SEEK_DATA | SEEK_HOLE => {
+            if off < 0 || off as u64 >= size {
+                return Err(ENXIO);
+            }
+            Some(if whence == SEEK_DATA {
+                off
+            } else {
+                size as i64
+            })
+        }
+        _ => None,
+    };
+    let new = new.filter(|n| *n >= 0).ok_or(EINVAL)?;
+    k.desc_mut(id).offset = new as u64;
+    Ok(new as u64)
+}
+
+pub fn sys_close(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (n, _) = k.fd(a[0])?;
+    k.close_fd(n);
+    Ok(0)
+}
+
+/// close_range(first, last, flags): CLOSE_RANGE_CLOEXEC marks instead of closing.
+pub fn sys_close_range(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    const CLOSE_RANGE_UNSHARE: u64 = 2;
+    const CLOSE_RANGE_CLOEXEC: u64 = 4;
+    let (first, last, flags) = (a[0] as u32, a[1] as u32, a[2]);
+    if flags & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
+        return Err(EINVAL);
+    }
+    let first = first.min(i32::MAX as u32) as i32;
+    let last = last.min(i32::MAX as u32) as i32;
+    let fds: Vec<i32> = k
+        .cur_proc()
+        .files
+        .fds
+        .range(first..=last)
+        .map(|(n, _)| *n)
+        .collect();
+    for n in fds {
+        if flags & CLOSE_RANGE_CLOEXEC != 0 {
+            if let Some(f) = k.cur_proc().files.fds.get_mut(&n) {
+                f.cloexec = true;
+            }
+        } else {
+            k.close_fd(n);
+        }
+    }
+    Ok(0)
+}
+
+/// Another reference to a description, for a new descriptor.
+fn share(k: &mut Kernel, id: DescId) {
+    if let Some(d) = k.vfs.descs.get_mut(&id) {
+        d.refs += 1;
+    }
+}
+
+pub fn sys_dup(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (_, f) = k.fd(a[0])?;
+    share(k, f.desc);
+    Ok(k.install_fd(f.desc, 0, false)? as u64)
+}
+
+fn dup_to(k: &mut Kernel, old: u64, new: u64, cloexec: bool) -> SysResult<u64> {
+    let (_, f) = k.fd(old)?;
+    let new = i32::try_from(new as i64).map_err(|_| EBADF)?;
+    if new < 0 || new as u64 >= super::super::identity::NOFILE_LIMIT {
+        return Err(EBADF);
+    }
+    share(k, f.desc);
+    k.close_fd(new);
+    k.cur_proc().files.fds.insert(
+        new,
+        Fd {
+            desc: f.desc,
+            cloexec,
+        },
+    );
+    Ok(new as u64)
+}
+
+pub fn sys_dup2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (n, _) = k.fd(a[0])?;
+    if n as i64 == a[1] as i64 {
+        return Ok(a[1]);
+    }
+    dup_to(k, a[0], a[1], false)
+}
+
+pub fn sys_dup3(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    if a[2] & !(O_CLOEXEC as u64) != 0 {
+        return Err(EINVAL);
+    }
+    let (n, _) = k.fd(a[0])?;
+    if n as i64 == a[1] as i64 {
+        return Err(EINVAL);
+    }
+    dup_to(k, a[0], a[1], a[2] != 0)
+}
+
+const F_DUPFD: u64 = 0;
+const F_GETFD: u64 = 1;
+const F_SETFD: u64 = 2;
+const F_GETFL: u64 = 3;
+const F_SETFL: u64 = 4;
+const F_GETLK: u64 = 5;
+const F_SETLK: u64 = 6;
+const F_SETLKW: u64 = 7;
+const F_SETOWN: u64 = 8;
+const F_GETOWN: u64 = 9;
+const F_OFD_GETLK: u64 = 36;
+const F_OFD_SETLK: u64 = 37;
+const F_OFD_SETLKW: u64 = 38;
+const F_DUPFD_CLOEXEC: u64 = 1030;
+const F_GETPIPE_SZ: u64 = 1032;
+const FD_CLOEXEC: u64 = 1;
+const F_UNLCK: u16 = 2;
+/// Flags F_SETFL may change.
+const SETFL_FLAGS: u32 = O_APPEND | O_NONBLOCK | O_ASYNC | O_DIRECT | O_NOATIME;
+
+pub fn sys_fcntl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (n, f) = k.fd(a[0])?;
+    let (cmd, arg) = (a[1], a[2]);
+    match cmd {
+        F_DUPFD | F_DUPFD_CLOEXEC => {
+            let min = i32::try_from(arg as i64).map_err(|_| EINVAL)?;
+            if min < 0 || min as u64 >= super::super::identity::NOFILE_LIMIT {
+                return Err(EINVAL);
+            }
+            share(k, f.desc);
+            Ok(k.install_fd(f.desc, min, cmd == F_DUPFD_CLOEXEC)? as u64)
+        }
+        F_GETFD => Ok(if f.cloexec { FD_CLOEXEC } else { 0 }),
+        F_SETFD => {
+            k.cur_proc().files.fds.get_mut(&n).unwrap().cloexec = arg & FD_CLOEXEC != 0;
+            Ok(0)
+        }
+        F_GETFL => Ok(k.desc_mut(f.desc).flags as u64),
+        F_SETFL => {
+            let d = k.desc_mut(f.desc);
+            d.flags = (d.flags & !SETFL_FLAGS) | (arg as u32 & SETFL_FLAGS);
+            Ok(0)
+        }
+        F_GETLK | F_OFD_GETLK => {
+            // One process: no lock is ever held by another.
+            k.read_user(arg, 32)?;
+            k.write_user(arg, &F_UNLCK.to_le_bytes())?;
+            Ok(0)
+        }
+        F_SETLK | F_SETLKW | F_OFD_SETLK | F_OFD_SETLKW => {
+            k.read_user(arg, 32)?;
+            Ok(0)
+        }
+        F_SETOWN => Ok(0),
+        F_GETOWN => Ok(0),
+        F_GETPIPE_SZ => match k.desc_mut(f.desc).target {
+            Target::Stdin | Target::Stdout | Target::Stderr => Ok(65536),
+            _ => Err(EBADF),
+        },
+        _ => Err(EINVAL),
+    }
+}
+
+pub fn sys_flock(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    k.fd(a[0])?;
+    Ok(0)
+}
+
+const TCGETS: u64 = 0x5401;
+const TIOCGWINSZ: u64 = 0x5413;
+const FIONREAD: u64 = 0x541b;
+const FIONBIO: u64 = 0x5421;
+const FIONCLEX: u64 = 0x5450;
+const FIOCLEX: u64 = 0x5451;
+
+/// No descriptor is a terminal (standard output is a pipe to the run's
+/// output, whatever the host's is): TCGETS and TIOCGWINSZ are ENOTTY.
+pub fn sys_ioctl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (n, f) = k.fd(a[0])?;
+    let d = k.vfs.descs.get(&f.desc).cloned().ok_or(EBADF)?;
+    match a[1] {
+        TCGETS | TIOCGWINSZ => Err(ENOTTY),
+        FIOCLEX | FIONCLEX => {
+            k.cur_proc().files.fds.get_mut(&n).unwrap().cloexec = a[1] == FIOCLEX;
+            Ok(0)
+        }
+        FIONBIO => {
+            let on = k.read_u32(a[2])? != 0;
+            let d = k.desc_mut(f.desc);
+            d.flags = if on {
+                d.flags | O_NONBLOCK
+            } else {
+                d.flags & !O_NONBLOCK
+            };
+            Ok(0)
+        }
+        FIONREAD => {
+            let avail = match &d.target {
+                Target::Stdin => k.vfs.stdin.len() as u64 - d.offset.min(k.vfs.stdin.len() as u64),
+                Target::Gen { data, .. } => (data.len() as u64).saturating_sub(d.offset),
+                Target::Node(ino) => match &k.vfs.tree.node(*ino)?.kind {
+                    Kind::File(_) => k.vfs.tree.node(*ino)?.size.saturating_sub(d.offset),
+                    _ => return Err(ENOTTY),
+                },
+                _ => return Err(ENOTTY),
+            };
+            k.write_u32(a[2], avail.min(i32::MAX as u64) as u32)?;
+            Ok(0)
+        }
+        _ => Err(ENOTTY),
+    }
+}
+
+/// Resizes a regular file.
+fn truncate_node(k: &mut Kernel, ino: Ino, len: u64) -> SysResult<u64> {
+    if (len as i64) < 0 {
+        return Err(EINVAL);
+    }
+    match &k.vfs.tree.node(ino)?.kind {
+        Kind::File(_) => {}
+        Kind::Dir(_) => return Err(EISDIR),
+        _ => return Err(EINVAL),
+    }
+    if len > MAX_FILE {
+        return Err(EFBIG);
+    }
+    let now = k.fs_now();
+    k.vfs.tree.contents(ino)?;
+    k.vfs.tree.modify(ino, now, len, |v| {
+        v.resize(len as usize, 0);
+        if v.capacity() > 2 * v.len() + 4096 {
+            v.shrink_to_fit();
+        }
+        Ok(())
+    })?;
+    Ok(0)
+}
+
+pub fn sys_ftruncate(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (_, d) = k.desc(a[0])?;
+    if d.flags & O_PATH != 0 {
+        return Err(EBADF);
+    }
+    let Target::Node(ino) = d.target else {
+        return Err(EINVAL);
+    };
+    if !d.writable() {
+        return Err(EINVAL);
+    }
+    truncate_node(k, ino, a[1])
+}
+
+pub fn sys_truncate(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let path = k.read_path(a[0])?;
+    let ino = k.lookup_at(AT_FDCWD as u64, &path, true)?;
+    truncate_node(k, ino, a[1])
+}
+
+/// fallocate(fd, mode, offset, len): mode 0 (extend) only.
+pub fn sys_fallocate(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (_, d) = k.desc(a[0])?;
+    let (mode, off, len) = (a[1], a[2] as i64, a[3] as i64);
+    if off < 0 || len <= 0 {
+        return Err(EINVAL);
+    }
+    if !d.writable() {
+        return Err(EBADF);
+    }
+    let Target::Node(ino) = d.target else {
+        return Err(ESPIPE);
+    };
+    if mode != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    let end = (off as u64).checked_add(len as u64).ok_or(EFBIG)?;
+    let size = match &k.vfs.tree.node(ino)?.kind {
+        Kind::File(_) => k.vfs.tree.contents(ino)?.len() as u64,
+        Kind::Dir(_) => return Err(EISDIR),
+        _ => return Err(ENODEV),
+    };
+    if end > size {
+        truncate_node(k, ino, end)?;
+    }
+    Ok(0)
+}
+
+/// fsync, fdatasync, syncfs: the overlay is memory, always in sync.
+pub fn sys_fsync(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (_, d) = k.desc(a[0])?;
+    match d.target {
+        Target::Stdin | Target::Stdout | Target::Stderr => Err(EINVAL),
+        _ => Ok(0),
+    }
+}
+
+pub fn sys_syncfs(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    k.desc(a[0])?;
+    Ok(0)
+}
+
+pub fn sys_sync(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
+    Ok(0)
+}
+
+/// fadvise64(fd, offset, len, advice): advice only.
+pub fn sys_fadvise64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (_, d) = k.desc(a[0])?;
+    if a[3] > 5 {
+        return Err(EINVAL);
+    }
+    match d.target {
+        Target::Stdin | Target::Stdout | Target::Stderr => Err(ESPIPE),
+        _ => Ok(0),
+    }
+}
+
+/// The bytes a private file mapping of `fd` starts with, from `off`, at
+/// most `len` (the rest of the mapping is zeros). Changes to the mapping
+/// never reach the file.
+pub fn mmap_contents(k: &mut Kernel, fd: i32, off: u64, len: u64) -> SysResult<Vec<u8>> {
+    let (_, d) = k.desc(fd as i64 as u64)?;
+    if d.flags & O_PATH != 0 {
+        return Err(EBADF);
+    }
+    if !d.readable() {
+        return Err(EACCES);
+    }
+    let len = len.min(MAX_FILE) as usize;
+    match &d.target {
+        Target::Gen { data, .. } => Ok(slice_at(data, off, len)),
+        Target::Node(ino) => match k.vfs.tree.node(*ino)?.kind.clone() {
+            Kind::File(_) => {
+                let data = k.vfs.tree.contents(*ino)?;
+                Ok(slice_at(&data, off, len))
+            }
+            Kind::Dev(vfs::Device::Zero) => Ok(Vec::new()),
+            _ => Err(ENODEV),
+        },
+        _ => Err(ENODEV),
+    }
+}

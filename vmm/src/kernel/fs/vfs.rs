@@ -1,0 +1,1094 @@
+//! The file tree a run sees: the root image (read from the host lazily,
+//! never written), under the run's own overlay (kept in memory, in the
+//! kernel's state, never on the host).
+//!
+//! The tree is a graph of nodes keyed by inode number. A directory of the
+//! image becomes a node whose entries are read from the host the first time
+//! the guest looks into it; from then on its entries live in memory, so a
+//! create, unlink, mkdir or rename simply edits them and a deletion shadows
+//! the image for the rest of the run. A file of the image is read from the
+//! host when the guest first opens it; a write changes the in-memory copy
+//! only (copy-up).
+//!
+//! Determinism: entries are kept sorted by name, inode numbers are derived
+//! from the parent's inode and the name (image files) or from a counter
+//! (files the guest creates), times are the run's epoch for image files and
+//! the virtual clock for what the guest changes, owners are root.
+//!
+//! `/dev`, `/proc` and `/sys` are the monitor's own (the image's are hidden),
+//! and `/tmp` exists even when the image has none.
+
+use super::super::errno::*;
+use crate::image::Image;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub type Ino = u64;
+
+pub const S_IFMT: u32 = 0o170000;
+pub const S_IFSOCK: u32 = 0o140000;
+pub const S_IFLNK: u32 = 0o120000;
+pub const S_IFREG: u32 = 0o100000;
+pub const S_IFDIR: u32 = 0o040000;
+pub const S_IFCHR: u32 = 0o020000;
+pub const S_IFIFO: u32 = 0o010000;
+
+/// The root directory's inode number (as on ext4).
+pub const ROOT_INO: Ino = 2;
+/// Largest file the overlay holds (EFBIG past it).
+pub const MAX_FILE: u64 = 1 << 30;
+/// Most bytes the overlay's files hold together (ENOSPC past it).
+pub const MAX_OVERLAY: u64 = 2 << 30;
+/// Symbolic links followed in one lookup before ELOOP (Linux's MAXSYMLINKS).
+const MAX_SYMLINKS: u32 = 40;
+
+/// A character device the monitor serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Device {
+    /// Reads end at once, writes vanish.
+    Null,
+    /// Reads give zeros.
+    Zero,
+    /// Reads give zeros, writes fail with ENOSPC.
+    Full,
+    /// Reads give bytes of the run's seeded generator (random, urandom).
+    Random,
+}
+
+impl Device {
+    /// (major, minor) as on Linux.
+    pub fn rdev(self) -> (u32, u32) {
+        match self {
+            Device::Null => (1, 3),
+            Device::Zero => (1, 5),
+            Device::Full => (1, 7),
+            Device::Random => (1, 9),
+        }
+    }
+}
+
+/// A file of `/proc` or `/sys`, made when it is opened or read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Proc {
+    /// `/proc/self/exe`: a link to the process's executable.
+    Exe,
+    /// `/proc/self/cwd`: a link to the working directory.
+    Cwd,
+    /// `/proc/self/maps`.
+    Maps,
+    /// `/proc/self/cmdline`.
+    Cmdline,
+    /// `/proc/self/fd`: one link per open descriptor.
+    FdDir,
+    /// `/proc/self/fd/N`: a link to what descriptor N is open on.
+    Fd(i32),
+    /// Fixed text (`/sys/devices/system/cpu/online`).
+    Text(String),
+}
+
+/// A regular file's contents. Saved states (keyframes) carry the bytes of
+/// files the guest changed; an image file it only read is read from the
+/// image again after a restore.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(from = "FileDataRepr", into = "FileDataRepr")]
+pub struct FileData {
+    /// The image's file behind this one, until its bytes are loaded.
+    pub host: Option<PathBuf>,
+    /// The contents once loaded (or created); shared so that a saved kernel state is cheap.
+    pub bytes: Option<Arc<Vec<u8>>>,
+    /// The guest changed (or made) it: the overlay owns the bytes.
+    pub dirty: bool,
+}
+
+impl FileData {
+    /// A file of the image, read when first needed.
+    pub fn image(host: PathBuf) -> FileData {
+        FileData {
+            host: Some(host),
+            bytes: None,
+            dirty: false,
+        }
+    }
+
+    /// A new empty file of the overlay.
+    pub fn empty() -> FileData {
+        FileData {
+            host: None,
+            bytes: Some(Arc::new(Vec::new())),
+            dirty: true,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct FileDataRepr {
+    host: Option<PathBuf>,
+    /// Only the overlay's bytes.
+    bytes: Option<Vec<u8>>,
+}
+
+impl From<FileData> for FileDataRepr {
+    fn from(f: FileData) -> FileDataRepr {
+        FileDataRepr {
+            bytes: if f.dirty || f.host.is_none() {
+                Some(f.bytes.map(|b| b.to_vec()).unwrap_or_default())
+            } else {
+                None
+            },
+            host: f.host,
+        }
+    }
+}
+
+impl From<FileDataRepr> for FileData {
+    fn from(r: FileDataRepr) -> FileData {
+        FileData {
+            dirty: r.bytes.is_some(),
+            bytes: r.bytes.map(Arc::new),
+            host: r.host,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DirData {
+    pub parent: Ino,
+    /// The name in the parent (empty for the root).
+    pub name: String,
+    /// The image's directory behind this one, for entries not read yet.
+    pub host: Option<PathBuf>,
+    /// None until read from the host.
+    pub entries: Option<BTreeMap<String, Ino>>,
+    /// The monitor's own directory (`/proc`, `/sys`): the guest cannot change it.
+    pub fixed: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Kind {
+    File(FileData),
+    Dir(DirData),
+    Symlink(String),
+    Dev(Device),
+    Proc(Proc),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Node {
+    /// Type and permission bits, as st_mode.
+    pub mode: u32,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// Size in bytes (files: their contents; links: the target's length).
+    pub size: u64,
+    /// Realtime nanoseconds.
+    pub atime: u64,
+    pub mtime: u64,
+    pub ctime: u64,
+    /// Open descriptions that refer to it: an unlinked node lives while some do.
+    pub opens: u32,
+    pub kind: Kind,
+}
+
+impl Node {
+    pub fn new(mode: u32, size: u64, now: u64, kind: Kind) -> Node {
+        Node {
+            mode,
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            size,
+            atime: now,
+            mtime: now,
+            ctime: now,
+            opens: 0,
+            kind,
+        }
+    }
+
+    pub fn is_dir(&self) -> bool {
+        matches!(self.kind, Kind::Dir(_))
+    }
+
+    pub fn file_type(&self) -> u32 {
+        self.mode & S_IFMT
+    }
+
+    /// Whether a lookup follows it as a symbolic link.
+    pub fn is_link(&self) -> bool {
+        matches!(
+            self.kind,
+            Kind::Symlink(_) | Kind::Proc(Proc::Exe | Proc::Cwd | Proc::Fd(_))
+        )
+    }
+
+    /// Directory type for getdents64 (DT_*).
+    pub fn dtype(&self) -> u8 {
+        match self.mode & S_IFMT {
+            S_IFIFO => 1,
+            S_IFCHR => 2,
+            S_IFDIR => 4,
+            S_IFREG => 8,
+            S_IFLNK => 10,
+            S_IFSOCK => 12,
+            _ => 0,
+        }
+    }
+}
+
+/// The tree: every node, by inode number.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tree {
+    pub nodes: BTreeMap<Ino, Node>,
+    /// The image's files: what `Image` resolves guest paths with.
+    pub image: Image,
+    /// The run's epoch: the time of every image file.
+    pub epoch_ns: u64,
+    /// Bytes of file contents the overlay owns (what the guest wrote).
+    pub bytes_held: u64,
+    /// Counter for the inode numbers of created nodes.
+    created: u64,
+    /// Nodes made on the fly: (directory, name) of each.
+    dyn_names: BTreeMap<Ino, (Ino, String)>,
+}
+
+/// A 64-bit mix of a word and a name (FNV-1a, then SplitMix64's finalizer).
+fn mix(seed: u64, name: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for b in seed.to_le_bytes().iter().chain(name) {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+impl Tree {
+    /// The tree of an image, with the monitor's `/dev`, `/proc`, `/sys`.
+    pub fn new(image: &Image, epoch_secs: u64, cores: u32) -> Tree {
+        let epoch_ns = epoch_secs.saturating_mul(1_000_000_000);
+        let mut t = Tree {
+            nodes: BTreeMap::new(),
+            image: image.clone(),
+            epoch_ns,
+            bytes_held: 0,
+            created: 0,
+            dyn_names: BTreeMap::new(),
+        };
+        match image {
+            Image::Root { dir } => {
+                let mode = std::fs::metadata(dir).map_or(0o755, |m| {
+                    use std::os::unix::fs::PermissionsExt;
+                    m.permissions().mode() & 0o7777
+                });
+                t.nodes.insert(
+                    ROOT_INO,
+                    Node::new(
+                        S_IFDIR | mode,
+                        4096,
+                        epoch_ns,
+                        Kind::Dir(DirData {
+                            parent: ROOT_INO,
+                            name: String::new(),
+                            host: Some(dir.clone()),
+                            entries: None,
+                            fixed: false,
+                        }),
+                    ),
+                );
+            }
+            Image::Program {
+                guest_path,
+                host_path,
+            } => {
+                t.nodes.insert(
+                    ROOT_INO,
+                    Node::new(S_IFDIR | 0o755, 4096, epoch_ns, empty_dir(ROOT_INO, "")),
+                );
+                let parts: Vec<&str> = guest_path.split('/').filter(|c| !c.is_empty()).collect();
+                let mut dir = ROOT_INO;
+                for (i, name) in parts.iter().enumerate() {
+                    if i + 1 == parts.len() {
+                        let (mode, size) = std::fs::metadata(host_path).map_or((0o755, 0), |m| {
+                            use std::os::unix::fs::PermissionsExt;
+                            (m.permissions().mode() & 0o7777, m.len())
+                        });
+                        let node = Node::new(
+                            S_IFREG | mode,
+                            size,
+                            epoch_ns,
+                            Kind::File(FileData::image(host_path.clone())),
+                        );
+                        t.insert_image_child(dir, name, node);
+                    } else if let Ok(Some(d)) = t.lookup(dir, name) {
+                        dir = d;
+                    } else {
+                        let node = Node::new(S_IFDIR | 0o755, 4096, epoch_ns, empty_dir(dir, name));
+                        dir = t.insert_image_child(dir, name, node);
+                    }
+                }
+            }
+        }
+        t.add_monitor_dirs(cores);
+        t
+    }
+
+    /// Adds a child found in the image: its inode number comes from its place.
+    fn insert_image_child(&mut self, dir: Ino, name: &str, node: Node) -> Ino {
+        let ino = self.free_ino(mix(dir, name.as_bytes()));
+        self.link_new(dir, name, ino, node);
+        ino
+    }
+
+    /// The first unused inode number from `h` on.
+    fn free_ino(&self, h: u64) -> Ino {
+        let mut ino = (h >> 1).max(16);
+        while self.nodes.contains_key(&ino) {
+            ino = (ino + 1) & (u64::MAX >> 1);
+            ino = ino.max(16);
+        }
+        ino
+    }
+
+    /// An inode number for a node the guest creates.
+    pub fn new_ino(&mut self) -> Ino {
+        self.created += 1;
+        self.free_ino(mix(0x6e65_7766_696c_6521, &self.created.to_le_bytes()))
+    }
+
+    /// Inserts `node` as `name` in `dir` (whose entries are loaded).
+    fn link_new(&mut self, dir: Ino, name: &str, ino: Ino, node: Node) {
+        let is_dir = node.is_dir();
+        self.nodes.insert(ino, node);
+        if let Some(Kind::Dir(d)) = self.nodes.get_mut(&dir).map(|n| &mut n.kind) {
+            d.entries
+                .get_or_insert_with(BTreeMap::new)
+                .insert(name.to_string(), ino);
+        }
+        if is_dir {
+            if let Some(p) = self.nodes.get_mut(&dir) {
+                p.nlink += 1;
+            }
+        }
+    }
+
+    fn add_monitor_dirs(&mut self, cores: u32) {
+        let now = self.epoch_ns;
+        let _ = self.entries(ROOT_INO);
+        // The image's /dev, /proc and /sys are hidden by the monitor's own.
+        for name in crate::image::HIDDEN_TOP {
+            self.unlink_entry(ROOT_INO, name, now);
+        }
+        let dev = self.add_dir(ROOT_INO, "dev", 0o755, false);
+        for (name, d) in [
+            ("null", Device::Null),
+            ("zero", Device::Zero),
+            ("full", Device::Full),
+            ("random", Device::Random),
+            ("urandom", Device::Random),
+        ] {
+            self.add_node(dev, name, Node::new(S_IFCHR | 0o666, 0, now, Kind::Dev(d)));
+        }
+        for (name, target) in [
+            ("fd", "/proc/self/fd"),
+            ("stdin", "/proc/self/fd/0"),
+            ("stdout", "/proc/self/fd/1"),
+            ("stderr", "/proc/self/fd/2"),
+        ] {
+            self.add_node(dev, name, symlink_node(target, now));
+        }
+        self.add_dir(dev, "shm", 0o1777, false);
+        let proc_ = self.add_dir(ROOT_INO, "proc", 0o555, true);
+        let self_ = self.add_dir(proc_, "self", 0o555, true);
+        for (name, p, mode) in [
+            ("exe", Proc::Exe, S_IFLNK | 0o777),
+            ("cwd", Proc::Cwd, S_IFLNK | 0o777),
+            ("maps", Proc::Maps, S_IFREG | 0o444),
+            ("cmdline", Proc::Cmdline, S_IFREG | 0o444),
+            ("fd", Proc::FdDir, S_IFDIR | 0o500),
+        ] {
+            let mut n = Node::new(mode, 0, now, Kind::Proc(p));
+            if mode & S_IFMT == S_IFDIR {
+                n.nlink = 2;
+            }
+            self.add_node(self_, name, n);
+        }
+        let sys = self.add_dir(ROOT_INO, "sys", 0o555, true);
+        let devices = self.add_dir(sys, "devices", 0o755, true);
+        let system = self.add_dir(devices, "system", 0o755, true);
+        let cpu = self.add_dir(system, "cpu", 0o755, true);
+        let cores = cores.max(1);
+        let list = if cores == 1 {
+            "0\n".to_string()
+        } else {
+            format!("0-{}\n", cores - 1)
+        };
+        for name in ["online", "possible", "present"] {
+            self.add_node(
+                cpu,
+                name,
+                Node::new(
+                    S_IFREG | 0o444,
+                    4096,
+                    now,
+                    Kind::Proc(Proc::Text(list.clone())),
+                ),
+            );
+        }
+        if self.lookup(ROOT_INO, "tmp").ok().flatten().is_none() {
+            self.add_dir(ROOT_INO, "tmp", 0o1777, false);
+        }
+    }
+
+    fn add_dir(&mut self, parent: Ino, name: &str, perm: u32, fixed: bool) -> Ino {
+        let mut d = empty_dir(parent, name);
+        if let Kind::Dir(dd) = &mut d {
+            dd.fixed = fixed;
+        }
+        let mut node = Node::new(S_IFDIR | perm, 4096, self.epoch_ns, d);
+        node.nlink = 2;
+        self.add_node(parent, name, node)
+    }
+
+    fn add_node(&mut self, parent: Ino, name: &str, node: Node) -> Ino {
+        let ino = self.free_ino(mix(parent, name.as_bytes()));
+        self.link_new(parent, name, ino, node);
+        ino
+    }
+
+    pub fn node(&self, ino: Ino) -> SysResult<&Node> {
+        self.nodes.get(&ino).ok_or(ENOENT)
+    }
+
+    pub fn node_mut(&mut self, ino: Ino) -> SysResult<&mut Node> {
+        self.nodes.get_mut(&ino).ok_or(ENOENT)
+    }
+
+    /// A directory's entries, read from the image the first time.
+    pub fn entries(&mut self, dir: Ino) -> SysResult<&BTreeMap<String, Ino>> {
+        let host = match &self.node(dir)?.kind {
+            Kind::Dir(d) if d.entries.is_some() => None,
+            Kind::Dir(d) => Some(d.host.clone()),
+            _ => return Err(ENOTDIR),
+        };
+        if let Some(host) = host {
+            let found = host.map(|h| read_host_dir(&h)).unwrap_or_default();
+            if let Kind::Dir(d) = &mut self.node_mut(dir)?.kind {
+                d.entries = Some(BTreeMap::new());
+            }
+            for (name, entry) in found {
+                let node = match entry {
+                    HostEntry::Dir { perm, path } => {
+                        let mut n = Node::new(
+                            S_IFDIR | perm,
+                            4096,
+                            self.epoch_ns,
+                            Kind::Dir(DirData {
+                                parent: dir,
+                                name: name.clone(),
+                                host: Some(path),
+                                entries: None,
+                                fixed: false,
+                            }),
+                        );
+                        n.nlink = 2;
+                        n
+                    }
+                    HostEntry::File { perm, size, path } => Node::new(
+                        S_IFREG | perm,
+                        size,
+                        self.epoch_ns,
+                        Kind::File(FileData::image(path)),
+                    ),
+                    HostEntry::Symlink(target) => symlink_node(&target, self.epoch_ns),
+                };
+                self.insert_image_child(dir, &name, node);
+            }
+        }
+        match &self.node(dir)?.kind {
+            Kind::Dir(DirData {
+                entries: Some(e), ..
+            }) => Ok(e),
+            _ => Err(ENOTDIR),
+        }
+    }
+
+    /// The child `name` of directory `dir`, if there is one.
+    pub fn lookup(&mut self, dir: Ino, name: &str) -> SysResult<Option<Ino>> {
+        Ok(self.entries(dir)?.get(name).copied())
+    }
+
+    pub fn parent_of(&self, dir: Ino) -> Ino {
+        match self.nodes.get(&dir).map(|n| &n.kind) {
+            Some(Kind::Dir(d)) => d.parent,
+            _ => ROOT_INO,
+        }
+    }
+
+    /// Whether `dir` is the monitor's own (`/proc`, `/sys`): not changeable.
+    pub fn is_fixed(&self, dir: Ino) -> bool {
+        match self.nodes.get(&dir).map(|n| &n.kind) {
+            Some(Kind::Dir(d)) => d.fixed,
+            Some(Kind::Proc(_)) => true,
+            _ => false,
+        }
+    }
+
+    /// The node for a made-on-the-fly child (`/proc/self/fd/N`), made once.
+    pub fn dyn_node(&mut self, dir: Ino, name: &str, make: impl FnOnce() -> Node) -> Ino {
+        let h = mix(dir, name.as_bytes());
+        let mut ino = (h >> 1).max(16);
+        loop {
+            match self.nodes.get(&ino) {
+                None => {
+                    let mut n = make();
+                    n.atime = self.epoch_ns;
+                    n.mtime = self.epoch_ns;
+                    n.ctime = self.epoch_ns;
+                    self.nodes.insert(ino, n);
+                    self.dyn_names.insert(ino, (dir, name.to_string()));
+                    return ino;
+                }
+                Some(_) if self.dyn_names.get(&ino) == Some(&(dir, name.to_string())) => {
+                    return ino
+                }
+                Some(_) => ino = ((ino + 1) & (u64::MAX >> 1)).max(16),
+            }
+        }
+    }
+
+    /// The absolute path of a directory, from its parents' names.
+    pub fn dir_path(&self, mut dir: Ino) -> String {
+        let mut parts = Vec::new();
+        for _ in 0..4096 {
+            if dir == ROOT_INO {
+                break;
+            }
+            match self.nodes.get(&dir).map(|n| &n.kind) {
+                Some(Kind::Dir(d)) => {
+                    parts.push(d.name.clone());
+                    dir = d.parent;
+                }
+                _ => break,
+            }
+        }
+        parts.reverse();
+        format!("/{}", parts.join("/"))
+    }
+
+    /// Whether `anc` is `ino` or one of its ancestors.
+    pub fn is_ancestor(&self, anc: Ino, mut ino: Ino) -> bool {
+        for _ in 0..4096 {
+            if ino == anc {
+                return true;
+            }
+            if ino == ROOT_INO {
+                return false;
+            }
+            ino = self.parent_of(ino);
+        }
+        false
+    }
+
+    /// Removes entry `name` of `dir` without touching the node it named.
+    fn detach(&mut self, dir: Ino, name: &str) -> Option<Ino> {
+        let child = match self.nodes.get_mut(&dir).map(|n| &mut n.kind) {
+            Some(Kind::Dir(d)) => d.entries.as_mut()?.remove(name)?,
+            _ => return None,
+        };
+        if self.nodes.get(&child).is_some_and(|n| n.is_dir()) {
+            if let Some(p) = self.nodes.get_mut(&dir) {
+                p.nlink = p.nlink.saturating_sub(1);
+            }
+        }
+        Some(child)
+    }
+
+    /// Removes entry `name` of `dir`: the node goes when nothing uses it.
+    pub fn unlink_entry(&mut self, dir: Ino, name: &str, now: u64) {
+        if let Some(child) = self.detach(dir, name) {
+            if let Some(n) = self.nodes.get_mut(&child) {
+                n.nlink = if n.is_dir() {
+                    0
+                } else {
+                    n.nlink.saturating_sub(1)
+                };
+                n.ctime = now;
+            }
+            self.collect(child);
+        }
+        self.touch_dir(dir, now);
+    }
+
+    /// Frees a node that no entry names and no description uses.
+    pub fn collect(&mut self, ino: Ino) {
+        let gone = self
+            .nodes
+            .get(&ino)
+            .is_some_and(|n| n.nlink == 0 && n.opens == 0);
+        if gone {
+            if let Some(n) = self.nodes.remove(&ino) {
+                if let Kind::File(FileData {
+                    bytes: Some(b),
+                    dirty: true,
+                    ..
+                }) = &n.kind
+                {
+                    self.bytes_held = self.bytes_held.saturating_sub(b.len() as u64);
+                }
+            }
+        }
+    }
+
+    pub fn touch_dir(&mut self, dir: Ino, now: u64) {
+        if let Some(n) = self.nodes.get_mut(&dir) {
+            n.mtime = now;
+            n.ctime = now;
+        }
+    }
+
+    /// Adds a new node as `name` in `dir` (which must not have it).
+    pub fn create(
+        &mut self,
+        dir: Ino,
+        name: &str,
+        mode: u32,
+        kind: Kind,
+        now: u64,
+    ) -> SysResult<Ino> {
+        if self.is_fixed(dir) {
+            return Err(EACCES);
+        }
+        self.entries(dir)?;
+        let ino = self.new_ino();
+        let size = match &kind {
+            Kind::Symlink(t) => t.len() as u64,
+            Kind::Dir(_) => 4096,
+            _ => 0,
+        };
+        let mut node = Node::new(mode, size, now, kind);
+        if node.is_dir() {
+            node.nlink = 2;
+        }
+        self.link_new(dir, name, ino, node);
+        self.touch_dir(dir, now);
+        Ok(ino)
+    }
+
+    /// Adds a node no directory names (O_TMPFILE); it lives while open.
+    pub fn add_orphan(&mut self, mut node: Node) -> Ino {
+        node.nlink = 0;
+        let ino = self.new_ino();
+        self.nodes.insert(ino, node);
+        ino
+    }
+
+    /// Adds another name for an existing node.
+    pub fn link_existing(&mut self, dir: Ino, name: &str, ino: Ino, now: u64) -> SysResult<()> {
+        self.entries(dir)?;
+        if let Kind::Dir(d) = &mut self.node_mut(dir)?.kind {
+            d.entries
+                .get_or_insert_with(BTreeMap::new)
+                .insert(name.to_string(), ino);
+        }
+        let n = self.node_mut(ino)?;
+        n.nlink += 1;
+        n.ctime = now;
+        self.touch_dir(dir, now);
+        Ok(())
+    }
+
+    /// Moves entry `from_name` of `from` to `to_name` of `to`, replacing
+    /// what was there (the caller has checked that it may).
+    pub fn move_entry(
+        &mut self,
+        from: Ino,
+        from_name: &str,
+        to: Ino,
+        to_name: &str,
+        now: u64,
+    ) -> SysResult<()> {
+        let ino = self.detach(from, from_name).ok_or(ENOENT)?;
+        if self.lookup(to, to_name)?.is_some() {
+            self.unlink_entry(to, to_name, now);
+        }
+        let is_dir = self.node(ino)?.is_dir();
+        if let Kind::Dir(d) = &mut self.node_mut(to)?.kind {
+            d.entries
+                .get_or_insert_with(BTreeMap::new)
+                .insert(to_name.to_string(), ino);
+        }
+        if is_dir {
+            self.node_mut(to)?.nlink += 1;
+        }
+        let n = self.node_mut(ino)?;
+        n.ctime = now;
+        if let Kind::Dir(d) = &mut n.kind {
+            d.parent = to;
+            d.name = to_name.to_string();
+        }
+        self.touch_dir(from, now);
+        self.touch_dir(to, now);
+        Ok(())
+    }
+
+    /// Swaps two entries (RENAME_EXCHANGE).
+    pub fn exchange(
+        &mut self,
+        a: Ino,
+        a_name: &str,
+        b: Ino,
+        b_name: &str,
+        now: u64,
+    ) -> SysResult<()> {
+        let ia = self.lookup(a, a_name)?.ok_or(ENOENT)?;
+        let ib = self.lookup(b, b_name)?.ok_or(ENOENT)?;
+        for (dir, name, ino, other_dir) in [(a, a_name, ib, b), (b, b_name, ia, a)] {
+            if let Kind::Dir(d) = &mut self.node_mut(dir)?.kind {
+                d.entries
+                    .get_or_insert_with(BTreeMap::new)
+                    .insert(name.to_string(), ino);
+            }
+            let moved_dir = self.node(ino)?.is_dir();
+            if let Kind::Dir(d) = &mut self.node_mut(ino)?.kind {
+                d.parent = dir;
+                d.name = name.to_string();
+            }
+            if moved_dir && dir != other_dir {
+                self.node_mut(dir)?.nlink += 1;
+                let o = self.node_mut(other_dir)?;
+                o.nlink = o.nlink.saturating_sub(1);
+            }
+            self.node_mut(ino)?.ctime = now;
+            self.touch_dir(dir, now);
+        }
+        Ok(())
+    }
+
+    /// A file's contents, read from the image the first time.
+    pub fn contents(&mut self, ino: Ino) -> SysResult<Arc<Vec<u8>>> {
+        let host = match &self.node(ino)?.kind {
+            Kind::File(FileData { bytes: Some(b), .. }) => return Ok(b.clone()),
+            Kind::File(FileData { host, .. }) => host.clone(),
+            _ => return Err(EINVAL),
+        };
+        let bytes = match host {
+            Some(h) => read_host_file(&h)?,
+            None => Vec::new(),
+        };
+        let arc = Arc::new(bytes);
+        let n = self.node_mut(ino)?;
+        n.size = arc.len() as u64;
+        if let Kind::File(f) = &mut n.kind {
+            f.bytes = Some(arc.clone());
+        }
+        Ok(arc)
+    }
+
+    /// Changes a file's contents in place, which will be at most `max_len`
+    /// bytes long: `f` gets them, loaded and unshared. The overlay owns
+    /// them from then on; ENOSPC when it would hold more than it may.
+    pub fn modify<R>(
+        &mut self,
+        ino: Ino,
+        now: u64,
+        max_len: u64,
+        f: impl FnOnce(&mut Vec<u8>) -> SysResult<R>,
+    ) -> SysResult<R> {
+        self.contents(ino)?;
+        let held = self.bytes_held;
+        let n = self.node_mut(ino)?;
+        let Kind::File(FileData {
+            bytes: Some(b),
+            dirty,
+            ..
+        }) = &mut n.kind
+        else {
+            return Err(EINVAL);
+        };
+        // What the overlay holds of this file now.
+        let owned = if *dirty { b.len() as u64 } else { 0 };
+        if max_len > owned && held.saturating_add(max_len - owned) > MAX_OVERLAY {
+            return Err(ENOSPC);
+        }
+        let v = Arc::make_mut(b);
+        let r = f(v)?;
+        let after = v.len() as u64;
+        *dirty = true;
+        n.size = after;
+        n.mtime = now;
+        n.ctime = now;
+        self.bytes_held = (held + after).saturating_sub(owned);
+        Ok(r)
+    }
+}
+
+/// A new empty directory named `name` in `parent`.
+pub fn empty_dir(parent: Ino, name: &str) -> Kind {
+    Kind::Dir(DirData {
+        parent,
+        name: name.to_string(),
+        host: None,
+        entries: Some(BTreeMap::new()),
+        fixed: false,
+    })
+}
+
+fn symlink_node(target: &str, now: u64) -> Node {
+    Node::new(
+        S_IFLNK | 0o777,
+        target.len() as u64,
+        now,
+        Kind::Symlink(target.to_string()),
+    )
+}
+
+enum HostEntry {
+    Dir { perm: u32, path: PathBuf },
+    File { perm: u32, size: u64, path: PathBuf },
+    Symlink(String),
+}
+
+/// The entries of an image directory the guest may see: directories,
+/// regular files and symbolic links with UTF-8 names (what the image's hash
+/// covers); anything else is left out.
+fn read_host_dir(dir: &std::path::Path) -> Vec<(String, HostEntry)> {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        let path = e.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let perm = meta.permissions().mode() & 0o7777;
+        let ft = meta.file_type();
+        let entry = if ft.is_dir() {
+            HostEntry::Dir { perm, path }
+        } else if ft.is_file() {
+            HostEntry::File {
+                perm,
+                size: meta.len(),
+                path,
+            }
+        } else if ft.is_symlink() {
+            match std::fs::read_link(&path)
+                .ok()
+                .and_then(|t| t.into_os_string().into_string().ok())
+            {
+                Some(t) => HostEntry::Symlink(t),
+                None => continue,
+            }
+        } else {
+            continue;
+        };
+        out.push((name, entry));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// A regular file of the image, read whole; never follows a link or opens
+/// anything but a regular file (a FIFO would block the monitor).
+fn read_host_file(path: &std::path::Path) -> SysResult<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(host_errno)?;
+    let meta = f.metadata().map_err(host_errno)?;
+    if !meta.is_file() {
+        return Err(EACCES);
+    }
+    if meta.len() > MAX_FILE {
+        return Err(EFBIG);
+    }
+    let mut v = Vec::with_capacity(meta.len() as usize);
+    f.read_to_end(&mut v).map_err(host_errno)?;
+    Ok(v)
+}
+
+fn host_errno(e: std::io::Error) -> Errno {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => ENOENT,
+        std::io::ErrorKind::PermissionDenied => EACCES,
+        _ => EIO,
+    }
+}
+
+/// What a path names, once resolved.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Resolved {
+    /// The directory the last component is in.
+    pub parent: Ino,
+    /// The last component (empty for `/`, `.` or `..` endings).
+    pub name: String,
+    /// The node, if it exists.
+    pub ino: Option<Ino>,
+    /// The path ended in a slash (or `.`/`..`): it must be a directory.
+    pub want_dir: bool,
+}
+
+/// What only the process knows: where magic links (`/proc/self/exe`)
+/// point, and which descriptors `/proc/self/fd` holds.
+pub trait Links {
+    fn link_target(&mut self, tree: &Tree, ino: Ino) -> SysResult<String>;
+    /// The child `name` of a directory made on the fly (`/proc/self/fd`).
+    fn dyn_child(&mut self, tree: &mut Tree, dir: Ino, name: &str) -> SysResult<Option<Ino>>;
+}
+
+impl Tree {
+    /// Resolves `path` from directory `start` (absolute paths from the root).
+    /// Links in the middle are followed; the last one only if `follow`. A
+    /// link's target resolves inside the tree: `..` at the root stays there,
+    /// absolute targets start from the guest's root.
+    pub fn resolve(
+        &mut self,
+        links: &mut dyn Links,
+        start: Ino,
+        path: &str,
+        follow: bool,
+    ) -> SysResult<Resolved> {
+        if path.is_empty() {
+            return Err(ENOENT);
+        }
+        let mut budget = MAX_SYMLINKS;
+        self.walk(links, start, path, follow, &mut budget)
+    }
+
+    fn walk(
+        &mut self,
+        links: &mut dyn Links,
+        start: Ino,
+        path: &str,
+        follow: bool,
+        budget: &mut u32,
+    ) -> SysResult<Resolved> {
+        let mut dir = if path.starts_with('/') {
+            ROOT_INO
+        } else {
+            start
+        };
+        let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+        let trailing = path.ends_with('/');
+        if comps.is_empty() {
+            // "/" (or "///"): the root itself.
+            return Ok(Resolved {
+                parent: ROOT_INO,
+                name: String::new(),
+                ino: Some(dir),
+                want_dir: true,
+            });
+        }
+        for (i, c) in comps.iter().enumerate() {
+            let last = i + 1 == comps.len();
+            let node = self.node(dir)?;
+            if node.file_type() != S_IFDIR {
+                return Err(ENOTDIR);
+            }
+            let dynamic = !node.is_dir();
+            if *c == "." || *c == ".." {
+                let next = if *c == ".." { self.parent_of(dir) } else { dir };
+                if last {
+                    return Ok(Resolved {
+                        parent: self.parent_of(next),
+                        name: String::new(),
+                        ino: Some(next),
+                        want_dir: true,
+                    });
+                }
+                dir = next;
+                continue;
+            }
+            if c.len() > 255 {
+                return Err(ENAMETOOLONG);
+            }
+            let child = if dynamic {
+                links.dyn_child(self, dir, c)?
+            } else {
+                self.lookup(dir, c)?
+            };
+            let Some(child) = child else {
+                if last {
+                    return Ok(Resolved {
+                        parent: dir,
+                        name: c.to_string(),
+                        ino: None,
+                        want_dir: trailing,
+                    });
+                }
+                return Err(ENOENT);
+            };
+            let is_link = self.node(child)?.is_link();
+            if is_link && (!last || follow || trailing) {
+                if *budget == 0 {
+                    return Err(ELOOP);
+                }
+                *budget -= 1;
+                let target = links.link_target(self, child)?;
+                if target.is_empty() {
+                    return Err(ENOENT);
+                }
+                let r = self.walk(links, dir, &target, true, budget)?;
+                let Some(ino) = r.ino else {
+                    if last {
+                        // A dangling link: what it points to may be created.
+                        return Ok(Resolved {
+                            want_dir: r.want_dir || trailing,
+                            ..r
+                        });
+                    }
+                    return Err(ENOENT);
+                };
+                if last {
+                    return Ok(Resolved {
+                        want_dir: r.want_dir || trailing,
+                        ..r
+                    });
+                }
+                dir = ino;
+                continue;
+            }
+            if last {
+                return Ok(Resolved {
+                    parent: dir,
+                    name: c.to_string(),
+                    ino: Some(child),
+                    want_dir: trailing,
+                });
+            }
+            dir = child;
+        }
+        unreachable!("the loop returns at the last component")
+    }
+}
+
+/// Joins and normalizes a guest path lexically (`.`, `..`, repeated slashes).
+pub fn normalize(base: &str, path: &str) -> String {
+    let full = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("{base}/{path}")
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for c in full.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
