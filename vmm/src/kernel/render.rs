@@ -71,6 +71,14 @@ pub fn call_text_with(k: &mut Kernel, _tid: Tid, call: PendingCall, ret: Option<
                 }
             }
             Arg::FutexOp => futex_op(v as u32),
+            Arg::DirFd => super::fs::show::dirfd(v),
+            Arg::OpenFlags => {
+                let mode = call.args.get(i).copied();
+                i += 1;
+                super::fs::show::open_flags(v, mode)
+            }
+            Arg::AtFlags => super::fs::show::at_flags(v),
+            Arg::Whence => super::fs::show::whence(v),
             Arg::Signal => super::signal_name(v as i32),
         });
     }

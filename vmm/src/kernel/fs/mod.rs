@@ -21,6 +21,7 @@
 pub mod dir;
 pub mod file_ops;
 pub mod poll;
+pub mod show;
 pub mod special;
 pub mod stat;
 pub mod vfs;
