@@ -2,6 +2,11 @@
 //! executables (`cc -static -O1 -g -pthread`) into OUT_DIR, and writes
 //! `examples.rs` there: the table `src/examples.rs` embeds with
 //! `include_bytes!`. Set `REWIND_GUEST_CC` to use another C compiler.
+//!
+//! Examples written in Rust, `guest/examples/*.rs`, are built the same way
+//! with the compiler cargo uses (`rustc --edition 2021 -C
+//! target-feature=+crt-static -O`: static-pie, Rust std). C examples that
+//! use the guest SDK include `../sdk/rewind.h`.
 
 use std::env;
 use std::fmt::Write as _;
@@ -17,11 +22,15 @@ fn main() {
     let cc = env::var("REWIND_GUEST_CC").unwrap_or_else(|_| "cc".to_string());
     println!("cargo:rerun-if-env-changed=REWIND_GUEST_CC");
     println!("cargo:rerun-if-changed={}", src_dir.display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        manifest_dir.join("../guest/sdk/rewind.h").display()
+    );
 
     let mut sources: Vec<PathBuf> = fs::read_dir(&src_dir)
         .unwrap_or_else(|e| panic!("{}: {e}", src_dir.display()))
         .map(|entry| entry.expect("readable guest/examples").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .filter(|p| p.extension().is_some_and(|e| e == "c" || e == "rs"))
         .collect();
     sources.sort_by(|a, b| a.file_stem().cmp(&b.file_stem()));
 
@@ -36,7 +45,11 @@ fn main() {
             .to_str()
             .expect("UTF-8 example name");
         let elf = out.join(name);
-        compile(&cc, src, &elf);
+        if src.extension().is_some_and(|e| e == "rs") {
+            compile_rust(src, &elf);
+        } else {
+            compile(&cc, src, &elf);
+        }
         let text = fs::read_to_string(src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
         writeln!(
             table,
@@ -71,10 +84,30 @@ fn compile(cc: &str, src: &Path, elf: &Path) {
     }
 }
 
-/// The first line of the source's leading comment, without its `name: ` prefix.
+/// A Rust example: static, optimised, with the rustc cargo runs.
+fn compile_rust(src: &Path, elf: &Path) {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let output = Command::new(&rustc)
+        .args(["--edition", "2021", "-C", "target-feature=+crt-static", "-O", "-o"])
+        .arg(elf)
+        .arg(src)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `{rustc}`: {e}"));
+    if !output.status.success() {
+        panic!(
+            "`{rustc} -C target-feature=+crt-static` failed for {}:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+/// The first line of the source's leading comment (`/* ... */` or `//!`),
+/// without its `name: ` prefix.
 fn summary(text: &str) -> String {
     let first = text.lines().next().unwrap_or("");
     let first = first
+        .trim_start_matches("//!")
         .trim_start_matches("/*")
         .trim()
         .trim_end_matches("*/")

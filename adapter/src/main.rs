@@ -48,6 +48,22 @@ enum Command {
     Diff(cmd::diff::DiffArgs),
     /// Check whether this host can record, and which host facts hold here.
     Doctor(cmd::doctor::DoctorArgs),
+    /// A run's inputs, and the commands that make it again.
+    Show(cmd::show::ShowArgs),
+    /// Remove runs, with every run forked from them.
+    Remove(cmd::remove::RemoveArgs),
+    /// Remove pages and images no run uses; say how much was freed.
+    Gc(cmd::gc::GcArgs),
+    /// Remove forks that ran exactly as an older run did.
+    Prune(cmd::prune::PruneArgs),
+    /// Write a run to one file (.rwd), to carry it to another machine.
+    Export(cmd::export::ExportArgs),
+    /// Add a run from a file `rewind export` wrote.
+    Import(cmd::import::ImportArgs),
+    /// Keep a note at a step of a run.
+    Bookmark(cmd::bookmark::BookmarkArgs),
+    /// A run's bookmarks, in step order.
+    Bookmarks(cmd::bookmark::BookmarksArgs),
 }
 
 fn main() -> ExitCode {
@@ -101,6 +117,26 @@ fn main() -> ExitCode {
             cmd::diff::main(a)
         }
         Command::Doctor(a) => cmd::doctor::main(a),
+        Command::Show(a) => {
+            signals::die_on_broken_pipe();
+            cmd::show::main(a)
+        }
+        Command::Remove(a) => cmd::remove::main(a),
+        Command::Gc(a) => cmd::gc::main(a),
+        Command::Prune(a) => cmd::prune::main(a),
+        Command::Export(a) => {
+            signals::install();
+            cmd::export::main(a)
+        }
+        Command::Import(a) => {
+            signals::install();
+            cmd::import::main(a)
+        }
+        Command::Bookmark(a) => cmd::bookmark::add(a),
+        Command::Bookmarks(a) => {
+            signals::die_on_broken_pipe();
+            cmd::bookmark::list(a)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

@@ -33,6 +33,8 @@ pub enum EngineError {
     BadElf(PathBuf, String),
     #[error("the vCPU stopped unexpectedly: {0}")]
     UnexpectedExit(String),
+    #[error("keyframe: {0}")]
+    BadKeyframe(String),
     #[error("guest memory exhausted while loading the program")]
     OutOfMemory,
 }

@@ -65,7 +65,14 @@ pub fn main(args: ForkArgs) -> Result<i32> {
             .map(std::time::Duration::from_secs_f64),
         ..Default::default()
     };
-    let outcome = session::run(&inputs, &limits, &mut rec)?;
+    // From the last keyframe at or before the step, when the parent kept one.
+    let outcome = match parent.keyframe_before(args.step)? {
+        Some(kf) => {
+            parent.feed_prefix(&mut rec, kf.recorded)?;
+            session::run_from(&inputs, &kf, &store.pages(), false, &limits, &mut rec)?
+        }
+        None => session::run(&inputs, &limits, &mut rec)?,
+    };
     let run = rec.finish(
         &outcome,
         &RunDetails {

@@ -1,14 +1,21 @@
 //! One module per command.
 
+pub mod bookmark;
 pub mod check;
 pub mod diff;
 pub mod doctor;
 pub mod events;
+pub mod export;
 pub mod fork;
+pub mod gc;
+pub mod import;
 pub mod log;
 pub mod ls;
+pub mod prune;
+pub mod remove;
 pub mod replay;
 pub mod run;
+pub mod show;
 pub mod threads;
 
 use anyhow::{Context, Result};

@@ -20,7 +20,7 @@ pub const STALL_ONE_IN: u64 = 16;
 pub const STALL_MIN_NS: u64 = 10_000;
 pub const STALL_DOUBLINGS: u64 = 7;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 enum Plan {
     /// Seeded within the window; before it, the explicit prefix (a fork's parent's).
     Seeded {
@@ -32,7 +32,7 @@ enum Plan {
     Explicit(BTreeMap<u64, Perturbation>),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Perturber {
     plan: Plan,
     /// What was actually applied, in step order.

@@ -185,6 +185,7 @@ impl Kernel<'_> {
         regs.rflags = RFLAGS_DEFAULT;
         self.m.set_segment_bases(0, 0);
         self.emit(EventKind::ThreadStart { parent: 0 });
+        self.recorded.switches += 1;
         self.rec.switch(0, pid, pid);
         Ok(())
     }
@@ -247,3 +248,11 @@ pub fn thread_name(s: &str) -> String {
 
 /// Bytes of a thread name, NUL included.
 pub const TASK_COMM_LEN: usize = 16;
+
+/// Where the program's addresses are moved to: PIE_BASE for a static-pie, else 0.
+pub fn load_bias(bytes: &[u8]) -> u64 {
+    match parse(bytes) {
+        Ok(info) if info.pie => PIE_BASE,
+        _ => 0,
+    }
+}

@@ -60,6 +60,6 @@ impl Kernel<'_> {
             VEC_STACK | VEC_GENERAL_PROTECTION | VEC_OVERFLOW | VEC_BOUND => (SIGSEGV, SI_KERNEL, 0),
             _ => (SIGSEGV, SI_KERNEL, 0),
         };
-        self.force_signal(SigInfo { signo, code, addr });
+        self.force_signal(SigInfo::fault(signo, code, addr).with_trap(vector, error_code));
     }
 }

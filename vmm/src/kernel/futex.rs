@@ -21,7 +21,7 @@ pub const FUTEX_CLOCK_REALTIME: u32 = 256;
 const FUTEX_CMD_MASK: u32 = !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
 pub const FUTEX_BITSET_MATCH_ANY: u32 = 0xffff_ffff;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Futexes {
     /// Waiters of each word, in arrival order, with their bitsets.
     queues: BTreeMap<u64, VecDeque<(Tid, u32)>>,

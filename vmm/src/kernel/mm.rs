@@ -6,6 +6,7 @@ use super::Kernel;
 use crate::machine::layout::{MMAP_TOP, MONITOR_END, PAGE_SIZE, USER_END};
 use crate::machine::memory::GuestRam;
 use crate::machine::{PageTables, Perm};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub const PROT_READ: u64 = 1;
@@ -28,7 +29,7 @@ pub fn page_up(a: u64) -> Option<u64> {
     a.checked_add(PAGE_SIZE - 1).map(page_down)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prot {
     pub read: bool,
     pub write: bool,
@@ -59,7 +60,7 @@ impl Prot {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Vma {
     pub end: u64,
     pub prot: Prot,
@@ -78,7 +79,7 @@ pub enum Fault {
     NoMemory,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Mm {
     pub pt: PageTables,
     /// Keyed by start address.

@@ -13,6 +13,7 @@ pub mod render;
 pub mod sched;
 pub mod sdk;
 pub mod signal;
+pub mod snapshot;
 pub mod stack;
 pub mod symbols;
 pub mod syscall_names;
@@ -35,11 +36,20 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 use task::{Pid, Process, Thread, ThreadState, Tid};
 
+/// What the run loop noticed on the way.
+#[derive(Default)]
+struct Notes {
+    /// Where every thread was when the run deadlocked or timed out.
+    stuck: Vec<String>,
+    /// Where every thread was after `Limits::where_at`.
+    where_at: Vec<String>,
+}
+
 /// The first pid handed out; later ones count up from it.
 pub const FIRST_PID: Pid = 1000;
 
 /// A deterministic PRNG (SplitMix64): the guest's only source of randomness.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Rng(u64);
 
 impl Rng {
@@ -77,6 +87,10 @@ pub struct Kernel<'r> {
     next_id: u32,
     /// Every thread's name, kept after it exits.
     pub names: BTreeMap<Tid, String>,
+    /// How much has been recorded: events, output bytes, switches.
+    pub recorded: crate::record::keyframe::Recorded,
+    /// The keyframe policy's state; None when the recorder keeps none.
+    keyframes: Option<snapshot::KeyframeClock>,
     /// Set when the run is over.
     status: Option<ExitStatus>,
     /// A failure of the monitor itself (not of the guest) ends the run with it.
@@ -104,6 +118,8 @@ impl<'r> Kernel<'r> {
             vfs: fs::Vfs::new(&inputs.image, inputs.stdin.clone(), man.epoch, man.cores),
             next_id: FIRST_PID,
             names: BTreeMap::new(),
+            recorded: Default::default(),
+            keyframes: rec.wants_keyframes().then(|| snapshot::KeyframeClock::new(0)),
             status: None,
             failure: None,
             rec,
@@ -148,6 +164,7 @@ impl<'r> Kernel<'r> {
     }
 
     pub fn rec_event(&mut self, pid: Pid, tid: Tid, kind: EventKind) {
+        self.recorded.events += 1;
         self.rec.event(&Event {
             step: self.step,
             pid,
@@ -157,6 +174,7 @@ impl<'r> Kernel<'r> {
     }
 
     pub fn output(&mut self, fd: i32, bytes: &[u8]) {
+        self.recorded.output_bytes += bytes.len() as u64;
         self.rec.output(fd, bytes);
     }
 
@@ -179,14 +197,51 @@ impl<'r> Kernel<'r> {
     pub fn run(mut self, limits: &Limits) -> Result<Outcome, EngineError> {
         let started = Instant::now();
         let watchdog = Watchdog::start(limits.timeout);
-        let mut stuck = Vec::new();
-        let mut where_at = Vec::new();
-        while self.status.is_none() {
+        let mut notes = Notes::default();
+        self.advance(limits, &watchdog, None, &mut notes)?;
+        let status = self.status.expect("the loop ends with a status");
+        Ok(Outcome {
+            status,
+            steps: self.step,
+            virtual_ns: self.clock.elapsed_ns(),
+            wall: started.elapsed(),
+            stuck: notes.stuck,
+            perturbed: self
+                .sched
+                .perturber
+                .take()
+                .map(|p| p.applied)
+                .unwrap_or_default(),
+            where_at: notes.where_at,
+            thread_names: {
+                let live: Vec<(Tid, String)> =
+                    self.threads.values().map(|t| (t.tid, t.name.clone())).collect();
+                self.names.extend(live);
+                std::mem::take(&mut self.names)
+            },
+        })
+    }
+
+    /// Runs until step `step` has been handled (or the program ends before
+    /// it): the kernel then shows the machine as it was at that step.
+    pub fn run_to(&mut self, step: u64, limits: &Limits) -> Result<(), EngineError> {
+        let watchdog = Watchdog::start(limits.timeout);
+        self.advance(limits, &watchdog, Some(step), &mut Notes::default())
+    }
+
+    fn advance(
+        &mut self,
+        limits: &Limits,
+        watchdog: &Watchdog,
+        stop_at: Option<u64>,
+        notes: &mut Notes,
+    ) -> Result<(), EngineError> {
+        while self.status.is_none() && stop_at.is_none_or(|s| self.step < s) {
             if let Some(e) = self.failure.take() {
                 return Err(e);
             }
             if watchdog.fired() {
-                stuck = self.where_threads_are();
+                notes.stuck = self.where_threads_are();
                 self.finish(ExitStatus::TimedOut);
                 break;
             }
@@ -209,39 +264,20 @@ impl<'r> Kernel<'r> {
                 break;
             }
             if limits.where_at == Some(self.step) {
-                where_at = self.where_threads_are();
+                notes.where_at = self.where_threads_are();
             }
             self.fire_timers();
-            self.deliver_signals();
-            if let Err(dead) = self.schedule() {
-                stuck = dead;
+            if let Err(dead) = self.signals_and_schedule() {
+                notes.stuck = dead;
                 self.finish(ExitStatus::Deadlocked);
+                break;
             }
+            self.maybe_keyframe();
         }
-        if let Some(e) = self.failure.take() {
-            return Err(e);
+        match self.failure.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        let status = self.status.expect("the loop ends with a status");
-        Ok(Outcome {
-            status,
-            steps: self.step,
-            virtual_ns: self.clock.elapsed_ns(),
-            wall: started.elapsed(),
-            stuck,
-            perturbed: self
-                .sched
-                .perturber
-                .take()
-                .map(|p| p.applied)
-                .unwrap_or_default(),
-            where_at,
-            thread_names: {
-                let live: Vec<(Tid, String)> =
-                    self.threads.values().map(|t| (t.tid, t.name.clone())).collect();
-                self.names.extend(live);
-                std::mem::take(&mut self.names)
-            },
-        })
     }
 
     fn tick(&mut self) {

@@ -12,7 +12,7 @@ use super::Kernel;
 use crate::record::{EventKind, Perturbation};
 use std::collections::{BTreeSet, VecDeque};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Scheduler {
     pub current: Tid,
     pub runq: VecDeque<Tid>,
@@ -169,6 +169,13 @@ impl Kernel<'_> {
                 Some(&(d, _)) => {
                     self.clock.advance_to(d);
                     self.fire_timers();
+                    // `wake` leaves the current thread out of the queue: it
+                    // is off the CPU here (blocked), so it queues like any other.
+                    if self.threads.get(&cur).is_some_and(|t| t.state == ThreadState::Runnable)
+                        && !self.sched.runq.contains(&cur)
+                    {
+                        self.sched.runq.push_back(cur);
+                    }
                 }
                 None => return Err(self.where_threads_are()),
             }
@@ -242,6 +249,7 @@ impl Kernel<'_> {
         }
         self.sched.current = to;
         // The switch happens after this step; the new thread's first exit is the next.
+        self.recorded.switches += 1;
         self.rec.switch(self.step + 1, pid, to);
         Ok(())
     }

@@ -1,8 +1,51 @@
-//! Signals: dispositions, masks, delivery, default actions.
+//! Signals: dispositions, masks, generation, delivery, default actions, and
+//! the calls rt_sigaction, rt_sigprocmask, rt_sigreturn, kill, tkill, tgkill,
+//! sigaltstack, rt_sigpending, rt_sigsuspend, pause, rt_sigtimedwait,
+//! rt_sigqueueinfo and rt_tgsigqueueinfo.
 //!
-//! (Handler frames are built as Linux lays them out; see `deliver_to_handler`.)
+//! The model is Linux's:
+//! - **Generation** (`send_signal`): a signal ignored by its disposition and
+//!   not blocked is dropped; otherwise it is queued on the thread (tgkill,
+//!   faults) or on the process (kill). A standard signal (1..31) is pending
+//!   at most once per queue, real-time ones queue. Then a thread that does
+//!   not block it is chosen (for a process: the main thread if it takes it,
+//!   else the first in creation order). A default action that kills marks the
+//!   process, which dies at the end of the step; otherwise a chosen thread
+//!   that is blocked in a call is interrupted (`interrupt`).
+//! - **Delivery** (`deliver_current`) happens only to the thread on the CPU,
+//!   after every step once the scheduler has chosen it: after a system call
+//!   returns, after a fault, and when a thread is switched onto the CPU.
+//!   Synchronous faults come first, then the lowest-numbered unblocked
+//!   signal (the thread's own queue, then the process's). Every pending
+//!   deliverable signal gets a frame before the thread resumes, each on top
+//!   of the last, as Linux's exit-to-user loop does.
+//! - **Interrupted calls** are settled in the thread's own context when it is
+//!   next on the CPU, as Linux's handle_signal does: futex WAIT without a
+//!   timeout is ERESTARTSYS (restarted under SA_RESTART, else EINTR); futex
+//!   with a timeout and nanosleep/clock_nanosleep are ERESTART_RESTARTBLOCK
+//!   (EINTR under a handler, with the remaining time written for a relative
+//!   sleep); pause and rt_sigsuspend are ERESTARTNOHAND (EINTR under a
+//!   handler). Without a handler to run (the signal was taken by another
+//!   thread meanwhile) the call is restarted: a sleep keeps its deadline, any
+//!   other call is re-executed (`rip -= 2`).
+//! - **Default actions**: terminate and core end the process `killed:SIGxxx`;
+//!   ignore, and stop/continue (there is no job control) do nothing.
+//! - **Faults** (`force_signal`) are synchronous: blocked or ignored, they are
+//!   unblocked and reset to the default action, so they kill, as Linux's
+//!   force_sig does. A frame that cannot be written, a handler without
+//!   SA_RESTORER, or a bad rt_sigreturn frame gives the thread SIGSEGV (and a
+//!   SIGSEGV that cannot be delivered kills), never a monitor error.
+//!
+//! The frame layout (rt_sigframe, ucontext, sigcontext, siginfo and the
+//! XSAVE image with its fpx_sw_bytes) is in `frame.rs`.
+
+mod frame;
 
 use super::errno::*;
+use super::render;
+use super::sched::Sys;
+use super::task::{PendingCall, Pid, ThreadState, Tid, Wait};
+use super::time::Timespec;
 use super::Kernel;
 use crate::record::{EventKind, ExitStatus};
 
@@ -37,10 +80,53 @@ pub const SIGWINCH: i32 = 28;
 pub const SIGIO: i32 = 29;
 pub const SIGPWR: i32 = 30;
 pub const SIGSYS: i32 = 31;
+/// The first real-time signal: from here on, signals queue.
+pub const SIGRTMIN: i32 = 32;
 pub const NSIG: usize = 64;
 
 pub const SEGV_MAPERR: i32 = 1;
 pub const SEGV_ACCERR: i32 = 2;
+
+/// si_code: sent by kill().
+pub const SI_USER: i32 = 0;
+/// si_code: sent by the kernel (a #GP, a bad signal frame).
+pub const SI_KERNEL: i32 = 0x80;
+/// si_code: sent by sigqueue().
+pub const SI_QUEUE: i32 = -1;
+/// si_code: sent by tkill()/tgkill().
+pub const SI_TKILL: i32 = -6;
+
+pub const SA_SIGINFO: u64 = 0x4;
+pub const SA_RESTORER: u64 = 0x0400_0000;
+pub const SA_ONSTACK: u64 = 0x0800_0000;
+pub const SA_RESTART: u64 = 0x1000_0000;
+pub const SA_NODEFER: u64 = 0x4000_0000;
+pub const SA_RESETHAND: u64 = 0x8000_0000;
+
+pub const SS_ONSTACK: i32 = 1;
+pub const SS_DISABLE: i32 = 2;
+pub const SS_AUTODISARM: i32 = i32::MIN;
+/// Flag bits of ss_flags beside the mode.
+const SS_FLAG_BITS: i32 = SS_AUTODISARM;
+pub const MINSIGSTKSZ: u64 = 2048;
+
+/// Signals a CPU fault raises; the kernel's ones are delivered before any other.
+const SYNCHRONOUS: u64 = (1 << (SIGSEGV - 1))
+    | (1 << (SIGBUS - 1))
+    | (1 << (SIGILL - 1))
+    | (1 << (SIGTRAP - 1))
+    | (1 << (SIGFPE - 1))
+    | (1 << (SIGSYS - 1));
+
+/// At most this many signals wait in one queue (Linux's RLIMIT_SIGPENDING, smaller).
+const MAX_QUEUED: usize = 1024;
+
+const NR_PAUSE: u32 = 34;
+const NR_NANOSLEEP: u32 = 35;
+const NR_RT_SIGTIMEDWAIT: u32 = 128;
+const NR_RT_SIGSUSPEND: u32 = 130;
+const NR_CLOCK_NANOSLEEP: u32 = 230;
+const TIMER_ABSTIME: u64 = 1;
 
 const NAMES: [&str; 32] = [
     "0", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE",
@@ -58,7 +144,7 @@ pub fn signal_name(sig: i32) -> String {
 }
 
 /// What a signal does when nobody handles it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum DefaultAction {
     Terminate,
     Core,
@@ -83,7 +169,7 @@ pub const SIG_IGN: u64 = 1;
 
 /// `struct sigaction` as the kernel ABI has it (rt_sigaction).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SigAction {
     pub handler: u64,
     pub flags: u64,
@@ -91,32 +177,172 @@ pub struct SigAction {
     pub mask: u64,
 }
 
-#[derive(Debug, Clone)]
+impl SigAction {
+    /// Nothing happens when the signal arrives: SIG_IGN, or a default of
+    /// ignore, stop or continue (there is no job control).
+    fn ignores(&self, sig: i32) -> bool {
+        sig != SIGKILL
+            && (self.handler == SIG_IGN
+                || self.handler == SIG_DFL
+                    && !matches!(default_action(sig), DefaultAction::Terminate | DefaultAction::Core))
+    }
+
+    /// The default action ends the process.
+    fn kills(&self, sig: i32) -> bool {
+        sig == SIGKILL
+            || self.handler == SIG_DFL
+                && matches!(default_action(sig), DefaultAction::Terminate | DefaultAction::Core)
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ProcessSignals {
+    #[serde(with = "crate::kernel::snapshot::array_serde")]
     pub actions: [SigAction; NSIG],
+    /// Process-directed signals (kill) no thread has taken yet.
+    pub shared: Vec<SigInfo>,
+    /// A signal whose default action kills the process: it dies at the end of the step.
+    /// The thread it went to, for the event.
+    pub fatal: Option<(Tid, SigInfo)>,
 }
 
 impl Default for ProcessSignals {
     fn default() -> Self {
         ProcessSignals {
             actions: [SigAction::default(); NSIG],
+            shared: Vec::new(),
+            fatal: None,
         }
     }
 }
 
 /// A signal waiting for delivery, with its siginfo fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct SigInfo {
     pub signo: i32,
     pub code: i32,
+    /// si_addr of a fault.
     pub addr: u64,
+    /// si_pid and si_uid of a signal a process sent.
+    pub pid: u32,
+    pub uid: u32,
+    /// si_value of sigqueue.
+    pub value: u64,
+    /// The CPU exception behind a fault (vector, error code): the sigcontext's trapno and err.
+    pub trap: Option<(u8, u64)>,
 }
 
-#[derive(Debug, Clone, Default)]
+impl SigInfo {
+    /// A fault's signal (si_code > 0, si_addr).
+    pub fn fault(signo: i32, code: i32, addr: u64) -> SigInfo {
+        SigInfo {
+            signo,
+            code,
+            addr,
+            ..Default::default()
+        }
+    }
+
+    /// With the exception that raised it.
+    pub fn with_trap(self, vector: u8, error_code: u64) -> SigInfo {
+        SigInfo {
+            trap: Some((vector, error_code)),
+            ..self
+        }
+    }
+
+    /// A signal one process sent (kill, tgkill, sigqueue).
+    pub fn sent(signo: i32, code: i32, pid: Pid) -> SigInfo {
+        SigInfo {
+            signo,
+            code,
+            pid,
+            ..Default::default()
+        }
+    }
+
+    /// Raised by the kernel for this thread: delivered before anything else.
+    fn synchronous(&self) -> bool {
+        self.code > 0 && SYNCHRONOUS & sig_bit(self.signo) != 0
+    }
+
+    /// The 128 bytes of `siginfo_t`.
+    pub fn to_bytes(&self) -> [u8; 128] {
+        let mut b = [0u8; 128];
+        b[0..4].copy_from_slice(&self.signo.to_le_bytes());
+        b[8..12].copy_from_slice(&self.code.to_le_bytes());
+        if self.code > 0 && SYNCHRONOUS & sig_bit(self.signo) != 0 {
+            // _sigfault: si_addr.
+            b[16..24].copy_from_slice(&self.addr.to_le_bytes());
+        } else {
+            // _kill / _rt: si_pid, si_uid, si_value.
+            b[16..20].copy_from_slice(&self.pid.to_le_bytes());
+            b[20..24].copy_from_slice(&self.uid.to_le_bytes());
+            b[24..32].copy_from_slice(&self.value.to_le_bytes());
+        }
+        b
+    }
+}
+
+/// A thread's alternate signal stack (sigaltstack).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AltStack {
+    pub sp: u64,
+    pub size: u64,
+    pub flags: i32,
+}
+
+impl Default for AltStack {
+    fn default() -> Self {
+        AltStack {
+            sp: 0,
+            size: 0,
+            flags: SS_DISABLE,
+        }
+    }
+}
+
+impl AltStack {
+    /// `sp` is inside the stack (Linux's __on_sig_stack).
+    fn contains(&self, sp: u64) -> bool {
+        sp > self.sp && sp - self.sp <= self.size
+    }
+
+    /// The thread runs on it (never, with SS_AUTODISARM).
+    fn on(&self, sp: u64) -> bool {
+        self.flags & SS_AUTODISARM == 0 && self.contains(sp)
+    }
+
+    /// Linux's sas_ss_flags: SS_DISABLE, SS_ONSTACK or 0 (available).
+    fn flags_at(&self, sp: u64) -> i32 {
+        if self.size == 0 {
+            SS_DISABLE
+        } else if self.on(sp) {
+            SS_ONSTACK
+        } else {
+            0
+        }
+    }
+}
+
+/// A blocked call a signal ended; settled when its thread is next on the CPU.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Interrupted {
+    pub wait: Wait,
+    pub deadline: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ThreadSignals {
     pub mask: u64,
+    /// Thread-directed signals, in arrival order.
     pub pending: Vec<SigInfo>,
-    pub altstack: (u64, u64, i32),
+    pub altstack: AltStack,
+    /// The mask rt_sigsuspend replaced: the handler's frame restores it.
+    pub saved_mask: Option<u64>,
+    /// The set rt_sigtimedwait waits for, while blocked in it.
+    pub waiting: u64,
+    pub interrupted: Option<Interrupted>,
 }
 
 impl ThreadSignals {
@@ -133,62 +359,506 @@ fn sig_bit(sig: i32) -> u64 {
     1u64 << (sig - 1)
 }
 
+fn valid_signal(sig: i32) -> bool {
+    (1..=NSIG as i32).contains(&sig)
+}
+
+const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
+
+/// Where a signal is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Target {
+    Process(Pid),
+    Thread(Tid),
+}
+
+/// What the thread on the CPU does with its next signal.
+enum Delivery {
+    Handler(SigInfo, SigAction),
+    Kill(SigInfo),
+}
+
+/// How an interrupted call ends (Linux's -ERESTART* codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+enum Restart {
+    /// ERESTARTSYS: restarted under SA_RESTART, EINTR otherwise.
+    Sys,
+    /// ERESTARTNOHAND: EINTR under a handler.
+    NoHand,
+    /// ERESTART_RESTARTBLOCK: EINTR under a handler, resumed otherwise.
+    Block,
+    /// EINTR in any case.
+    Intr,
+}
+
+impl Restart {
+    fn code(self) -> (i64, &'static str) {
+        match self {
+            Restart::Sys => (-512, "ERESTARTSYS"),
+            Restart::NoHand => (-514, "ERESTARTNOHAND"),
+            Restart::Block => (-516, "ERESTART_RESTARTBLOCK"),
+            Restart::Intr => (-(EINTR.0 as i64), "EINTR"),
+        }
+    }
+}
+
 impl Kernel<'_> {
-    /// A synchronous fault of the current thread (SIGSEGV, SIGFPE, ...).
-    pub fn force_signal(&mut self, info: SigInfo) {
-        self.emit(EventKind::Signal {
-            signo: info.signo,
-            code: info.code,
-            addr: info.addr,
+    /// The thread does not take `sig` now: its mask blocks it (less what rt_sigtimedwait waits for).
+    fn blocks(&self, tid: Tid, sig: i32) -> bool {
+        let Some(t) = self.threads.get(&tid) else {
+            return true;
+        };
+        let mut mask = t.signals.mask;
+        if matches!(
+            t.state,
+            ThreadState::Blocked {
+                wait: Wait::Signal,
+                ..
+            }
+        ) {
+            mask &= !t.signals.waiting;
+        }
+        mask & sig_bit(sig) != 0
+    }
+
+    /// Sends a signal (Linux's send_signal and complete_signal).
+    pub fn send_signal(&mut self, to: Target, info: SigInfo) {
+        let sig = info.signo;
+        let pid = match to {
+            Target::Process(p) => p,
+            Target::Thread(t) => match self.threads.get(&t) {
+                Some(t) => t.pid,
+                None => return,
+            },
+        };
+        let Some(p) = self.procs.get(&pid) else {
+            return;
+        };
+        let act = p.signals.actions[(sig - 1) as usize];
+        let main = match to {
+            Target::Thread(t) => t,
+            Target::Process(_) => match p.threads.first() {
+                Some(t) => *t,
+                None => return,
+            },
+        };
+        // Blocked signals are never dropped: the handler may change before they are unblocked.
+        let really_blocked = self.threads[&main].signals.mask & sig_bit(sig) != 0;
+        if act.ignores(sig) && !really_blocked {
+            return;
+        }
+        let queue = match to {
+            Target::Thread(t) => &mut self.threads.get_mut(&t).unwrap().signals.pending,
+            Target::Process(_) => &mut self.procs.get_mut(&pid).unwrap().signals.shared,
+        };
+        if (sig < SIGRTMIN && queue.iter().any(|s| s.signo == sig)) || queue.len() >= MAX_QUEUED {
+            return;
+        }
+        queue.push(info);
+        let target = match to {
+            Target::Thread(t) => (!self.blocks(t, sig)).then_some(t),
+            Target::Process(_) => self.procs[&pid]
+                .threads
+                .iter()
+                .copied()
+                .find(|t| !self.blocks(*t, sig)),
+        };
+        let Some(target) = target else {
+            return;
+        };
+        let real_mask = self.threads[&target].signals.mask;
+        if act.kills(sig) && real_mask & sig_bit(sig) == 0 {
+            self.procs
+                .get_mut(&pid)
+                .unwrap()
+                .signals
+                .fatal
+                .get_or_insert((target, info));
+            return;
+        }
+        self.interrupt(target);
+    }
+
+    /// Ends the call a blocked thread is inside, to take a signal. The call's
+    /// result is settled when the thread is next on the CPU.
+    fn interrupt(&mut self, tid: Tid) {
+        let Some(t) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        let ThreadState::Blocked { wait, deadline } = t.state.clone() else {
+            return;
+        };
+        if wait == Wait::Stall {
+            // Not inside a call: the schedule holds it; it takes the signal when it runs.
+            return;
+        }
+        t.state = ThreadState::Runnable;
+        t.signals.interrupted = Some(Interrupted {
+            wait: wait.clone(),
+            deadline,
         });
-        let pid = self.cur_pid();
-        let act = self.procs[&pid].signals.actions[(info.signo - 1) as usize];
-        let blocked = self.cur_thread().signals.mask & sig_bit(info.signo) != 0;
-        if act.handler == SIG_DFL || act.handler == SIG_IGN || blocked {
-            self.exit_process(pid, ExitStatus::Killed(info.signo));
-        } else {
-            self.cur_thread().signals.pending.push(info);
+        if let Some(d) = deadline {
+            self.sched.timers.remove(&(d, tid));
+        }
+        if let Wait::Futex { key, .. } = wait {
+            self.futexes.remove(key, tid);
+        }
+        if tid != self.sched.current {
+            self.sched.runq.push_back(tid);
         }
     }
 
-    /// Delivers pending, unblocked signals of the current thread.
-    pub fn deliver_signals(&mut self) {
-        if self.is_finished() || !self.threads.contains_key(&self.cur_tid()) {
-            return;
+    /// A synchronous signal for the current thread (a fault, a bad signal
+    /// frame). Blocked or ignored, it is unblocked and reset to its default,
+    /// as Linux's force_sig does.
+    pub fn force_signal(&mut self, info: SigInfo) {
+        let sig = info.signo;
+        let pid = self.cur_pid();
+        let bit = sig_bit(sig);
+        let blocked = self.cur_thread().signals.mask & bit != 0;
+        let act = &mut self.procs.get_mut(&pid).unwrap().signals.actions[(sig - 1) as usize];
+        if blocked || act.handler == SIG_IGN {
+            act.handler = SIG_DFL;
         }
         let t = self.cur_thread();
-        let Some(i) = t.signals.pending.iter().position(|s| t.signals.mask & sig_bit(s.signo) == 0) else {
+        t.signals.mask &= !bit;
+        if !t.signals.pending.iter().any(|s| s.signo == sig) {
+            t.signals.pending.insert(0, info);
+        }
+    }
+
+    /// A signal could not be delivered (bad frame): SIGSEGV, and a SIGSEGV
+    /// that cannot be delivered kills (Linux's force_sigsegv).
+    fn force_sigsegv(&mut self, sig: i32) {
+        if sig == SIGSEGV {
+            let pid = self.cur_pid();
+            self.procs.get_mut(&pid).unwrap().signals.actions[(SIGSEGV - 1) as usize].handler =
+                SIG_DFL;
+        }
+        self.force_signal(SigInfo::fault(SIGSEGV, SI_KERNEL, 0));
+    }
+
+    /// Ends the processes a signal's default action killed this step.
+    fn kill_doomed(&mut self) {
+        let doomed: Vec<(Pid, Tid, SigInfo)> = self
+            .procs
+            .iter()
+            .filter_map(|(pid, p)| p.signals.fatal.map(|(t, i)| (*pid, t, i)))
+            .collect();
+        for (pid, tid, info) in doomed {
+            self.rec_event(pid, tid, signal_event(&info));
+            self.exit_process(pid, ExitStatus::Killed(info.signo));
+        }
+    }
+
+    /// After a step: kills what signals killed, puts the right thread on the
+    /// CPU and delivers its signals. Err(lines) when deadlocked.
+    pub fn signals_and_schedule(&mut self) -> Result<(), Vec<String>> {
+        loop {
+            self.kill_doomed();
+            if self.is_finished() {
+                return Ok(());
+            }
+            if std::env::var_os("SIGDBG").is_some() { eprintln!("step {} cur {} states {:?}", self.step, self.cur_tid(), self.threads.values().map(|t| (t.tid, t.state.clone())).collect::<Vec<_>>()); }
+            self.schedule()?;
+            self.deliver_current();
+            if self.is_finished() {
+                return Ok(());
+            }
+            let cur = self.cur_tid();
+            if self
+                .threads
+                .get(&cur)
+                .is_some_and(|t| t.state == ThreadState::Runnable)
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Takes the next signal the current thread delivers, dropping ignored ones.
+    fn next_delivery(&mut self) -> Option<Delivery> {
+        let tid = self.cur_tid();
+        let pid = self.cur_pid();
+        loop {
+            let t = &self.threads[&tid];
+            let mask = t.signals.mask;
+            let own = &t.signals.pending;
+            let shared = &self.procs[&pid].signals.shared;
+            let open = |s: &SigInfo| mask & sig_bit(s.signo) == 0;
+            let lowest = |q: &[SigInfo]| {
+                q.iter()
+                    .enumerate()
+                    .filter(|(_, s)| open(s))
+                    .min_by_key(|(i, s)| (s.signo, *i))
+                    .map(|(i, _)| i)
+            };
+            let info = if let Some(i) = own.iter().position(|s| s.synchronous() && open(s)) {
+                self.cur_thread().signals.pending.remove(i)
+            } else if let Some(i) = lowest(own) {
+                self.cur_thread().signals.pending.remove(i)
+            } else if let Some(i) = lowest(shared) {
+                self.procs.get_mut(&pid).unwrap().signals.shared.remove(i)
+            } else {
+                return None;
+            };
+            let sig = info.signo;
+            let act = &mut self.procs.get_mut(&pid).unwrap().signals.actions[(sig - 1) as usize];
+            if act.kills(sig) {
+                return Some(Delivery::Kill(info));
+            }
+            if act.ignores(sig) {
+                continue;
+            }
+            let taken = *act;
+            if act.flags & SA_RESETHAND != 0 {
+                act.handler = SIG_DFL;
+            }
+            return Some(Delivery::Handler(info, taken));
+        }
+    }
+
+    /// Delivers the current thread's deliverable signals (Linux's
+    /// arch_do_signal_or_restart, looped until none is left).
+    fn deliver_current(&mut self) {
+        let tid = self.cur_tid();
+        let Some(t) = self.threads.get_mut(&tid) else {
             return;
         };
-        let info = t.signals.pending.remove(i);
-        let pid = self.cur_pid();
-        let act = self.procs[&pid].signals.actions[(info.signo - 1) as usize];
-        match act.handler {
-            SIG_IGN => {}
-            SIG_DFL => match default_action(info.signo) {
-                DefaultAction::Ignore | DefaultAction::Continue | DefaultAction::Stop => {}
-                DefaultAction::Terminate | DefaultAction::Core => {
-                    self.exit_process(pid, ExitStatus::Killed(info.signo))
+        if t.state != ThreadState::Runnable {
+            return;
+        }
+        let mut interrupted = t.signals.interrupted.take();
+        let waited = std::mem::take(&mut t.signals.waiting);
+        if let Some(i) = &interrupted {
+            if i.wait == Wait::Signal && self.threads[&tid].pending_call.is_some_and(|c| c.nr == NR_RT_SIGTIMEDWAIT) {
+                if let Some(info) = self.take_waited(waited) {
+                    let call = self.cur_thread().pending_call.take().unwrap();
+                    let r = self.finish_sigtimedwait(call, info);
+                    self.end_call(call, r);
+                    interrupted = None;
                 }
-            },
-            _ => {
-                // Handler frames: not yet; a handled signal kills like its default.
-                self.exit_process(pid, ExitStatus::Killed(info.signo))
+            }
+        }
+        // Each signal gets a frame; a bound keeps a flood of queued
+        // real-time signals (SA_NODEFER) from running the monitor long.
+        for _ in 0..=MAX_QUEUED {
+            let Some(d) = self.next_delivery() else {
+                break;
+            };
+            match d {
+                Delivery::Kill(info) => {
+                    self.emit(signal_event(&info));
+                    let pid = self.cur_pid();
+                    self.exit_process(pid, ExitStatus::Killed(info.signo));
+                    return;
+                }
+                Delivery::Handler(info, act) => {
+                    if let Some(i) = interrupted.take() {
+                        if !self.settle_interrupted(i, Some(&act)) {
+                            return;
+                        }
+                    }
+                    self.emit(signal_event(&info));
+                    let oldmask = {
+                        let t = self.cur_thread();
+                        t.signals.saved_mask.take().unwrap_or(t.signals.mask)
+                    };
+                    match self.setup_frame(&info, &act, oldmask) {
+                        Ok(()) => {
+                            let t = self.cur_thread();
+                            let mut m = t.signals.mask | act.mask;
+                            if act.flags & SA_NODEFER == 0 {
+                                m |= sig_bit(info.signo);
+                            }
+                            t.signals.mask = m & !UNBLOCKABLE;
+                        }
+                        Err(frame::FrameError::Fault) => {
+                            // The frame's mask never reached the stack: keep it.
+                            self.cur_thread().signals.mask = oldmask & !UNBLOCKABLE;
+                            self.force_sigsegv(info.signo);
+                        }
+                        Err(frame::FrameError::Engine(e)) => {
+                            self.engine_failure(e);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(i) = interrupted {
+            if !self.settle_interrupted(i, None) {
+                return;
+            }
+        }
+        let t = self.cur_thread();
+        if let Some(m) = t.signals.saved_mask.take() {
+            t.signals.mask = m;
+        }
+    }
+
+    /// Ends the current thread's interrupted call with the handler about to
+    /// run (or none). False when the thread went back to sleep.
+    fn settle_interrupted(&mut self, i: Interrupted, handler: Option<&SigAction>) -> bool {
+        let Some(call) = self.cur_thread().pending_call.take() else {
+            return true;
+        };
+        let kind = match i.wait {
+            Wait::Futex { .. } if i.deadline.is_none() => Restart::Sys,
+            Wait::Futex { .. } | Wait::Sleep => Restart::Block,
+            Wait::Signal if call.nr == NR_RT_SIGTIMEDWAIT => Restart::Intr,
+            Wait::Signal if call.nr == NR_PAUSE || call.nr == NR_RT_SIGSUSPEND => Restart::NoHand,
+            _ => Restart::Sys,
+        };
+        let restart = match (kind, handler) {
+            (Restart::Intr, _) => false,
+            (Restart::Sys, Some(a)) => a.flags & SA_RESTART != 0,
+            (_, Some(_)) => false,
+            (_, None) => true,
+        };
+        if !restart {
+            let mut r = Err(EINTR);
+            if i.wait == Wait::Sleep {
+                if let Err(e) = self.write_remaining(call, i.deadline) {
+                    r = Err(e);
+                }
+            }
+            self.end_call(call, r);
+            return true;
+        }
+        if i.wait == Wait::Sleep && kind == Restart::Block {
+            // restart_syscall: the sleep goes on to its deadline.
+            self.block(Wait::Sleep, i.deadline, call);
+            return false;
+        }
+        if call.nr == NR_RT_SIGSUSPEND {
+            let t = self.cur_thread();
+            if let Some(m) = t.signals.saved_mask.take() {
+                t.signals.mask = m;
+            }
+        }
+        let (code, name) = kind.code();
+        let text = render::call_text(self, self.cur_tid(), call);
+        let r = self.m.regs_mut();
+        r.rip = r.rip.wrapping_sub(2);
+        r.rax = call.nr as u64;
+        self.emit(EventKind::Syscall {
+            nr: call.nr,
+            name: super::syscalls::name(call.nr).to_string(),
+            text: format!("{text} = ? {name}"),
+            ret: code,
+        });
+        true
+    }
+
+    /// Records the current thread's call as returning `r`, and sets rax.
+    fn end_call(&mut self, call: PendingCall, r: SysResult<u64>) {
+        let rax = match r {
+            Ok(v) => v,
+            Err(e) => (-(e.0 as i64)) as u64,
+        };
+        self.m.regs_mut().rax = rax;
+        let text = render::call_text(self, self.cur_tid(), call);
+        self.emit(EventKind::Syscall {
+            nr: call.nr,
+            name: super::syscalls::name(call.nr).to_string(),
+            text: render::with_result(&text, rax as i64),
+            ret: rax as i64,
+        });
+    }
+
+    /// An interrupted relative sleep tells the caller how much was left.
+    fn write_remaining(&mut self, call: PendingCall, deadline: Option<u64>) -> SysResult<()> {
+        let rem = match call.nr {
+            NR_NANOSLEEP => call.args[1],
+            NR_CLOCK_NANOSLEEP if call.args[1] & TIMER_ABSTIME == 0 => call.args[3],
+            _ => 0,
+        };
+        if rem == 0 {
+            return Ok(());
+        }
+        let left = deadline.unwrap_or(0).saturating_sub(self.clock.now());
+        self.write_struct(rem, &Timespec::from_ns(left))
+    }
+
+    /// Removes the lowest pending signal of `set` for the current thread.
+    fn take_waited(&mut self, set: u64) -> Option<SigInfo> {
+        let pid = self.cur_pid();
+        let pick = |q: &[SigInfo]| {
+            q.iter()
+                .enumerate()
+                .filter(|(_, s)| set & sig_bit(s.signo) != 0)
+                .min_by_key(|(i, s)| (s.signo, *i))
+                .map(|(i, _)| i)
+        };
+        if let Some(i) = pick(&self.cur_thread().signals.pending) {
+            return Some(self.cur_thread().signals.pending.remove(i));
+        }
+        let shared = &mut self.procs.get_mut(&pid).unwrap().signals.shared;
+        pick(shared).map(|i| shared.remove(i))
+    }
+
+    /// rt_sigtimedwait's result: the signal, its siginfo written out.
+    fn finish_sigtimedwait(&mut self, call: PendingCall, info: SigInfo) -> SysResult<u64> {
+        if call.args[1] != 0 {
+            self.write_user(call.args[1], &info.to_bytes())?;
+        }
+        Ok(info.signo as u64)
+    }
+
+    /// A signal the current thread would take now is pending.
+    fn has_deliverable(&self, tid: Tid) -> bool {
+        let t = &self.threads[&tid];
+        let open = |s: &SigInfo| t.signals.mask & sig_bit(s.signo) == 0;
+        t.signals.pending.iter().any(open) || self.procs[&t.pid].signals.shared.iter().any(open)
+    }
+
+    /// The call ends at once, as if a signal had interrupted it: settled by delivery.
+    fn interrupted_now(&mut self, call: PendingCall) -> Sys {
+        let t = self.cur_thread();
+        t.pending_call = Some(call);
+        t.signals.interrupted = Some(Interrupted {
+            wait: Wait::Signal,
+            deadline: None,
+        });
+        Sys::Blocked
+    }
+
+    /// Drops pending instances of a signal that is now ignored.
+    fn discard_pending(&mut self, pid: Pid, sig: i32) {
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        p.signals.shared.retain(|s| s.signo != sig);
+        let tids = p.threads.clone();
+        for tid in tids {
+            if let Some(t) = self.threads.get_mut(&tid) {
+                t.signals.pending.retain(|s| s.signo != sig);
             }
         }
     }
 }
 
+fn signal_event(info: &SigInfo) -> EventKind {
+    EventKind::Signal {
+        signo: info.signo,
+        code: info.code,
+        addr: info.addr,
+    }
+}
+
 pub fn sys_rt_sigaction(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (sig, act, old, size) = (a[0] as i32, a[1], a[2], a[3]);
-    if !(1..=NSIG as i32).contains(&sig) || size != 8 {
+    if !valid_signal(sig) || size != 8 {
         return Err(EINVAL);
     }
     let new = if act != 0 {
         if sig == SIGKILL || sig == SIGSTOP {
             return Err(EINVAL);
         }
-        Some(k.read_struct::<SigAction>(act)?)
+        let mut n = k.read_struct::<SigAction>(act)?;
+        n.mask &= !UNBLOCKABLE;
+        Some(n)
     } else {
         None
     };
@@ -198,6 +868,10 @@ pub fn sys_rt_sigaction(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     }
     if let Some(n) = new {
         k.cur_proc().signals.actions[(sig - 1) as usize] = n;
+        if n.ignores(sig) {
+            let pid = k.cur_pid();
+            k.discard_pending(pid, sig);
+        }
     }
     Ok(0)
 }
@@ -205,7 +879,6 @@ pub fn sys_rt_sigaction(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 const SIG_BLOCK: u64 = 0;
 const SIG_UNBLOCK: u64 = 1;
 const SIG_SETMASK: u64 = 2;
-const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
 
 pub fn sys_rt_sigprocmask(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (how, set, old, size) = (a[0], a[1], a[2], a[3]);
@@ -231,4 +904,252 @@ pub fn sys_rt_sigprocmask(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         k.cur_thread().signals.mask = n & !UNBLOCKABLE;
     }
     Ok(0)
+}
+
+/// rt_sigreturn: back from a handler, to the state its frame holds.
+pub fn sys_rt_sigreturn(k: &mut Kernel, _: [u64; 6]) -> SysResult<Sys> {
+    match k.restore_frame() {
+        Ok(()) => {}
+        Err(frame::FrameError::Fault) => k.force_signal(SigInfo::fault(SIGSEGV, SI_KERNEL, 0)),
+        Err(frame::FrameError::Engine(e)) => {
+            k.engine_failure(e);
+        }
+    }
+    Ok(Sys::NoReturn)
+}
+
+/// The processes `kill(pid, ...)` names.
+fn kill_targets(k: &Kernel, pid: i32) -> Vec<Pid> {
+    let me = k.cur_pid();
+    match pid {
+        0 => vec![me],
+        -1 => k.procs.keys().copied().filter(|p| *p != me).collect(),
+        // The process group: every process leads its own (setpgid is not kept).
+        p if p < -1 => k.procs.keys().copied().filter(|q| *q as i64 == -(p as i64)).collect(),
+        // A thread id names its process too, as on Linux.
+        p => k
+            .threads
+            .get(&(p as Tid))
+            .map(|t| t.pid)
+            .into_iter()
+            .collect(),
+    }
+}
+
+pub fn sys_kill(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (pid, sig) = (a[0] as i32, a[1] as i32);
+    if sig != 0 && !valid_signal(sig) {
+        return Err(EINVAL);
+    }
+    let targets = kill_targets(k, pid);
+    if targets.is_empty() {
+        return Err(ESRCH);
+    }
+    if sig != 0 {
+        let me = k.cur_pid();
+        for p in targets {
+            k.send_signal(Target::Process(p), SigInfo::sent(sig, SI_USER, me));
+        }
+    }
+    Ok(0)
+}
+
+fn thread_kill(k: &mut Kernel, tgid: Option<i32>, tid: i32, sig: i32, info: Option<SigInfo>) -> SysResult<u64> {
+    if tid <= 0 || tgid.is_some_and(|g| g <= 0) || (sig != 0 && !valid_signal(sig)) {
+        return Err(EINVAL);
+    }
+    let t = k.threads.get(&(tid as Tid)).ok_or(ESRCH)?;
+    if tgid.is_some_and(|g| g as Pid != t.pid) {
+        return Err(ESRCH);
+    }
+    if sig != 0 {
+        let me = k.cur_pid();
+        let info = info.unwrap_or_else(|| SigInfo::sent(sig, SI_TKILL, me));
+        k.send_signal(Target::Thread(tid as Tid), info);
+    }
+    Ok(0)
+}
+
+pub fn sys_tkill(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    thread_kill(k, None, a[0] as i32, a[1] as i32, None)
+}
+
+pub fn sys_tgkill(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    thread_kill(k, Some(a[0] as i32), a[1] as i32, a[2] as i32, None)
+}
+
+/// The siginfo a process hands to rt_sigqueueinfo: a process may only
+/// pretend to be the kernel or kill() to itself.
+fn user_siginfo(k: &mut Kernel, tgid: i32, sig: i32, uinfo: u64) -> SysResult<SigInfo> {
+    let b = k.read_user(uinfo, 128)?;
+    let word = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+    let code = word(8) as i32;
+    if (code >= 0 || code == SI_TKILL) && tgid as Pid != k.cur_pid() {
+        return Err(EPERM);
+    }
+    Ok(SigInfo {
+        signo: sig,
+        code,
+        addr: u64::from_le_bytes(b[16..24].try_into().unwrap()),
+        pid: word(16),
+        uid: word(20),
+        value: u64::from_le_bytes(b[24..32].try_into().unwrap()),
+        trap: None,
+    })
+}
+
+pub fn sys_rt_sigqueueinfo(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (pid, sig) = (a[0] as i32, a[1] as i32);
+    if !valid_signal(sig) {
+        return Err(EINVAL);
+    }
+    let info = user_siginfo(k, pid, sig, a[2])?;
+    if pid <= 0 {
+        return Err(ESRCH);
+    }
+    let p = k.threads.get(&(pid as Tid)).map(|t| t.pid).ok_or(ESRCH)?;
+    k.send_signal(Target::Process(p), info);
+    Ok(0)
+}
+
+pub fn sys_rt_tgsigqueueinfo(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (tgid, tid, sig) = (a[0] as i32, a[1] as i32, a[2] as i32);
+    if !valid_signal(sig) {
+        return Err(EINVAL);
+    }
+    let info = user_siginfo(k, tgid, sig, a[3])?;
+    thread_kill(k, Some(tgid), tid, sig, Some(info))
+}
+
+/// `stack_t`: ss_sp, ss_flags (and 4 bytes of padding), ss_size.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+struct StackT {
+    sp: u64,
+    flags: i32,
+    pad: u32,
+    size: u64,
+}
+
+impl Kernel<'_> {
+    /// Linux's do_sigaltstack: sets the current thread's alternate stack.
+    fn set_altstack(&mut self, new: StackT, sp: u64) -> SysResult<()> {
+        let t = self.cur_thread();
+        if t.signals.altstack.on(sp) {
+            return Err(EPERM);
+        }
+        let mode = new.flags & !SS_FLAG_BITS;
+        if mode != SS_DISABLE && mode != SS_ONSTACK && mode != 0 {
+            return Err(EINVAL);
+        }
+        let (ssp, size) = if mode == SS_DISABLE {
+            (0, 0)
+        } else if new.size < MINSIGSTKSZ {
+            return Err(ENOMEM);
+        } else {
+            (new.sp, new.size)
+        };
+        t.signals.altstack = AltStack {
+            sp: ssp,
+            size,
+            flags: new.flags,
+        };
+        Ok(())
+    }
+}
+
+pub fn sys_sigaltstack(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (uss, uoss) = (a[0], a[1]);
+    let sp = k.m.regs().rsp;
+    let alt = k.cur_thread().signals.altstack;
+    let old = StackT {
+        sp: alt.sp,
+        flags: alt.flags_at(sp) | (alt.flags & SS_FLAG_BITS),
+        pad: 0,
+        size: alt.size,
+    };
+    if uss != 0 {
+        let new: StackT = k.read_struct(uss)?;
+        k.set_altstack(new, sp)?;
+    }
+    if uoss != 0 {
+        k.write_struct(uoss, &old)?;
+    }
+    Ok(0)
+}
+
+pub fn sys_rt_sigpending(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let size = a[1] as usize;
+    if size > 8 {
+        return Err(EINVAL);
+    }
+    let tid = k.cur_tid();
+    let t = &k.threads[&tid];
+    let pending = t
+        .signals
+        .pending
+        .iter()
+        .chain(k.procs[&t.pid].signals.shared.iter())
+        .fold(0u64, |m, s| m | sig_bit(s.signo))
+        & t.signals.mask;
+    k.write_user(a[0], &pending.to_le_bytes()[..size])?;
+    Ok(0)
+}
+
+pub fn sys_pause(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    let call = PendingCall { nr: NR_PAUSE, args: a };
+    Ok(k.block(Wait::Signal, None, call))
+}
+
+pub fn sys_rt_sigsuspend(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    if a[1] != 8 {
+        return Err(EINVAL);
+    }
+    let mask = k.read_u64(a[0])?;
+    let tid = k.cur_tid();
+    let t = k.cur_thread();
+    t.signals.saved_mask = Some(t.signals.mask);
+    t.signals.mask = mask & !UNBLOCKABLE;
+    let call = PendingCall {
+        nr: NR_RT_SIGSUSPEND,
+        args: a,
+    };
+    if k.has_deliverable(tid) {
+        return Ok(k.interrupted_now(call));
+    }
+    Ok(k.block(Wait::Signal, None, call))
+}
+
+pub fn sys_rt_sigtimedwait(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    let (uset, uinfo, uts, size) = (a[0], a[1], a[2], a[3]);
+    if size != 8 {
+        return Err(EINVAL);
+    }
+    let set = k.read_u64(uset)? & !UNBLOCKABLE;
+    let timeout = if uts != 0 {
+        let ts: Timespec = k.read_struct(uts)?;
+        Some(ts.to_ns().ok_or(EINVAL)?)
+    } else {
+        None
+    };
+    let call = PendingCall {
+        nr: NR_RT_SIGTIMEDWAIT,
+        args: a,
+    };
+    if let Some(info) = k.take_waited(set) {
+        if uinfo != 0 {
+            k.write_user(uinfo, &info.to_bytes())?;
+        }
+        return Ok(Sys::Ret(info.signo as u64));
+    }
+    let tid = k.cur_tid();
+    if k.has_deliverable(tid) {
+        return Ok(k.interrupted_now(call));
+    }
+    if timeout == Some(0) {
+        return Err(EAGAIN);
+    }
+    k.cur_thread().signals.waiting = set;
+    let deadline = timeout.map(|ns| k.clock.now().saturating_add(ns));
+    Ok(k.block(Wait::Signal, deadline, call))
 }

@@ -5,13 +5,15 @@ use super::mm::Mm;
 use super::signal::{ProcessSignals, ThreadSignals};
 use crate::machine::ExtendedState;
 use kvm_bindings::kvm_regs;
+use serde::{Deserialize, Serialize};
 
 pub type Pid = u32;
 pub type Tid = u32;
 
 /// A thread's CPU state while it is off the CPU.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Context {
+    #[serde(with = "crate::machine::snapshot::regs_serde")]
     pub regs: kvm_regs,
     pub fs_base: u64,
     pub gs_base: u64,
@@ -19,7 +21,7 @@ pub struct Context {
 }
 
 /// What a blocked thread waits for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Wait {
     /// On a futex word (keyed by its guest physical address).
     Futex { key: u64, bitset: u32 },
@@ -31,7 +33,7 @@ pub enum Wait {
     Stall,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ThreadState {
     Runnable,
     Blocked {
@@ -42,13 +44,13 @@ pub enum ThreadState {
 }
 
 /// A system call a blocked thread is inside.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingCall {
     pub nr: u32,
     pub args: [u64; 6],
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Thread {
     pub tid: Tid,
     pub pid: Pid,
@@ -63,7 +65,7 @@ pub struct Thread {
     pub name: String,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Process {
     pub pid: Pid,
     pub ppid: Pid,

@@ -21,7 +21,7 @@ pub const CLOCK_MONOTONIC_COARSE: u64 = 6;
 pub const CLOCK_BOOTTIME: u64 = 7;
 const TIMER_ABSTIME: u64 = 1;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Clock {
     now: u64,
     epoch_ns: u64,

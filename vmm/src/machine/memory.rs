@@ -14,6 +14,15 @@ pub struct GuestRam {
     size: u64,
     next_frame: u64,
     free: Vec<u64>,
+    /// Pages the monitor wrote since the last `take_dirty` (KVM logs the guest's own writes).
+    dirty: Vec<u64>,
+}
+
+/// The frame allocator's state, saved in keyframes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FrameAllocator {
+    pub next_frame: u64,
+    pub free: Vec<u64>,
 }
 
 // SAFETY: the raw pointer is into the mapping `mmap` owns; access goes through bounds checks.
@@ -32,6 +41,7 @@ impl GuestRam {
             size,
             next_frame: USER_FRAMES_START,
             free: Vec::new(),
+            dirty: vec![0; (size / PAGE_SIZE).div_ceil(64) as usize],
         })
     }
 
@@ -56,6 +66,11 @@ impl GuestRam {
 
     pub fn slice_mut(&mut self, pa: u64, len: usize) -> &mut [u8] {
         assert!(pa.checked_add(len as u64).is_some_and(|e| e <= self.size));
+        if len > 0 {
+            for page in pa / PAGE_SIZE..=(pa + len as u64 - 1) / PAGE_SIZE {
+                self.dirty[(page / 64) as usize] |= 1 << (page % 64);
+            }
+        }
         // SAFETY: bounds checked above; &mut self gives exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.base.add(pa as usize), len) }
     }
@@ -89,6 +104,34 @@ impl GuestRam {
 
     pub fn free_frame(&mut self, pa: u64) {
         self.free.push(pa);
+    }
+
+    /// Physical addresses of the pages written since the last call, by the
+    /// monitor or (per `kvm_log`, KVM's dirty bitmap) by the guest.
+    pub fn take_dirty(&mut self, kvm_log: &[u64]) -> Vec<u64> {
+        let mut out = Vec::new();
+        for (i, word) in self.dirty.iter_mut().enumerate() {
+            let mut w = *word | kvm_log.get(i).copied().unwrap_or(0);
+            *word = 0;
+            while w != 0 {
+                let bit = w.trailing_zeros() as u64;
+                out.push((i as u64 * 64 + bit) * PAGE_SIZE);
+                w &= w - 1;
+            }
+        }
+        out
+    }
+
+    pub fn allocator(&self) -> FrameAllocator {
+        FrameAllocator {
+            next_frame: self.next_frame,
+            free: self.free.clone(),
+        }
+    }
+
+    pub fn set_allocator(&mut self, a: FrameAllocator) {
+        self.next_frame = a.next_frame;
+        self.free = a.free;
     }
 
     /// Frames handed out and not freed.

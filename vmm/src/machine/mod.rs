@@ -11,6 +11,7 @@ pub mod memory;
 pub mod msr;
 pub mod paging;
 pub mod regs;
+pub mod snapshot;
 pub mod trampoline;
 pub mod watchdog;
 pub mod xstate;
@@ -102,6 +103,11 @@ impl Machine {
 
     pub fn has_xsave(&self) -> bool {
         self.xcr0.is_some()
+    }
+
+    /// XCR0, the enabled XSAVE components, when the CPU has XSAVE.
+    pub fn xcr0(&self) -> Option<u64> {
+        self.xcr0
     }
 
     pub fn vm(&self) -> &VmFd {

@@ -45,7 +45,7 @@ fn index(va: u64, level: u32) -> u64 {
 }
 
 /// One address space's page tables, rooted at `pml4`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PageTables {
     pub pml4: u64,
 }

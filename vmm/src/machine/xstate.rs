@@ -75,3 +75,24 @@ pub fn restore(vcpu: &VcpuFd, state: &ExtendedState) -> Result<(), EngineError> 
     // SAFETY: the buffer came from KVM_GET_XSAVE on this vCPU and is a full kvm_xsave.
     unsafe { vcpu.set_xsave(&state.0) }.map_err(EngineError::kvm("KVM_SET_XSAVE"))
 }
+
+impl serde::Serialize for ExtendedState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let bytes: Vec<u8> = self.0.region.iter().flat_map(|w| w.to_le_bytes()).collect();
+        serde::Serialize::serialize(&bytes, s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ExtendedState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let bytes: Vec<u8> = serde::Deserialize::deserialize(d)?;
+        let mut x = kvm_xsave::default();
+        if bytes.len() != x.region.len() * 4 {
+            return Err(serde::de::Error::custom("XSAVE image of the wrong size"));
+        }
+        for (i, w) in bytes.chunks(4).enumerate() {
+            x.region[i] = u32::from_le_bytes(w.try_into().unwrap());
+        }
+        Ok(ExtendedState(Box::new(x)))
+    }
+}

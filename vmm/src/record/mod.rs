@@ -3,6 +3,7 @@
 pub mod diff;
 pub mod event;
 pub mod fork;
+pub mod keyframe;
 pub mod manifest;
 pub mod switches;
 pub mod trace;
@@ -17,4 +18,12 @@ pub trait Recorder {
     fn output(&mut self, fd: i32, bytes: &[u8]);
     /// From `step` on, thread `tid` of process `pid` holds the CPU.
     fn switch(&mut self, _step: u64, _pid: u32, _tid: u32) {}
+    /// Keep a keyframe; `pages` are the pages written since the previous one.
+    /// Recorders that keep no keyframes say so, and the engine takes none.
+    fn keyframe(&mut self, _kf: &keyframe::Keyframe, _pages: &[(store_pages::PageHash, &[u8])]) {}
+    fn wants_keyframes(&self) -> bool {
+        false
+    }
 }
+
+use crate::store::pages as store_pages;

@@ -11,8 +11,11 @@
 //! runs/<id>/output.fds      which descriptor each stretch of output came from
 //! runs/<id>/stdin.bin       standard input, when there was any
 //! runs/<id>/keyframes       saved machine states (record::keyframe)
+//! runs/<id>/bookmarks       notes at steps (store::bookmarks)
 //! pages/<xx>/<blake3>       guest pages of keyframes, zstd (store::pages)
+//! images/<image hash>/      images of imported runs (store::archive)
 //! examples/<blake3>-<name>  built-in example programs, written on first use
+//! lock                      the advisory lock (store::lock)
 //! ```
 //!
 //! A run is written to `runs/.tmp-<id>-<pid>` and renamed to `runs/<id>`
@@ -20,6 +23,10 @@
 //! entries in `runs/` are not runs; stale ones (older than an hour, or whose
 //! process is gone) are removed when the next run begins.
 
+pub mod archive;
+pub mod bookmarks;
+pub mod lock;
+pub mod maintain;
 pub mod meta;
 pub mod output;
 pub mod pages;
@@ -375,6 +382,49 @@ impl Run {
     /// The run's events.
     pub fn trace(&self) -> Result<TraceReader, StoreError> {
         Ok(TraceReader::open(&self.events_path())?)
+    }
+
+    /// The run's keyframes, in step order (none when it kept none).
+    pub fn keyframes(&self) -> Result<Vec<crate::record::keyframe::Keyframe>, StoreError> {
+        let path = self.dir.join(crate::record::keyframe::KEYFRAMES_FILE);
+        crate::record::keyframe::read_all(&path).map_err(|e| StoreError::Corrupt {
+            path,
+            what: e.to_string(),
+        })
+    }
+
+    /// The last keyframe at or before `step`.
+    pub fn keyframe_before(
+        &self,
+        step: u64,
+    ) -> Result<Option<crate::record::keyframe::Keyframe>, StoreError> {
+        Ok(self.keyframes()?.into_iter().rev().find(|k| k.step <= step))
+    }
+
+    /// Gives `rec` what this run recorded up to `upto` (events, output,
+    /// switches), so that a run restored from a keyframe records a whole run.
+    pub fn feed_prefix(
+        &self,
+        rec: &mut dyn crate::record::Recorder,
+        upto: crate::record::keyframe::Recorded,
+    ) -> Result<(), StoreError> {
+        let mut trace = self.trace()?;
+        for e in trace.events().take(upto.events as usize) {
+            rec.event(&e?);
+        }
+        let mut left = upto.output_bytes as usize;
+        for c in self.output_chunks()? {
+            if left == 0 {
+                break;
+            }
+            let n = c.bytes.len().min(left);
+            rec.output(c.fd, &c.bytes[..n]);
+            left -= n;
+        }
+        for s in self.switches()?.into_iter().take(upto.switches as usize) {
+            rec.switch(s.step, s.pid, s.tid);
+        }
+        Ok(())
     }
 
     /// Which thread held the CPU when.

@@ -5,7 +5,9 @@ use super::meta::{ImageLocation, Meta};
 use super::output::OutputWriter;
 use super::{pending, Run, Store, StoreError};
 use crate::image::Image;
+use crate::record::keyframe::{Keyframe, KeyframeWriter, KEYFRAMES_FILE};
 use crate::record::trace::TraceWriter;
+use crate::store::pages::PageHash;
 use crate::record::{Event, Manifest, Recorder};
 use crate::session::Outcome;
 use std::io::Write;
@@ -39,6 +41,8 @@ pub struct StoreRecorder {
     /// The last byte of output and the descriptor it went to.
     last_byte: Option<(i32, u8)>,
     switches: Vec<crate::record::switches::Switch>,
+    keyframes: Option<KeyframeWriter>,
+    pages: super::pages::PageStore,
 }
 
 impl Store {
@@ -67,6 +71,8 @@ impl Store {
             finished: false,
             last_byte: None,
             switches: Vec::new(),
+            keyframes: None,
+            pages: self.pages(),
         };
         std::fs::create_dir(&tmp).map_err(|e| StoreError::Unwritable {
             path: tmp.clone(),
@@ -79,6 +85,12 @@ impl Store {
         }
         rec.trace = Some(TraceWriter::create(&tmp.join("events"))?);
         rec.output = Some(OutputWriter::create(&tmp)?);
+        rec.keyframes = Some(
+            KeyframeWriter::create(&tmp.join(KEYFRAMES_FILE)).map_err(|e| StoreError::Corrupt {
+                path: tmp.join(KEYFRAMES_FILE),
+                what: e.to_string(),
+            })?,
+        );
         Ok(rec)
     }
 }
@@ -91,6 +103,14 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
 }
 
 impl StoreRecorder {
+    /// Keep no keyframes for this run (`--no-keyframes`).
+    pub fn set_keyframes(&mut self, on: bool) {
+        if !on {
+            self.keyframes = None;
+            let _ = std::fs::remove_file(self.tmp.join(KEYFRAMES_FILE));
+        }
+    }
+
     /// The id the run will have.
     pub fn id(&self) -> &str {
         &self.id
@@ -115,6 +135,11 @@ impl StoreRecorder {
             Some((fd, b)) if b != b'\n' => Some(fd),
             _ => None,
         }
+    }
+
+    /// A problem that costs the run its keyframes but not the run itself.
+    fn fail_soft(&mut self, e: StoreError) {
+        eprintln!("rewind: warning: run {} keeps no keyframes: {e}", self.id);
     }
 
     fn fail(&mut self, e: StoreError) {
@@ -248,6 +273,37 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
 pub const SWITCHES_FILE: &str = "switches";
 
 impl Recorder for StoreRecorder {
+    fn wants_keyframes(&self) -> bool {
+        self.keyframes.is_some()
+    }
+
+    fn keyframe(&mut self, kf: &Keyframe, pages: &[(PageHash, &[u8])]) {
+        if self.keyframes.is_none() {
+            return;
+        }
+        let stored = pages.iter().try_for_each(|(h, bytes)| {
+            if self.pages.contains(h) {
+                return Ok(());
+            }
+            self.pages.put(bytes).map(|_| ())
+        });
+        let written = stored.and_then(|_| {
+            self.keyframes
+                .as_mut()
+                .unwrap()
+                .push(kf)
+                .map_err(|e| StoreError::Corrupt {
+                    path: self.tmp.join(KEYFRAMES_FILE),
+                    what: e.to_string(),
+                })
+        });
+        if let Err(e) = written {
+            // A run without keyframes is still a run: stop taking them.
+            self.keyframes = None;
+            let _ = std::fs::remove_file(self.tmp.join(KEYFRAMES_FILE));
+            self.fail_soft(e);
+        }
+    }
     fn switch(&mut self, step: u64, pid: u32, tid: u32) {
         self.switches
             .push(crate::record::switches::Switch { step, pid, tid });

@@ -1,0 +1,603 @@
+//! `rewind show`: a run's inputs, and the commands that make it again.
+//!
+//! The commands are rebuilt from the run's manifest, and each is checked by
+//! computing the manifest it would make: a run that no `rewind run` or
+//! `rewind fork` command makes (one made by `rewind check`'s narrowing, or
+//! with its seed changed by `rewind check --seeds`) is said to be so rather
+//! than given a command that would make another run.
+
+use super::run::{normalize_guest, DEFAULT_ENV, QUANTUM_NS};
+use crate::examples;
+use anyhow::Result;
+use clap::Args;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use vmm::record::fork::{fork_manifest, ForkWith};
+use vmm::record::manifest::ENGINE_VERSION;
+use vmm::record::Manifest;
+use vmm::store::{ImageLocation, Run, Store};
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// The run: id, unique id prefix, @, @N or name.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Print one JSON object: id, name, status, steps, fork_of, inputs,
+    /// image, stdin_bytes, commands (each with argv, cwd, stdin and shell),
+    /// reproducible, why_not, notes.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One command line that makes a run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Line {
+    /// The arguments, `rewind` first.
+    pub argv: Vec<String>,
+    /// A directory to run it in, when the program is named relative to it.
+    pub cwd: Option<String>,
+    /// The file to give it on standard input.
+    pub stdin: String,
+    /// The whole line for a POSIX shell.
+    pub shell: String,
+}
+
+impl Line {
+    fn new(argv: Vec<String>, cwd: Option<String>, stdin: String) -> Line {
+        let mut shell = String::new();
+        if let Some(d) = &cwd {
+            shell.push_str(&format!("cd {} && ", quote(d)));
+        }
+        shell.push_str(&argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "));
+        shell.push_str(&format!(" < {}", quote(&stdin)));
+        Line {
+            argv,
+            cwd,
+            stdin,
+            shell,
+        }
+    }
+}
+
+/// `s` quoted for a POSIX shell, bare when it is safe bare.
+pub fn quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Sizes as `rewind run --mem` reads them.
+fn size(bytes: u64) -> String {
+    for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
+/// The guest environment `--env` flags make (as `rewind run` does).
+fn env_from_flags(flags: &[String]) -> Vec<String> {
+    let mut env: Vec<String> = DEFAULT_ENV.iter().map(|s| s.to_string()).collect();
+    for kv in flags {
+        let Some((k, _)) = kv.split_once('=') else {
+            continue;
+        };
+        let prefix = format!("{k}=");
+        match env.iter_mut().find(|e| e.starts_with(&prefix)) {
+            Some(e) => *e = kv.clone(),
+            None => env.push(kv.clone()),
+        }
+    }
+    env
+}
+
+/// The BLAKE3 the image hash gives a built-in example (see `vmm::image`).
+fn example_image_hash(name: &str, bytes: &[u8]) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(format!("/examples/{name}").as_bytes());
+    h.update(&[0]);
+    h.update(&0o100755u32.to_le_bytes());
+    h.update(bytes);
+    h.finalize().to_hex().to_string()
+}
+
+/// The commands that make `run`, its ancestors' first; or why there are none.
+pub struct Recipe {
+    pub lines: Vec<Line>,
+    pub why_not: Option<String>,
+    pub notes: Vec<String>,
+}
+
+fn stdin_of(run: &Run) -> String {
+    if run.manifest.stdin.is_some() {
+        run.dir.join("stdin.bin").display().to_string()
+    } else {
+        "/dev/null".to_string()
+    }
+}
+
+/// The `rewind run` (or `rewind check`) arguments after the command name that
+/// give the manifest's inputs, and the directory to run them in.
+fn run_flags(
+    run: &Run,
+    notes: &mut Vec<String>,
+) -> std::result::Result<(Vec<String>, Option<String>), String> {
+    let m = &run.manifest;
+    let mut a: Vec<String> = Vec::new();
+    let mut flag = |k: &str, v: String| {
+        a.push(k.to_string());
+        a.push(v);
+    };
+    if m.quantum_ns != QUANTUM_NS {
+        return Err(format!(
+            "its quantum ({} ns a step) is not the one `rewind run` uses ({QUANTUM_NS})",
+            m.quantum_ns
+        ));
+    }
+    if m.mem < (16 << 20) || !m.mem.is_multiple_of(4096) {
+        return Err(format!(
+            "its memory size {} cannot be given with --mem",
+            m.mem
+        ));
+    }
+    if m.schedule == 0 && (m.schedule_from.is_some() || m.schedule_until.is_some()) {
+        return Err("it has a schedule window without a schedule".into());
+    }
+    flag("--epoch", m.epoch.to_string());
+    if m.seed != 0 {
+        flag("--seed", m.seed.to_string());
+    }
+    if m.cores != 1 {
+        flag("--cores", m.cores.to_string());
+    }
+    if m.mem != 2 << 30 {
+        flag("--mem", size(m.mem));
+    }
+    if m.cwd != "/" {
+        if normalize_guest(&m.cwd) != m.cwd {
+            return Err(format!(
+                "its working directory `{}` is not normalized",
+                m.cwd
+            ));
+        }
+        flag("--cwd", m.cwd.clone());
+    }
+    let defaults = DEFAULT_ENV;
+    let env_flags: Vec<String> = m
+        .env
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| defaults.get(*i) != Some(&e.as_str()))
+        .map(|(_, e)| e.clone())
+        .collect();
+    if env_from_flags(&env_flags) != m.env
+        || env_flags
+            .iter()
+            .any(|e| !e.contains('=') || e.starts_with('='))
+    {
+        return Err("its environment cannot be given with --env".into());
+    }
+    for e in env_flags {
+        flag("--env", e);
+    }
+    if m.schedule != 0 {
+        flag("--schedule", m.schedule.to_string());
+        if let Some(f) = m.schedule_from {
+            flag("--schedule-from", f.to_string());
+        }
+        if let Some(u) = m.schedule_until {
+            flag("--schedule-until", u.to_string());
+        }
+    }
+    if let Some(t) = run.meta.timeout_secs {
+        flag("--timeout", t.to_string());
+    }
+    let mut cwd = None;
+    match &run.meta.image {
+        ImageLocation::Program {
+            guest_path,
+            host_path,
+        } => {
+            let example = guest_path
+                .strip_prefix("/examples/")
+                .filter(|n| examples::find(n).is_some())
+                .filter(|_| m.argv.first() == Some(guest_path));
+            if let Some(name) = example {
+                let default_name = name.to_string();
+                if run.meta.name != default_name {
+                    a.splice(0..0, ["--name".to_string(), run.meta.name.clone()]);
+                }
+                let bytes = examples::find(name).expect("found above");
+                if example_image_hash(name, bytes) != m.image {
+                    notes.push(format!(
+                        "the example `{name}` of this rewind differs from the one the run used: \
+                         the command makes a run with another id"
+                    ));
+                }
+                a.push("--example".into());
+                a.push(name.to_string());
+                if m.argv.len() > 1 {
+                    a.push("--".into());
+                    a.extend(m.argv[1..].iter().cloned());
+                }
+                return Ok((a, None));
+            }
+            let Some(argv0) = m.argv.first() else {
+                return Err("it has no argv[0]".into());
+            };
+            if guest_path != &m.program {
+                return Err("its program is not its image's file".into());
+            }
+            if host_path != Path::new(guest_path) {
+                notes.push(format!(
+                    "the program was at {guest_path} when it was recorded and is kept at {} now: \
+                     the command needs it at {guest_path} again",
+                    host_path.display()
+                ));
+            }
+            // `rewind run -- PROG` names the program as argv[0]: a relative
+            // name must be run from the directory it is relative to.
+            if !argv0.starts_with('/') {
+                let rel = argv0.trim_start_matches("./");
+                match guest_path.strip_suffix(&format!("/{rel}")) {
+                    Some(dir) if !rel.split('/').any(|c| c == ".." || c == ".") => {
+                        cwd = Some(if dir.is_empty() {
+                            "/".into()
+                        } else {
+                            dir.into()
+                        })
+                    }
+                    _ => notes.push(format!(
+                        "run it where `{argv0}` names {guest_path}, as it was run"
+                    )),
+                }
+            }
+            let default_name = argv0.rsplit('/').next().unwrap_or(argv0);
+            if run.meta.name != default_name {
+                a.splice(0..0, ["--name".to_string(), run.meta.name.clone()]);
+            }
+            a.push("--".into());
+            a.extend(m.argv.iter().cloned());
+        }
+        ImageLocation::Root { dir } => {
+            let Some(argv0) = m.argv.first() else {
+                return Err("it has no argv[0]".into());
+            };
+            let default_name = argv0.rsplit('/').next().unwrap_or(argv0);
+            if run.meta.name != default_name {
+                a.splice(0..0, ["--name".to_string(), run.meta.name.clone()]);
+            }
+            if argv0.starts_with('/') && normalize_guest(argv0) != m.program {
+                return Err(format!(
+                    "its argv[0] `{argv0}` is not its program {}",
+                    m.program
+                ));
+            }
+            a.splice(0..0, ["--root".to_string(), dir.display().to_string()]);
+            a.push("--".into());
+            a.extend(m.argv.iter().cloned());
+        }
+    }
+    Ok((a, cwd))
+}
+
+/// How `run` was made, when no command makes it.
+fn made_by_check(m: &Manifest) -> Option<String> {
+    if !m.perturb.is_empty() {
+        let list: Vec<String> = m.perturb.iter().map(|p| p.to_string()).collect();
+        return Some(format!(
+            "it was made by `rewind check`'s narrowing, with explicit perturbations ({}); \
+             no single command recreates it: `rewind check` given the options it was checked \
+             with makes it again among its runs",
+            list.join(", ")
+        ));
+    }
+    if let Some((step, seed)) = m.reseed {
+        return Some(format!(
+            "it was made by `rewind check --seeds`, reseeded with {seed} at step {step}; \
+             no single command recreates it: `rewind check --seeds` given the options it was \
+             checked with makes it again among its runs"
+        ));
+    }
+    None
+}
+
+fn recipe_into(store: &Store, run: &Run, out: &mut Recipe, depth: usize) {
+    let m = &run.manifest;
+    if depth > 64 {
+        out.why_not = Some("its forks go back too far".into());
+        return;
+    }
+    if let Some(f) = &m.fork_of {
+        let parent = match Run::load(&store.runs_dir().join(&f.parent)) {
+            Ok(p) => p,
+            Err(_) => {
+                out.why_not = Some(format!(
+                    "it is a fork of run {} at step {}, which is not in this store",
+                    f.parent, f.step
+                ));
+                return;
+            }
+        };
+        let with = match m.reseed {
+            Some((s, seed)) if m.schedule == 0 && s == f.step + 1 => ForkWith::Seed(seed),
+            _ => ForkWith::Schedule(m.schedule),
+        };
+        let made = fork_manifest(
+            &parent.id,
+            &parent.manifest,
+            &parent.meta.perturbed,
+            f.step,
+            with,
+        );
+        if made != *m {
+            out.why_not = Some(match made_by_check(m) {
+                Some(why) => why,
+                None => format!(
+                    "it follows run {} up to step {}, but no `rewind fork` of it makes this run",
+                    f.parent, f.step
+                ),
+            });
+            // Not made by a fork: say how the run itself was made, if it can be.
+            return;
+        }
+        recipe_into(store, &parent, out, depth + 1);
+        if out.why_not.is_some() {
+            return;
+        }
+        let mut argv = vec![
+            "rewind".to_string(),
+            "fork".to_string(),
+            parent.id.clone(),
+            f.step.to_string(),
+        ];
+        match with {
+            ForkWith::Schedule(n) => argv.extend(["--schedule".into(), n.to_string()]),
+            ForkWith::Seed(n) => argv.extend(["--seed".into(), n.to_string()]),
+        }
+        out.lines.push(Line::new(argv, None, "/dev/null".into()));
+        return;
+    }
+    if let Some(why) = made_by_check(m) {
+        out.why_not = Some(why);
+        return;
+    }
+    match run_flags(run, &mut out.notes) {
+        Ok((flags, cwd)) => {
+            let mut argv = vec!["rewind".to_string(), "run".to_string()];
+            argv.extend(flags);
+            out.lines.push(Line::new(argv, cwd, stdin_of(run)));
+        }
+        Err(why) => out.why_not = Some(format!("no `rewind run` command makes it: {why}")),
+    }
+}
+
+/// The commands that make `run` again.
+pub fn recipe(store: &Store, run: &Run) -> Recipe {
+    let mut r = Recipe {
+        lines: Vec::new(),
+        why_not: None,
+        notes: Vec::new(),
+    };
+    recipe_into(store, run, &mut r, 0);
+    if run.manifest.engine != ENGINE_VERSION {
+        r.notes.push(format!(
+            "it was recorded by {}, and this rewind is {ENGINE_VERSION}: the commands make a \
+             run with another id",
+            run.manifest.engine
+        ));
+    }
+    if r.why_not.is_some() {
+        r.lines.clear();
+    }
+    r
+}
+
+/// The base check command for a run made by `rewind check`.
+fn check_line(run: &Run) -> Option<Line> {
+    let mut base = run.clone();
+    base.manifest.perturb.clear();
+    base.manifest.reseed = None;
+    base.manifest.schedule = 0;
+    base.manifest.schedule_from = None;
+    base.manifest.schedule_until = None;
+    if base.manifest.fork_of.is_some() {
+        return None;
+    }
+    let (flags, cwd) = run_flags(&base, &mut Vec::new()).ok()?;
+    let mut argv = vec!["rewind".to_string(), "check".to_string()];
+    argv.extend(flags);
+    Some(Line::new(argv, cwd, stdin_of(run)))
+}
+
+fn image_line(loc: &ImageLocation) -> String {
+    match loc {
+        ImageLocation::Program {
+            guest_path,
+            host_path,
+        } => {
+            if Path::new(guest_path) == host_path {
+                format!("the program file {guest_path}")
+            } else {
+                format!(
+                    "the program file {}, seen by the guest at {guest_path}",
+                    host_path.display()
+                )
+            }
+        }
+        ImageLocation::Root { dir } => format!("the root directory {}", dir.display()),
+    }
+}
+
+fn stdin_bytes(run: &Run) -> u64 {
+    std::fs::metadata(run.dir.join("stdin.bin"))
+        .map(|m| m.len())
+        .unwrap_or(0)
+}
+
+pub fn main(args: ShowArgs) -> Result<i32> {
+    let store = super::store()?;
+    let run = super::resolve(&args.run)?;
+    let m = &run.manifest;
+    let r = recipe(&store, &run);
+    let mut notes = r.notes.clone();
+    let image_now = run.meta.image.to_image().hash().ok();
+    if image_now.as_deref() != Some(m.image.as_str()) {
+        notes.push(match image_now {
+            Some(_) => "its image changed since it was recorded: the commands make a run with \
+                        another id"
+                .to_string(),
+            None => "its image is no longer on this host".to_string(),
+        });
+    }
+    let check = r.why_not.as_ref().and_then(|_| check_line(&run));
+    let stdin_path: Option<PathBuf> = m.stdin.as_ref().map(|_| run.dir.join("stdin.bin"));
+
+    if args.json {
+        let v = serde_json::json!({
+            "id": run.id,
+            "name": run.meta.name,
+            "status": run.meta.status,
+            "steps": run.meta.steps,
+            "fork_of": m.fork_of,
+            "inputs": m,
+            "image": run.meta.image,
+            "stdin_bytes": stdin_bytes(&run),
+            "stdin_file": stdin_path,
+            "timeout_secs": run.meta.timeout_secs,
+            "commands": r.lines,
+            "reproducible": r.why_not.is_none(),
+            "why_not": r.why_not,
+            "check_command": check,
+            "notes": notes,
+        });
+        println!("{v}");
+        return Ok(0);
+    }
+
+    let stdout = std::io::stdout();
+    let mut o = std::io::BufWriter::new(stdout.lock());
+    writeln!(
+        o,
+        "run {}  {}  {} steps  {}",
+        run.id, run.meta.status, run.meta.steps, run.meta.name
+    )?;
+    if let Some(f) = &m.fork_of {
+        writeln!(o, "fork of {} at step {}", f.parent, f.step)?;
+    }
+    writeln!(o)?;
+    writeln!(o, "inputs:")?;
+    let kv = |o: &mut dyn Write, k: &str, v: String| writeln!(o, "  {k:<10} {v}");
+    kv(&mut o, "program", m.program.clone())?;
+    kv(
+        &mut o,
+        "argv",
+        m.argv
+            .iter()
+            .map(|a| quote(a))
+            .collect::<Vec<_>>()
+            .join(" "),
+    )?;
+    kv(
+        &mut o,
+        "env",
+        m.env.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "),
+    )?;
+    kv(&mut o, "cwd", m.cwd.clone())?;
+    kv(&mut o, "image", image_line(&run.meta.image))?;
+    kv(&mut o, "", format!("image hash {}", m.image))?;
+    kv(
+        &mut o,
+        "stdin",
+        match (&m.stdin, &stdin_path) {
+            (Some(h), Some(p)) => format!(
+                "{} bytes, kept in {} (blake3 {})",
+                stdin_bytes(&run),
+                p.display(),
+                &h[..16.min(h.len())]
+            ),
+            _ => "none".into(),
+        },
+    )?;
+    kv(&mut o, "epoch", m.epoch.to_string())?;
+    kv(&mut o, "seed", m.seed.to_string())?;
+    kv(&mut o, "cores", m.cores.to_string())?;
+    kv(&mut o, "mem", size(m.mem))?;
+    let window = match (m.schedule_from, m.schedule_until) {
+        (None, None) => String::new(),
+        (f, u) => format!(
+            " (steps {}..{})",
+            f.map_or(String::new(), |f| f.to_string()),
+            u.map_or(String::new(), |u| u.to_string())
+        ),
+    };
+    kv(&mut o, "schedule", format!("{}{window}", m.schedule))?;
+    if !m.perturb.is_empty() {
+        let list: Vec<String> = m.perturb.iter().map(|p| p.to_string()).collect();
+        kv(&mut o, "perturb", list.join(", "))?;
+    }
+    if let Some((step, seed)) = m.reseed {
+        kv(&mut o, "reseed", format!("seed {seed} from step {step}"))?;
+    }
+    if let Some(t) = run.meta.timeout_secs {
+        kv(&mut o, "timeout", format!("{t}s (host time; not an input)"))?;
+    }
+    kv(&mut o, "engine", m.engine.clone())?;
+    writeln!(o)?;
+    match &r.why_not {
+        None => {
+            writeln!(o, "made again (the same id, in any REWIND_HOME) by:")?;
+            for l in &r.lines {
+                writeln!(o, "  {}", l.shell)?;
+            }
+        }
+        Some(why) => {
+            writeln!(o, "made again by: no single command: {why}")?;
+            if let Some(c) = &check {
+                writeln!(o, "its program and inputs, checked:")?;
+                writeln!(o, "  {}", c.shell)?;
+            }
+        }
+    }
+    for n in &notes {
+        writeln!(o, "note: {n}")?;
+    }
+    o.flush()?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote("abc/d.e-f"), "abc/d.e-f");
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert_eq!(quote(""), "''");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size(2 << 30), "2G");
+        assert_eq!(size(512 << 20), "512M");
+        assert_eq!(size(4096 * 5000), "20000K");
+        assert_eq!(size(5000), "5000");
+    }
+
+    #[test]
+    fn env_flags_round_trip() {
+        let env = env_from_flags(&["HOME=/x".into(), "A=1".into()]);
+        assert_eq!(
+            env,
+            vec!["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/x", "A=1"]
+        );
+    }
+}

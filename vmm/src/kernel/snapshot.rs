@@ -1,0 +1,206 @@
+//! Saving the kernel's state into keyframes and building a kernel back from
+//! one. The policy of when to take them is in `record::keyframe`.
+
+use super::task::{Pid, Process, Thread, Tid};
+use super::{futex, sched, time, Kernel, Rng};
+use crate::machine::Machine;
+use crate::record::keyframe::{
+    Keyframe, KEYFRAME_MIN_STEPS, KEYFRAME_STEPS, KEYFRAME_WALL_MS,
+};
+use crate::record::Recorder;
+use crate::session::RunInputs;
+use crate::store::pages::{hash_page, PageStore};
+use crate::EngineError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+const PAGE: usize = crate::machine::layout::PAGE_SIZE as usize;
+
+/// Everything of the kernel a keyframe keeps (the machine's part is in the
+/// keyframe itself: vCPU, allocator, pages).
+#[derive(Serialize, Deserialize)]
+struct KernelState {
+    procs: BTreeMap<Pid, Process>,
+    threads: BTreeMap<Tid, Thread>,
+    sched: sched::Scheduler,
+    clock: time::Clock,
+    futexes: futex::Futexes,
+    rng: Rng,
+    step: u64,
+    vfs: super::fs::Vfs,
+    names: BTreeMap<Tid, String>,
+    next_id: u32,
+}
+
+/// Where the engine is in its keyframe policy.
+#[derive(Debug)]
+pub struct KeyframeClock {
+    pub last_step: u64,
+    pub last_wall: Instant,
+    /// Every page with contents and its hash, kept up to date at each keyframe.
+    pub pages: BTreeMap<u64, crate::store::pages::PageHash>,
+}
+
+impl KeyframeClock {
+    pub fn new(step: u64) -> KeyframeClock {
+        KeyframeClock {
+            last_step: step,
+            last_wall: Instant::now(),
+            pages: BTreeMap::new(),
+        }
+    }
+
+    fn due(&self, step: u64) -> bool {
+        let steps = step - self.last_step;
+        steps >= KEYFRAME_STEPS
+            || (steps >= KEYFRAME_MIN_STEPS
+                && self.last_wall.elapsed().as_millis() as u64 >= KEYFRAME_WALL_MS)
+    }
+}
+
+impl Kernel<'_> {
+    /// Takes a keyframe when the policy says one is due.
+    pub(super) fn maybe_keyframe(&mut self) {
+        let due = match &self.keyframes {
+            Some(k) => k.due(self.step),
+            None => false,
+        };
+        if due {
+            if let Err(e) = self.take_keyframe() {
+                self.engine_failure(e);
+            }
+        }
+    }
+
+    pub fn take_keyframe(&mut self) -> Result<(), EngineError> {
+        let Some(mut clock) = self.keyframes.take() else {
+            return Ok(());
+        };
+        let dirty = self.m.take_dirty_pages()?;
+        let mut new_pages: Vec<(crate::store::pages::PageHash, &[u8])> = Vec::new();
+        for pa in &dirty {
+            let bytes = self.m.ram.slice(*pa, PAGE);
+            let h = hash_page(bytes);
+            if clock.pages.insert(*pa, h) != Some(h) {
+                new_pages.push((h, bytes));
+            }
+        }
+        let state = KernelState {
+            procs: self.procs.clone(),
+            threads: self.threads.clone(),
+            sched: self.sched.clone(),
+            clock: self.clock.clone(),
+            futexes: self.futexes.clone(),
+            rng: self.rng.clone(),
+            step: self.step,
+            vfs: self.vfs.clone(),
+            names: self.names.clone(),
+            next_id: self.next_id,
+        };
+        let kernel = postcard::to_allocvec(&state)
+            .map_err(|e| EngineError::BadKeyframe(format!("cannot encode the kernel: {e}")))?;
+        let kf = Keyframe {
+            step: self.step,
+            recorded: self.recorded,
+            vcpu: self.m.vcpu_state()?,
+            allocator: self.m.ram.allocator(),
+            frames: clock.pages.iter().map(|(pa, h)| (*pa, *h)).collect(),
+            kernel,
+        };
+        self.rec.keyframe(&kf, &new_pages);
+        clock.last_step = self.step;
+        clock.last_wall = Instant::now();
+        self.keyframes = Some(clock);
+        Ok(())
+    }
+}
+
+impl<'r> Kernel<'r> {
+    /// A kernel in the state `kf` saved, ready to run step `kf.step + 1`.
+    ///
+    /// `same_run`: the inputs are those of the run that took the keyframe
+    /// (a seek), so its schedule's state is the saved one; otherwise (a
+    /// fork) the schedule comes fresh from the new manifest, which agrees
+    /// with the old one up to the fork.
+    pub fn restore(
+        inputs: &RunInputs,
+        kf: &Keyframe,
+        pages: &PageStore,
+        same_run: bool,
+        rec: &'r mut dyn Recorder,
+    ) -> Result<Kernel<'r>, EngineError> {
+        let man = &inputs.manifest;
+        let elf_bytes = super::elf::read_program(&inputs.image, &man.program)?;
+        let mut m = Machine::new(man.mem)?;
+        let mut clock = KeyframeClock::new(kf.step);
+        for (pa, h) in &kf.frames {
+            let bytes = pages
+                .get(h)
+                .map_err(|e| EngineError::BadKeyframe(format!("page {pa:#x}: {e}")))?;
+            if pa.checked_add(PAGE as u64).is_none_or(|end| end > m.ram.size()) {
+                return Err(EngineError::BadKeyframe(format!(
+                    "page {pa:#x} lies outside guest memory"
+                )));
+            }
+            m.ram.write(*pa, &bytes);
+            clock.pages.insert(*pa, *h);
+        }
+        m.ram.set_allocator(kf.allocator.clone());
+        m.restore_vcpu(&kf.vcpu)?;
+        // What was just written is the keyframe, not news for the next one.
+        m.take_dirty_pages()?;
+        let st: KernelState = postcard::from_bytes(&kf.kernel)
+            .map_err(|e| EngineError::BadKeyframe(format!("kernel state: {e}")))?;
+        let mut sched = st.sched;
+        if !same_run {
+            sched.perturber = crate::check::schedule::Perturber::from_manifest(man).map(|mut p| {
+                p.applied = man.perturb.iter().filter(|q| q.step <= kf.step).copied().collect();
+                p
+            });
+        }
+        let mut k = Kernel {
+            m,
+            procs: st.procs,
+            threads: st.threads,
+            sched,
+            clock: st.clock,
+            futexes: st.futexes,
+            rng: st.rng,
+            step: st.step,
+            inputs: inputs.clone(),
+            symbols: super::symbols::SymbolTable::default(),
+            vfs: st.vfs,
+            next_id: st.next_id,
+            names: st.names,
+            status: None,
+            failure: None,
+            recorded: kf.recorded,
+            keyframes: rec.wants_keyframes().then_some(clock),
+            rec,
+        };
+        k.symbols = super::symbols::SymbolTable::from_elf(&elf_bytes, super::elf::load_bias(&elf_bytes));
+        Ok(k)
+    }
+}
+
+/// Serde for fixed arrays longer than serde's 32 (signal dispositions), as a sequence.
+pub mod array_serde {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer, T: Serialize, const N: usize>(
+        a: &[T; N],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(a.iter())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>, const N: usize>(
+        d: D,
+    ) -> Result<[T; N], D::Error> {
+        let v: Vec<T> = Vec::deserialize(d)?;
+        let len = v.len();
+        v.try_into()
+            .map_err(|_| serde::de::Error::invalid_length(len, &"a fixed-size array"))
+    }
+}
