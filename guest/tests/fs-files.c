@@ -191,6 +191,31 @@ int main(void)
     close(fd);
     CHECK(unlink("/tmp/big") == 0, "unlink /tmp/big");
 
+    /* The monitor's devices and /proc/self. */
+    fd = open("/dev/null", O_RDWR);
+    CHECK(fd >= 0 && write(fd, "x", 1) == 1 && read(fd, buf, 1) == 0, "/dev/null");
+    close(fd);
+    fd = open("/dev/zero", O_RDONLY);
+    memset(buf, 1, 8);
+    CHECK(fd >= 0 && read(fd, buf, 8) == 8 && buf[0] == 0 && buf[7] == 0, "/dev/zero");
+    close(fd);
+    fd = open("/dev/full", O_WRONLY);
+    CHECK(fd >= 0 && write(fd, "x", 1) == -1 && errno == ENOSPC, "/dev/full is ENOSPC");
+    close(fd);
+    fd = open("/tmp", O_TMPFILE | O_RDWR, 0600);
+    CHECK(fd >= 0 && write(fd, "tmp", 3) == 3 && pread(fd, buf, 3, 0) == 3 &&
+          memcmp(buf, "tmp", 3) == 0, "O_TMPFILE");
+    close(fd);
+    f = fopen("/proc/self/maps", "r");
+    int stack = 0;
+    while (f && fgets(buf, sizeof buf, f))
+        stack |= strstr(buf, "[stack]") != NULL;
+    CHECK(stack, "/proc/self/maps shows the stack");
+    if (f)
+        fclose(f);
+    CHECK(open("/proc/self/new", O_CREAT | O_WRONLY, 0644) == -1 && errno == EACCES,
+          "/proc cannot be written");
+
     printf("fs-files: %d failures\n", failures);
     return failures;
 }

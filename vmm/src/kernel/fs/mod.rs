@@ -239,6 +239,13 @@ impl Vfs {
         if let Some(ino) = d.ino() {
             if let Some(n) = self.tree.nodes.get_mut(&ino) {
                 n.opens = n.opens.saturating_sub(1);
+                // An image file nobody has open and the guest never changed:
+                // its bytes are read from the image again when next needed.
+                if let (0, Kind::File(f)) = (n.opens, &mut n.kind) {
+                    if !f.dirty && f.host.is_some() {
+                        f.bytes = None;
+                    }
+                }
             }
             self.tree.collect(ino);
         }
