@@ -42,6 +42,10 @@ enum Command {
     Replay(cmd::replay::ReplayArgs),
     /// Fork a run at a step with another schedule or seed.
     Fork(cmd::fork::ForkArgs),
+    /// A file as the guest saw it at a step (exit 3 when it did not exist).
+    Cat(cmd::inspect::CatArgs),
+    /// Processes and threads alive at a step, and what each was blocked in.
+    Ps(cmd::inspect::PsArgs),
     /// Which thread held the CPU when, a line per stretch.
     Threads(cmd::threads::ThreadsArgs),
     /// Compare two runs event by event; exit 1 when they differ.
@@ -108,6 +112,11 @@ fn main() -> ExitCode {
             signals::install();
             cmd::fork::main(a)
         }
+        Command::Cat(a) => {
+            signals::die_on_broken_pipe();
+            cmd::inspect::cat(a)
+        }
+        Command::Ps(a) => cmd::inspect::ps(a),
         Command::Threads(a) => {
             signals::die_on_broken_pipe();
             cmd::threads::main(a)

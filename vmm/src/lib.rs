@@ -10,6 +10,7 @@
 pub mod check;
 pub mod error;
 pub mod image;
+pub mod inspect;
 pub mod kernel;
 pub mod machine;
 pub mod record;

@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod events;
 pub mod export;
 pub mod fork;
+pub mod inspect;
 pub mod gc;
 pub mod import;
 pub mod log;

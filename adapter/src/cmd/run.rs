@@ -355,7 +355,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
     if newline {
         eprintln!();
     }
-    eprintln!("rewind: {}", summary(&run.id, &outcome));
+    // Where each thread was comes first: the status line is always the last.
     if matches!(
         outcome.status,
         ExitStatus::Deadlocked | ExitStatus::TimedOut
@@ -364,6 +364,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
             eprintln!("rewind:   {line}");
         }
     }
+    eprintln!("rewind: {}", summary(&run.id, &outcome));
     Ok(outcome.status.shell_code())
 }
 

@@ -1,0 +1,82 @@
+//! Looking inside a run at a step: seek there (restore the last keyframe at
+//! or before it, run forward), then read the machine's state: files as the
+//! guest saw them, processes and threads and what each was blocked in.
+
+use crate::kernel::fs::AT_FDCWD;
+use crate::kernel::Kernel;
+use crate::record::keyframe::Keyframe;
+use crate::record::{Event, Recorder};
+use crate::session::{Limits, RunInputs};
+use crate::store::pages::PageStore;
+use crate::EngineError;
+
+struct Discard;
+impl Recorder for Discard {
+    fn event(&mut self, _: &Event) {}
+    fn output(&mut self, _: i32, _: &[u8]) {}
+}
+
+/// Why a step cannot be looked at.
+#[derive(Debug, thiserror::Error)]
+pub enum SeekError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("the run ended at step {0}, before that step")]
+    Ended(u64),
+}
+
+/// Runs `inputs` to `step` (from `keyframe` when given: the last one at or
+/// before the step, of this very run) and hands the machine to `look`.
+pub fn at_step<R>(
+    inputs: &RunInputs,
+    keyframe: Option<&Keyframe>,
+    pages: &PageStore,
+    step: u64,
+    limits: &Limits,
+    look: impl FnOnce(&mut Kernel) -> R,
+) -> Result<R, SeekError> {
+    let mut rec = Discard;
+    let mut k = match keyframe {
+        Some(kf) => Kernel::restore(inputs, kf, pages, true, &mut rec)?,
+        None => Kernel::boot(inputs, &mut rec)?,
+    };
+    k.run_to(step, limits)?;
+    if k.is_finished() {
+        return Err(SeekError::Ended(k.step));
+    }
+    Ok(look(&mut k))
+}
+
+impl Kernel<'_> {
+    /// A file's contents as the guest sees them now; None when it does not exist.
+    pub fn file_contents(&mut self, path: &str) -> Option<Vec<u8>> {
+        let ino = self.lookup_at(AT_FDCWD as u64, path, true).ok()?;
+        let node = self.vfs.tree.node(ino).ok()?;
+        if node.is_dir() {
+            return None;
+        }
+        self.vfs.tree.contents(ino).ok().map(|b| b.to_vec())
+    }
+
+    /// A line per process, then its threads' lines.
+    pub fn process_lines(&mut self) -> Vec<String> {
+        let threads = self.where_threads_are();
+        let mut out = Vec::new();
+        let procs: Vec<(u32, u32, String, String)> = self
+            .procs
+            .values()
+            .map(|p| (p.pid, p.ppid, p.exe.clone(), p.cwd.clone()))
+            .collect();
+        for (pid, ppid, exe, cwd) in procs {
+            out.push(format!("process {pid} (parent {ppid}): {exe}, cwd {cwd}"));
+            let prefix = format!("thread {pid}/");
+            out.extend(
+                threads
+                    .iter()
+                    .filter(|l| l.starts_with(&prefix))
+                    .map(|l| format!("  {l}")),
+            );
+        }
+        out
+    }
+}
