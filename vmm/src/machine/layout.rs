@@ -9,10 +9,6 @@
 pub const PAGE_SIZE: u64 = 4096;
 /// `syscall` lands here (LSTAR): one `out SYSCALL_PORT, al`.
 pub const SYSCALL_ENTRY: u64 = 0x1000;
-/// Reloads CR3 (flushing the TLB) then `out TLB_FLUSH_PORT, al`: run by the
-/// monitor after it takes a permission away from a mapped page.
-pub const TLB_FLUSH_STUB: u64 = 0x1800;
-pub const TLB_FLUSH_PORT: u16 = 0x21;
 /// Exception vector `v` lands at `IDT_STUBS + v * IDT_STUB_SIZE`: one `out`.
 pub const IDT_STUBS: u64 = 0x2000;
 pub const IDT_STUB_SIZE: u64 = 4;

@@ -106,6 +106,13 @@ impl GuestRam {
         self.free.push(pa);
     }
 
+    /// Remembers KVM's dirty bitmap (the slot is about to lose it).
+    pub fn take_dirty_into(&mut self, kvm_log: &[u64]) {
+        for (w, l) in self.dirty.iter_mut().zip(kvm_log) {
+            *w |= l;
+        }
+    }
+
     /// Physical addresses of the pages written since the last call, by the
     /// monitor or (per `kvm_log`, KVM's dirty bitmap) by the guest.
     pub fn take_dirty(&mut self, kvm_log: &[u64]) -> Vec<u64> {

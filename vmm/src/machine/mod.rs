@@ -19,10 +19,23 @@ pub mod xstate;
 use crate::EngineError;
 use kvm_bindings::{kvm_regs, kvm_userspace_memory_region, KVM_MEM_LOG_DIRTY_PAGES};
 use kvm_ioctls::{Kvm, SyncReg, VcpuExit, VcpuFd, VmFd};
-use layout::{EXCEPTION_PORT_BASE, EXCEPTION_VECTORS, SYSCALL_PORT, TLB_FLUSH_PORT};
+use layout::{EXCEPTION_PORT_BASE, EXCEPTION_VECTORS, SYSCALL_PORT};
 use memory::GuestRam;
 pub use paging::{PageTables, Perm};
 pub use xstate::ExtendedState;
+
+/// The one memory slot: all of guest memory, dirty-logged for keyframes.
+const MEMORY_SLOT: u32 = 0;
+
+fn memory_region(ram: &GuestRam) -> kvm_userspace_memory_region {
+    kvm_userspace_memory_region {
+        slot: MEMORY_SLOT,
+        flags: KVM_MEM_LOG_DIRTY_PAGES,
+        guest_phys_addr: 0,
+        memory_size: ram.size(),
+        userspace_addr: ram.host_base(),
+    }
+}
 
 /// Why the guest stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +43,11 @@ pub enum Exit {
     /// A `syscall`; `rax` holds the number, `rcx`/`r11` the return rip/rflags.
     Syscall,
     /// A CPU exception in ring 3.
-    Exception { vector: u8, error_code: u64, cr2: u64 },
+    Exception {
+        vector: u8,
+        error_code: u64,
+        cr2: u64,
+    },
     /// The host asked the run to stop (timeout); the guest is mid-instruction stream.
     Interrupted,
 }
@@ -49,13 +66,7 @@ impl Machine {
         let kvm = Kvm::new().map_err(EngineError::KvmOpen)?;
         let vm = kvm.create_vm().map_err(EngineError::kvm("KVM_CREATE_VM"))?;
         let mut ram = GuestRam::new(mem_size)?;
-        let region = kvm_userspace_memory_region {
-            slot: 0,
-            flags: KVM_MEM_LOG_DIRTY_PAGES,
-            guest_phys_addr: 0,
-            memory_size: mem_size,
-            userspace_addr: ram.host_base(),
-        };
+        let region = memory_region(&ram);
         // SAFETY: the region is ram's mapping, which outlives the VM (both owned by Machine,
         // and `vm` is dropped first as it is declared before `ram`).
         unsafe { vm.set_user_memory_region(region) }
@@ -77,7 +88,9 @@ impl Machine {
 
         vcpu.set_msrs(&msr::syscall_msrs())
             .map_err(EngineError::kvm("KVM_SET_MSRS"))?;
-        let sregs = vcpu.get_sregs().map_err(EngineError::kvm("KVM_GET_SREGS"))?;
+        let sregs = vcpu
+            .get_sregs()
+            .map_err(EngineError::kvm("KVM_GET_SREGS"))?;
         vcpu.set_sregs(&regs::initial_sregs(sregs, 0, xcr0.is_some()))
             .map_err(EngineError::kvm("KVM_SET_SREGS"))?;
         if let Some(x) = xcr0 {
@@ -93,8 +106,14 @@ impl Machine {
             xcr0,
         };
         // The sync register area is only filled by an exit; seed it from the ioctls once.
-        let r = m.vcpu.get_regs().map_err(EngineError::kvm("KVM_GET_REGS"))?;
-        let s = m.vcpu.get_sregs().map_err(EngineError::kvm("KVM_GET_SREGS"))?;
+        let r = m
+            .vcpu
+            .get_regs()
+            .map_err(EngineError::kvm("KVM_GET_REGS"))?;
+        let s = m
+            .vcpu
+            .get_sregs()
+            .map_err(EngineError::kvm("KVM_GET_SREGS"))?;
         let sync = m.vcpu.sync_regs_mut();
         sync.regs = r;
         sync.sregs = s;
@@ -165,10 +184,12 @@ impl Machine {
             Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
                 return Ok(Exit::Interrupted)
             }
-            Err(e) => return Err(EngineError::Kvm {
-                what: "KVM_RUN",
-                source: e,
-            }),
+            Err(e) => {
+                return Err(EngineError::Kvm {
+                    what: "KVM_RUN",
+                    source: e,
+                })
+            }
         };
         let exit = if port == SYSCALL_PORT {
             let r = &mut self.vcpu.sync_regs_mut().regs;
@@ -203,7 +224,9 @@ impl Machine {
                 cr2,
             }
         } else {
-            return Err(EngineError::UnexpectedExit(format!("out to port {port:#x}")));
+            return Err(EngineError::UnexpectedExit(format!(
+                "out to port {port:#x}"
+            )));
         };
         self.enter_user_mode();
         Ok(exit)
@@ -218,37 +241,28 @@ impl Machine {
         s.ss = gdt::user_data();
     }
 
-    /// Flushes the guest TLB (after a permission was taken away) by running
-    /// the ring-0 stub that reloads CR3. The user's registers are kept.
+    /// Drops every translation KVM cached from the guest's page tables,
+    /// after the monitor took a permission away from a mapped page.
+    ///
+    /// The monitor edits page tables from the host, which KVM does not see:
+    /// on PVM its shadow page tables keep the old entries even across a CR3
+    /// reload, on EPT the TLB does. Deleting and re-adding the memory slot
+    /// zaps them all. The slot's dirty log goes with it, so it is folded
+    /// into the RAM's own dirty bitmap first.
     pub fn flush_tlb(&mut self) -> Result<(), EngineError> {
-        let saved = self.vcpu.sync_regs().regs;
-        {
-            self.vcpu.set_sync_dirty_reg(SyncReg::Register);
-            self.vcpu.set_sync_dirty_reg(SyncReg::SystemRegister);
-            let sync = self.vcpu.sync_regs_mut();
-            sync.regs.rip = layout::TLB_FLUSH_STUB;
-            sync.regs.rflags = regs::RFLAGS_DEFAULT;
-            sync.regs.rsp = layout::RING0_STACK_TOP;
-            sync.sregs.cs = gdt::kernel_code();
-            sync.sregs.ss = gdt::kernel_data();
-        }
-        loop {
-            match self.vcpu.run() {
-                Ok(VcpuExit::IoOut(TLB_FLUSH_PORT, _)) => break,
-                Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => continue,
-                Ok(other) => {
-                    return Err(EngineError::UnexpectedExit(format!("TLB flush: {other:?}")))
-                }
-                Err(source) => {
-                    return Err(EngineError::Kvm {
-                        what: "KVM_RUN (TLB flush)",
-                        source,
-                    })
-                }
-            }
-        }
-        *self.regs_mut() = saved;
-        self.enter_user_mode();
+        let log = self
+            .vm
+            .get_dirty_log(MEMORY_SLOT, self.ram.size() as usize)
+            .map_err(EngineError::kvm("KVM_GET_DIRTY_LOG"))?;
+        self.ram.take_dirty_into(&log);
+        let mut region = memory_region(&self.ram);
+        region.memory_size = 0;
+        // SAFETY: deleting the slot, then adding ram's own mapping back as in `new`.
+        unsafe { self.vm.set_user_memory_region(region) }
+            .map_err(EngineError::kvm("KVM_SET_USER_MEMORY_REGION (delete)"))?;
+        // SAFETY: as in `new`: the mapping outlives the VM.
+        unsafe { self.vm.set_user_memory_region(memory_region(&self.ram)) }
+            .map_err(EngineError::kvm("KVM_SET_USER_MEMORY_REGION"))?;
         Ok(())
     }
 }

@@ -71,7 +71,7 @@ impl Machine {
     pub fn take_dirty_pages(&mut self) -> Result<Vec<u64>, EngineError> {
         let log = self
             .vm
-            .get_dirty_log(0, self.ram.size() as usize)
+            .get_dirty_log(super::MEMORY_SLOT, self.ram.size() as usize)
             .map_err(EngineError::kvm("KVM_GET_DIRTY_LOG"))?;
         Ok(self.ram.take_dirty(&log))
     }

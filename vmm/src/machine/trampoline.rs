@@ -5,14 +5,11 @@
 use super::gdt::KERNEL_CS;
 use super::layout::{
     EXCEPTION_PORT_BASE, EXCEPTION_VECTORS, IDT, IDT_STUBS, IDT_STUB_SIZE, SYSCALL_ENTRY,
-    SYSCALL_PORT, TLB_FLUSH_PORT, TLB_FLUSH_STUB,
+    SYSCALL_PORT,
 };
 
 /// `out imm8, al`
 const OUT_IMM8_AL: u8 = 0xe6;
-/// `mov rax, cr3` and `mov cr3, rax`.
-const MOV_RAX_CR3: [u8; 3] = [0x0f, 0x20, 0xd8];
-const MOV_CR3_RAX: [u8; 3] = [0x0f, 0x22, 0xd8];
 /// Present, DPL 0, 64-bit interrupt gate.
 const INTERRUPT_GATE: u64 = 0x8e;
 /// Int3 (#BP) must be reachable from ring 3: a trap gate with DPL 3.
@@ -21,18 +18,7 @@ pub const VECTOR_BREAKPOINT: u8 = 3;
 
 /// Bytes to write at guest physical addresses.
 pub fn code() -> Vec<(u64, Vec<u8>)> {
-    let mut out = vec![
-        (SYSCALL_ENTRY, vec![OUT_IMM8_AL, SYSCALL_PORT as u8]),
-        (
-            TLB_FLUSH_STUB,
-            [
-                &MOV_RAX_CR3[..],
-                &MOV_CR3_RAX,
-                &[OUT_IMM8_AL, TLB_FLUSH_PORT as u8],
-            ]
-            .concat(),
-        ),
-    ];
+    let mut out = vec![(SYSCALL_ENTRY, vec![OUT_IMM8_AL, SYSCALL_PORT as u8])];
     let mut idt = Vec::with_capacity(EXCEPTION_VECTORS as usize * 16);
     for v in 0..EXCEPTION_VECTORS {
         let stub = IDT_STUBS + v * IDT_STUB_SIZE;
