@@ -88,7 +88,14 @@ fn compile(cc: &str, src: &Path, elf: &Path) {
 fn compile_rust(src: &Path, elf: &Path) {
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
     let output = Command::new(&rustc)
-        .args(["--edition", "2021", "-C", "target-feature=+crt-static", "-O", "-o"])
+        .args([
+            "--edition",
+            "2021",
+            "-C",
+            "target-feature=+crt-static",
+            "-O",
+            "-o",
+        ])
         .arg(elf)
         .arg(src)
         .output()
