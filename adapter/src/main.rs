@@ -90,6 +90,7 @@ fn main() -> ExitCode {
         }
         Command::Check(a) => {
             signals::install();
+            signals::die_on_broken_pipe();
             cmd::check::main(a)
         }
         Command::Ls(a) => {

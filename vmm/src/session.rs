@@ -36,6 +36,8 @@ pub struct Outcome {
     pub perturbed: Vec<crate::record::Perturbed>,
     /// Where each thread was after `Limits::where_at`, one line each.
     pub where_at: Vec<String>,
+    /// Each regular file the run wrote, and by which (pid, tid).
+    pub writers: std::collections::BTreeMap<String, std::collections::BTreeSet<(u32, u32)>>,
     /// Each thread's last name (prctl PR_SET_NAME), by tid.
     pub thread_names: std::collections::BTreeMap<u32, String>,
 }

@@ -235,6 +235,7 @@ impl<'a> Checker<'a> {
             id: &id,
             status: o.status,
             events,
+            writers: &o.writers,
             base_status,
         };
         let mut violations = Vec::new();

@@ -1,6 +1,7 @@
 //! Properties a run must keep, and how a run is judged against them.
 
 use crate::record::{Event, EventKind, ExitStatus, SdkKind};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +15,8 @@ pub enum Property {
     Exit(i32),
     /// A host program judges the run (`$REWIND_RUN` holds its id).
     Script(PathBuf),
+    /// No file matching the glob is written by two different threads or processes.
+    SingleWriter(String),
     /// The guest SDK's assertions: no `always` fails, and every `sometimes`
     /// holds in at least one run of the check.
     Sdk,
@@ -25,6 +28,8 @@ ends-differently  the exit status differs from schedule 0's (the default)
 no-crash          no process is killed by a signal
 no-deadlock       the run does not end deadlocked
 exit=N            the program exits with status N
+single-writer=GLOB  no file matching GLOB (guest path; * and ? wildcards) is
+                  written by two different threads or processes
 script=PATH       a host program gets the run id in $REWIND_RUN (read it with
                   `rewind log` and `rewind events --json`); exit 0 for a correct
                   run, 1 with the reason on its first line
@@ -46,6 +51,11 @@ impl Property {
                         n.parse()
                             .map_err(|_| format!("property `{s}`: exit=N needs a number"))?,
                     )
+                } else if let Some(g) = s.strip_prefix("single-writer=") {
+                    if g.is_empty() {
+                        return Err(format!("property `{s}`: single-writer=GLOB needs a glob"));
+                    }
+                    Property::SingleWriter(g.to_string())
                 } else if let Some(p) = s.strip_prefix("script=") {
                     let p = PathBuf::from(p);
                     Property::Script(match base {
@@ -81,6 +91,7 @@ impl Property {
             Property::Exit(n) => format!("exit={n}"),
             Property::Script(p) => format!("script={}", p.display()),
             Property::Sdk => "sdk".into(),
+            Property::SingleWriter(g) => format!("single-writer={g}"),
         }
     }
 }
@@ -90,6 +101,8 @@ pub struct Judged<'a> {
     pub id: &'a str,
     pub status: ExitStatus,
     pub events: &'a [Event],
+    /// Each regular file written, and by which (pid, tid).
+    pub writers: &'a BTreeMap<String, BTreeSet<(u32, u32)>>,
     /// Schedule 0's status (for ends-differently).
     pub base_status: ExitStatus,
 }
@@ -121,6 +134,20 @@ impl Property {
                 Verdict::Violated(format!("ended {}, not exited:{n}", r.status))
             }
             Property::Script(path) => run_script(path, r.id),
+            Property::SingleWriter(glob) => {
+                let shared = r
+                    .writers
+                    .iter()
+                    .find(|(path, who)| who.len() > 1 && glob_match(glob, path));
+                match shared {
+                    Some((path, who)) => {
+                        let who: Vec<String> =
+                            who.iter().map(|(p, t)| format!("{p}/{t}")).collect();
+                        Verdict::Violated(format!("{path} was written by {}", who.join(" and ")))
+                    }
+                    None => Verdict::Holds,
+                }
+            }
             Property::Sdk => match r.events.iter().find(|e| {
                 matches!(
                     e.kind,
@@ -216,4 +243,58 @@ pub fn sometimes(events: &[Event]) -> Vec<(String, bool)> {
         }
     }
     out
+}
+
+/// Shell-style match: `*` any run of characters, `?` one character.
+pub fn glob_match(glob: &str, text: &str) -> bool {
+    let (g, t): (Vec<char>, Vec<char>) = (glob.chars().collect(), text.chars().collect());
+    let (mut gi, mut ti) = (0, 0);
+    // Where the last `*` was, and the text position it is matched up to.
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if gi < g.len() && (g[gi] == '?' || g[gi] == t[ti]) {
+            gi += 1;
+            ti += 1;
+        } else if gi < g.len() && g[gi] == '*' {
+            star = Some((gi, ti));
+            gi += 1;
+        } else if let Some((sg, st)) = star {
+            gi = sg + 1;
+            ti = st + 1;
+            star = Some((sg, st + 1));
+        } else {
+            return false;
+        }
+    }
+    g[gi..].iter().all(|c| *c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("/tmp/*.log", "/tmp/a.log"));
+        assert!(glob_match("*", "/anything/at/all"));
+        assert!(glob_match("/out?.txt", "/out1.txt"));
+        assert!(!glob_match("/tmp/*.log", "/tmp/a.txt"));
+        assert!(!glob_match("/a", "/ab"));
+        assert!(glob_match("/a*b*c", "/axxbyyc"));
+    }
+
+    #[test]
+    fn parse_and_name_round_trip() {
+        for s in [
+            "no-crash",
+            "no-deadlock",
+            "exit=3",
+            "single-writer=/tmp/*",
+            "sdk",
+        ] {
+            assert_eq!(Property::parse(s, None).unwrap().name(), s);
+        }
+        assert!(Property::parse("single-writer=", None).is_err());
+        assert!(Property::parse("bogus", None).is_err());
+    }
 }

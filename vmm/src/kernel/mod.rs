@@ -87,6 +87,8 @@ pub struct Kernel<'r> {
     next_id: u32,
     /// Every thread's name, kept after it exits.
     pub names: BTreeMap<Tid, String>,
+    /// Each regular file written, and by which (pid, tid).
+    pub writers: BTreeMap<String, std::collections::BTreeSet<(Pid, Tid)>>,
     /// How much has been recorded: events, output bytes, switches.
     pub recorded: crate::record::keyframe::Recorded,
     /// The keyframe policy's state; None when the recorder keeps none.
@@ -118,6 +120,7 @@ impl<'r> Kernel<'r> {
             vfs: fs::Vfs::new(&inputs.image, inputs.stdin.clone(), man.epoch, man.cores),
             next_id: FIRST_PID,
             names: BTreeMap::new(),
+            writers: BTreeMap::new(),
             recorded: Default::default(),
             keyframes: rec.wants_keyframes().then(|| snapshot::KeyframeClock::new(0)),
             status: None,
@@ -213,6 +216,7 @@ impl<'r> Kernel<'r> {
                 .map(|p| p.applied)
                 .unwrap_or_default(),
             where_at: notes.where_at,
+            writers: std::mem::take(&mut self.writers),
             thread_names: {
                 let live: Vec<(Tid, String)> =
                     self.threads.values().map(|t| (t.tid, t.name.clone())).collect();

@@ -30,6 +30,7 @@ struct KernelState {
     step: u64,
     vfs: super::fs::Vfs,
     names: BTreeMap<Tid, String>,
+    writers: BTreeMap<String, std::collections::BTreeSet<(Pid, Tid)>>,
     next_id: u32,
 }
 
@@ -96,6 +97,7 @@ impl Kernel<'_> {
             step: self.step,
             vfs: self.vfs.clone(),
             names: self.names.clone(),
+            writers: self.writers.clone(),
             next_id: self.next_id,
         };
         let kernel = postcard::to_allocvec(&state)
@@ -173,6 +175,7 @@ impl<'r> Kernel<'r> {
             vfs: st.vfs,
             next_id: st.next_id,
             names: st.names,
+            writers: st.writers,
             status: None,
             failure: None,
             recorded: kf.recorded,

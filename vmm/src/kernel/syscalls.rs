@@ -74,6 +74,10 @@ const fn noreturn(nr: u32, name: &'static str, handler: Handler, args: &'static 
     }
 }
 
+/// Calls that write to their first argument's file: write, pwrite64,
+/// writev, pwritev, pwritev2 (for the single-writer property).
+const WRITES_TO_FD: [u32; 5] = [1, 18, 20, 296, 328];
+
 /// Sorted by number.
 static TABLE: &[Def] = &[
     def(0, "read", S(fs::sys_read), &[Fd, OutBuf]),
@@ -277,6 +281,9 @@ impl Kernel<'_> {
             Ok(Sys::Blocked) | Ok(Sys::NoReturn) => return,
         };
         self.set_rax(tid, ret as u64);
+        if ret > 0 && WRITES_TO_FD.contains(&nr) {
+            self.note_file_write(args[0]);
+        }
         let text = render::call_text_with(self, tid, call, Some(ret));
         self.emit(EventKind::Syscall {
             nr,

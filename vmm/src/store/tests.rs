@@ -66,6 +66,7 @@ fn outcome(steps: u64) -> Outcome {
         perturbed: vec![],
         where_at: vec![],
         thread_names: Default::default(),
+        writers: Default::default(),
     }
 }
 

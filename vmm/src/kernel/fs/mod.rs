@@ -306,6 +306,16 @@ impl Links for ProcessView<'_> {
 }
 
 impl Kernel<'_> {
+    /// Notes that the current thread wrote to the regular file behind `fd`.
+    pub(crate) fn note_file_write(&mut self, fd: u64) {
+        let Ok((_, d)) = self.desc(fd) else { return };
+        let Target::Node(ino) = d.target else { return };
+        if self.vfs.tree.node(ino).is_ok_and(|n| n.file_type() == vfs::S_IFREG) {
+            let who = (self.cur_pid(), self.cur_tid());
+            self.writers.entry(d.path).or_default().insert(who);
+        }
+    }
+
     /// The descriptor `fd` of the current process.
     pub(crate) fn fd(&mut self, fd: u64) -> SysResult<(i32, Fd)> {
         let n = i32::try_from(fd as i64).map_err(|_| EBADF)?;

@@ -1,0 +1,192 @@
+//! Forks, keyframes and looking inside a run at a step (issue 4), and the
+//! single-writer property (issue 3), through the real `rewind` binary.
+
+use rewind_tests::{guest_arg, Home};
+
+/// The last `run <id>` on a line of stdout that starts with `prefix`.
+fn run_after(stdout: &str, prefix: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|rest| rest.split_whitespace().last())
+        .unwrap_or_else(|| panic!("no `{prefix}` line in:\n{stdout}"))
+        .to_string()
+}
+
+#[test]
+fn single_writer_holds_for_own_files_and_is_violated_by_a_shared_one() {
+    let h = Home::new();
+    let prog = guest_arg("two-writers");
+    let own = h.rewind(&[
+        "check",
+        "--schedules",
+        "4",
+        "--property",
+        "single-writer=/*.log",
+        "--",
+        &prog,
+    ]);
+    assert_eq!(own.code, 0, "each thread writes its own file:\n{own}");
+    let shared = h.rewind(&[
+        "check",
+        "--schedules",
+        "4",
+        "--property",
+        "single-writer=/*.log",
+        "--",
+        &prog,
+        "shared",
+    ]);
+    assert_eq!(shared.code, 1, "two threads write /shared.log:\n{shared}");
+    assert!(
+        shared
+            .stdout
+            .contains("/shared.log was written by 1000/1001 and 1000/1002"),
+        "{shared}"
+    );
+    // A glob that matches nothing written holds.
+    let other = h.rewind(&[
+        "check",
+        "--schedules",
+        "2",
+        "--property",
+        "single-writer=/var/*",
+        "--",
+        &prog,
+        "shared",
+    ]);
+    assert_eq!(other.code, 0, "{other}");
+    h.replay_identical(&run_after(&shared.stdout, "failing: "));
+}
+
+#[test]
+fn a_late_fork_restores_a_keyframe_and_replays_identically() {
+    let h = Home::new();
+    // Long enough for several keyframes (one every 20,000 steps at most).
+    let parent = h.run_guest("long", &["60000"]);
+    assert_eq!(parent.status, "exited:0", "{}", parent.out);
+    let steps = parent.steps.unwrap();
+    assert!(steps > 60_000, "{}", parent.out);
+    let kf = std::fs::metadata(h.path().join("runs").join(&parent.id).join("keyframes")).unwrap();
+    assert!(kf.len() > 8, "the run kept keyframes");
+    h.replay_identical(&parent.id);
+
+    let late = (steps - 100).to_string();
+    let a = h.rewind(&["fork", &parent.id, &late, "--schedule", "7", "-q"]);
+    let b = h.rewind(&["fork", &parent.id, &late, "--schedule", "7", "-q"]);
+    let id_of = |o: &rewind_tests::Output| -> String {
+        o.stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("rewind: run "))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap_or_else(|| panic!("fork prints a run line:\n{o}"))
+            .to_string()
+    };
+    let (ra, rb) = (id_of(&a), id_of(&b));
+    assert_eq!(
+        ra, rb,
+        "forking twice with the same arguments gives the same id"
+    );
+    assert!(
+        a.stderr
+            .contains("the fork first differs from its parent at step")
+            || a.stderr
+                .contains("the fork does not differ from its parent"),
+        "{a}"
+    );
+    // The fork restored a keyframe and recorded only the rest; replay reruns
+    // it from step 0 and must see the same events.
+    h.replay_identical(&ra);
+    let ls = h.ok(&["ls"]).stdout;
+    assert!(
+        ls.contains(&format!("(fork of {} at {late}, schedule 7)", parent.id)),
+        "{ls}"
+    );
+    // The prefix is the parent's: the events up to the fork step agree.
+    let cut = |id: &str| -> Vec<String> {
+        h.ok(&["events", id, "--to", &late])
+            .stdout
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(cut(&parent.id), cut(&ra));
+}
+
+#[test]
+fn cat_shows_a_file_before_and_after_the_guest_wrote_it() {
+    let h = Home::new();
+    let run = h.run_guest("write-twice", &[]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    h.replay_identical(&run.id);
+    let events = h.events(&run.id);
+    let step_of = |needle: &str| -> String {
+        events
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no `{needle}` in:\n{events}"))
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let opened = step_of("\"/out.txt\"");
+    let first = step_of("\"first\\n\"");
+    let second = step_of("\"second\\n\"");
+    let before: u64 = opened.parse::<u64>().unwrap() - 1;
+    let missing = h.rewind(&["cat", &run.id, &before.to_string(), "/out.txt"]);
+    assert_eq!(
+        missing.code, 3,
+        "before the open the file did not exist:\n{missing}"
+    );
+    assert_eq!(
+        h.ok(&["cat", &run.id, &first, "/out.txt"]).stdout,
+        "first\n"
+    );
+    assert_eq!(
+        h.ok(&["cat", &run.id, &second, "/out.txt"]).stdout,
+        "first\nsecond\n"
+    );
+    let ps = h.ok(&["ps", &run.id, "--at", &first]).stdout;
+    assert!(
+        ps.contains("process 1000") && ps.contains("thread 1000/1000"),
+        "{ps}"
+    );
+}
+
+#[test]
+fn diff_and_threads_of_the_bank_passing_and_failing_runs() {
+    let h = Home::new();
+    let check = h.rewind(&["check", "--example", "bank"]);
+    assert_eq!(check.code, 1, "{check}");
+    let pass = run_after(&check.stdout, "passing: ");
+    let fail = run_after(&check.stdout, "failing: ");
+    let diff = h.rewind(&["diff", &pass, &fail]);
+    assert_eq!(diff.code, 1, "{diff}");
+    assert!(
+        diff.stdout.lines().any(|l| l.starts_with("both ")),
+        "{diff}"
+    );
+    assert!(
+        diff.stdout.lines().any(|l| l.starts_with("left ")),
+        "{diff}"
+    );
+    assert!(
+        diff.stdout.lines().any(|l| l.starts_with("right ")),
+        "{diff}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(h.rewind(&["diff", &pass, &fail, "--json"]).stdout.trim()).unwrap();
+    assert!(json["divergence"]["left_step"].is_u64(), "{json}");
+    assert!(json["divergence"]["right_step"].is_u64(), "{json}");
+    let same = h.rewind(&["diff", &pass, &pass]);
+    assert_eq!(same.code, 0, "{same}");
+    let (a, b) = (
+        h.ok(&["threads", &pass]).stdout,
+        h.ok(&["threads", &fail]).stdout,
+    );
+    assert!(a.lines().count() >= 2, "{a}");
+    assert_ne!(a, b, "who held the CPU differs between the runs");
+    h.replay_identical(&pass);
+    h.replay_identical(&fail);
+}
