@@ -63,8 +63,8 @@ int main(void)
     pthread_t t[WORKERS];
     for (long i = 0; i < WORKERS; i++)
         pthread_create(&t[i], NULL, worker, (void *)i);
-    usleep(100); /* let the workers work */
-    say("main: shutting down %ld workers after %ld us\n", WORKERS, 100);
+    sched_yield(); /* let the workers start on the queue */
+    say("main: shutting down %ld workers, %ld jobs queued\n", WORKERS, JOBS);
     pthread_mutex_lock(&pool.lock);
     pool.stop = 1;
     pthread_mutex_unlock(&pool.lock);

@@ -1,12 +1,13 @@
 /* pool: a worker checks the stop flag without the lock, then counts through the queue the shutdown freed.
  *
- * Two workers count the jobs in a shared queue, pass after pass, yielding
- * the CPU between passes. To shut the pool down, main sets the stop flag
- * under the lock, frees the queue (and clears the pointer) and joins the
- * workers. A worker reads the flag without taking the lock, announces its
- * pass (a system call), and only then takes the lock to count. If main shuts
- * down between that read and that lock, the worker counts through a queue
- * that is gone and dies of SIGSEGV. The fix is pool-fixed.c.
+ * Main fills a queue of jobs, starts two workers that count through it pass
+ * after pass (yielding the CPU between passes), lets them start, then shuts
+ * the pool down: it sets the stop flag under the lock, frees the queue (and
+ * clears the pointer) and joins the workers. A worker reads the flag without
+ * taking the lock, announces its pass (a system call), and only then takes
+ * the lock to count. If main shuts down between that read and that lock, the
+ * worker counts through a queue that is gone and dies of SIGSEGV. The fix is
+ * pool-fixed.c.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -61,8 +62,8 @@ int main(void)
     pthread_t t[WORKERS];
     for (long i = 0; i < WORKERS; i++)
         pthread_create(&t[i], NULL, worker, (void *)i);
-    usleep(100); /* let the workers work */
-    say("main: shutting down %ld workers after %ld us\n", WORKERS, 100);
+    sched_yield(); /* let the workers start on the queue */
+    say("main: shutting down %ld workers, %ld jobs queued\n", WORKERS, JOBS);
     pthread_mutex_lock(&pool.lock);
     pool.stop = 1;
     pthread_mutex_unlock(&pool.lock);
