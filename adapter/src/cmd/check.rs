@@ -329,6 +329,7 @@ fn json_report(r: &Report) -> serde_json::Value {
             })),
             "where": n.where_,
             "runs": n.runs,
+            "wall_secs": n.wall.as_secs_f64(),
         })),
     })
 }

@@ -73,6 +73,9 @@ pub struct RunArgs {
     /// Last step a schedule may perturb [default: the end of the run].
     #[arg(long, value_name = "STEP")]
     pub schedule_until: Option<u64>,
+    /// Keep no keyframes (seeks and forks of this run then rerun from step 0).
+    #[arg(long)]
+    pub no_keyframes: bool,
     /// Run a built-in example program (`rewind run --example list` lists them).
     #[arg(long, value_name = "NAME", conflicts_with = "root")]
     pub example: Option<String>,
@@ -334,6 +337,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let inputs = &prepared.inputs;
     let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
     rec.set_echo(!args.quiet);
+    rec.set_keyframes(!args.no_keyframes);
     let limits = Limits {
         timeout: args.timeout,
         ..Default::default()

@@ -1,0 +1,220 @@
+//! The timeline benchmark (issues 3 and 4): finding a race, forking late,
+//! seeking, keyframe sizes. Everything is measured in this process and
+//! printed beside a baseline measured here too:
+//!
+//!   (a) `rewind check --example bank` end to end: wall time, schedules per
+//!       second, narrowing time; beside it the native bank binary run in a
+//!       loop on all cores until it first loses money, and pinned to one core
+//!       for 1000 runs (it should never fail there);
+//!   (b) fork latency at steps 1k, 10k, 100k and 1M of a long run, against
+//!       forking the same run recorded without keyframes (a rerun from step 0);
+//!   (c) seek time (`rewind cat` at those steps) with and without keyframes;
+//!   (d) keyframe bytes per 1,000 steps (the keyframes file and the new pages);
+//!   (e) export sizes with and without `--replayable`, when `rewind export` exists.
+//!
+//!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench timeline
+
+use rewind_tests::{guest, guest_arg, Home, Output};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Steps at which forks and seeks are timed.
+const FORK_STEPS: [u64; 4] = [1_000, 10_000, 100_000, 1_000_000];
+/// Calls the long guest makes: a bit over the last fork step.
+const LONG_CALLS: &str = "1010000";
+/// Native bank runs pinned to one core.
+const PINNED_RUNS: u32 = 1000;
+/// Native bank runs on all cores before giving up on seeing it fail.
+const UNPINNED_LIMIT: u32 = 100_000;
+
+fn timed(f: impl FnOnce() -> Output) -> (Duration, Output) {
+    let t = Instant::now();
+    let o = f();
+    (t.elapsed(), o)
+}
+
+fn main() {
+    println!("rewind timeline benchmark");
+    println!("rewind binary: {}", rewind_tests::rewind_bin().display());
+    println!();
+    check_bank();
+    println!();
+    forks_and_seeks();
+}
+
+fn check_bank() {
+    let h = Home::new();
+    let (wall, out) = timed(|| h.rewind(&["check", "--example", "bank", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim())
+        .unwrap_or_else(|e| panic!("check --json: {e}\n{out}"));
+    let tried = v["tried"].as_array().map_or(0, |a| a.len()) + 1;
+    let narrow = v["narrowed"]["wall_secs"].as_f64().unwrap_or(f64::NAN);
+    let search = wall.as_secs_f64() - narrow;
+    println!(
+        "(a) rewind check --example bank: found and narrowed in {:.3} s wall",
+        wall.as_secs_f64()
+    );
+    println!(
+        "    {tried} schedules in {search:.3} s = {:.0} schedules/s; narrowing {narrow:.3} s ({} runs)",
+        tried as f64 / search,
+        v["narrowed"]["runs"]
+    );
+    let bank = guest("bank");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (runs, took) = native_until_failure(&bank, cores);
+    match runs {
+        Some(n) => println!(
+            "    native bank on {cores} cores: first lost money after {n} runs, {:.3} s  (rewind: {:.1}x faster to a failure, and it replays)",
+            took.as_secs_f64(),
+            took.as_secs_f64() / wall.as_secs_f64()
+        ),
+        None => println!(
+            "    native bank on {cores} cores: no failure in {UNPINNED_LIMIT} runs ({:.1} s)",
+            took.as_secs_f64()
+        ),
+    }
+    let (fails, took) = native_pinned(&bank);
+    println!(
+        "    native bank pinned to one core: {fails} failures in {PINNED_RUNS} runs ({:.2} s)",
+        took.as_secs_f64()
+    );
+}
+
+fn native_until_failure(bank: &Path, cores: usize) -> (Option<u32>, Duration) {
+    let t = Instant::now();
+    let found = std::sync::atomic::AtomicU32::new(0);
+    let count = std::sync::atomic::AtomicU32::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..cores {
+            s.spawn(|| {
+                use std::sync::atomic::Ordering::SeqCst;
+                while found.load(SeqCst) == 0 {
+                    let n = count.fetch_add(1, SeqCst) + 1;
+                    if n > UNPINNED_LIMIT {
+                        break;
+                    }
+                    let st = Command::new(bank).stdout(Stdio::null()).status().unwrap();
+                    if st.code() == Some(2) {
+                        found.fetch_min(n, SeqCst);
+                        let _ = found.compare_exchange(0, n, SeqCst, SeqCst);
+                    }
+                }
+            });
+        }
+    });
+    let n = found.into_inner();
+    ((n > 0).then_some(n), t.elapsed())
+}
+
+fn native_pinned(bank: &Path) -> (u32, Duration) {
+    let t = Instant::now();
+    let mut fails = 0;
+    for _ in 0..PINNED_RUNS {
+        let mut cmd = Command::new("taskset");
+        cmd.arg("-c").arg("0").arg(bank).stdout(Stdio::null());
+        if cmd.status().unwrap().code() == Some(2) {
+            fails += 1;
+        }
+    }
+    (fails, t.elapsed())
+}
+
+fn id_of(o: &Output) -> String {
+    o.stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("rewind: run "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no run line:\n{o}"))
+        .to_string()
+}
+
+fn dir_size(p: &Path) -> u64 {
+    std::fs::read_dir(p).map_or(0, |d| {
+        d.flatten()
+            .map(|e| {
+                let m = e.metadata().unwrap();
+                if m.is_dir() {
+                    dir_size(&e.path())
+                } else {
+                    m.len()
+                }
+            })
+            .sum()
+    })
+}
+
+fn forks_and_seeks() {
+    let h = Home::new();
+    let prog = guest_arg("long");
+    let (rec_wall, with) = timed(|| h.rewind(&["run", "-q", "--", &prog, LONG_CALLS]));
+    let with = id_of(&with);
+    let (_, without) = timed(|| {
+        h.rewind(&[
+            "run",
+            "-q",
+            "--no-keyframes",
+            "--name",
+            "nokf",
+            "--",
+            &prog,
+            LONG_CALLS,
+        ])
+    });
+    let without = id_of(&without);
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(h.path().join("runs").join(&with).join("meta.json")).unwrap(),
+    )
+    .unwrap();
+    let steps = meta["steps"].as_u64().unwrap();
+    println!(
+        "long run: {steps} steps recorded in {:.1} s with keyframes",
+        rec_wall.as_secs_f64()
+    );
+    let kf_bytes = std::fs::metadata(h.path().join("runs").join(&with).join("keyframes"))
+        .map_or(0, |m| m.len());
+    let pages = dir_size(&h.path().join("pages"));
+    println!(
+        "(d) keyframes: {} bytes of keyframes + {} bytes of pages = {:.0} bytes per 1,000 steps",
+        kf_bytes,
+        pages,
+        (kf_bytes + pages) as f64 * 1000.0 / steps as f64
+    );
+    println!("(b) fork latency (fork runs on to the end; the ratio is to a fork of the same run kept without keyframes)");
+    for s in FORK_STEPS.iter().filter(|s| **s < steps) {
+        let st = s.to_string();
+        let (kf, _) = timed(|| h.rewind(&["fork", &with, &st, "--schedule", "1", "-q"]));
+        let (rerun, _) = timed(|| h.rewind(&["fork", &without, &st, "--schedule", "1", "-q"]));
+        println!(
+            "    step {s:>8}: {:7.3} s with keyframes, {:7.3} s rerun from step 0  ({:.2}x)",
+            kf.as_secs_f64(),
+            rerun.as_secs_f64(),
+            rerun.as_secs_f64() / kf.as_secs_f64()
+        );
+    }
+    println!("(c) seek time (`rewind cat RUN STEP /nothing`)");
+    for s in FORK_STEPS.iter().filter(|s| **s < steps) {
+        let st = s.to_string();
+        let (kf, _) = timed(|| h.rewind(&["cat", &with, &st, "/nothing"]));
+        let (rerun, _) = timed(|| h.rewind(&["cat", &without, &st, "/nothing"]));
+        println!(
+            "    step {s:>8}: {:7.3} s with keyframes, {:7.3} s from step 0  ({:.1}x)",
+            kf.as_secs_f64(),
+            rerun.as_secs_f64(),
+            rerun.as_secs_f64() / kf.as_secs_f64()
+        );
+    }
+    let out = h.path().join("x.rwd");
+    let plain = h.rewind(&["export", &with, "-o", out.to_str().unwrap()]);
+    if plain.code == 0 {
+        let a = std::fs::metadata(&out).map_or(0, |m| m.len());
+        let full = h.rewind(&["export", &with, "--replayable", "-o", out.to_str().unwrap()]);
+        let b = std::fs::metadata(&out).map_or(0, |m| m.len());
+        println!(
+            "(e) export: {a} bytes; with --replayable {b} bytes{}",
+            if full.code == 0 { "" } else { " (failed)" }
+        );
+    } else {
+        println!("(e) export: not available ({})", plain.stderr.trim());
+    }
+}
