@@ -140,6 +140,32 @@ __attribute__((target("avx512f"))) static void check_avx512(void) {
     CHECK(k1_out == k1 && k7_out == k7, "opmask k1 and k7 survived (%#x %#x)", k1_out, k7_out);
 }
 
+// Writes xmm3 and MXCSR in the frame's fpstate: sigreturn restores them.
+static void edit_frame(int sig, siginfo_t *si, void *ctx) {
+    ucontext_t *uc = ctx;
+    uc->uc_mcontext.fpregs->_xmm[3].element[0] = 0xfeedface;
+    uc->uc_mcontext.fpregs->mxcsr = 0x1f80 | (2 << 13);
+}
+
+static void check_edit(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = edit_frame;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGUSR2, &sa, NULL);
+    long pid = getpid(), tid = gettid();
+    uint32_t lane = 0, mx = 0, mx_default = 0x1f80;
+    __asm__ volatile("pxor %%xmm3, %%xmm3\n\t"
+                     "mov $234, %%eax\n\t mov %[pid], %%rdi\n\t mov %[tid], %%rsi\n\t"
+                     "mov $12, %%edx\n\t syscall\n\t"
+                     "movd %%xmm3, %[lane]\n\t stmxcsr %[mx]\n\t ldmxcsr %[mx_default]"
+                     : [lane] "=r"(lane), [mx] "=m"(mx)
+                     : [pid] "r"(pid), [tid] "r"(tid), [mx_default] "m"(mx_default)
+                     : "rax", "rdi", "rsi", "rdx", "rcx", "r11", "memory", "xmm3");
+    CHECK(lane == 0xfeedface && mx == (0x1f80 | (2 << 13)),
+          "the handler's edits of xmm3 and MXCSR in the frame took effect (%#x, %#x)", lane, mx);
+}
+
 int main(void) {
     __builtin_cpu_init();
     avx512 = __builtin_cpu_supports("avx512f");
@@ -157,6 +183,7 @@ int main(void) {
     } else {
         printf("no AVX-512 here\n");
     }
+    check_edit();
     printf("%s\n", failures ? "FAILED" : "all passed");
     return failures != 0;
 }

@@ -62,6 +62,15 @@ static void on_fpe(int sig, siginfo_t *si, void *ctx) {
 }
 static void on_trap(int sig) { trap_hit++; }
 
+// Skips the faulting ud2 by editing the saved rip: sigreturn takes it.
+static volatile int ill_code;
+static void skip_ud2(int sig, siginfo_t *si, void *ctx) {
+    ucontext_t *uc = ctx;
+    ill_code = si->si_code;
+    uc->uc_mcontext.gregs[REG_RIP] += 2;
+    uc->uc_mcontext.gregs[REG_RAX] = 1234;
+}
+
 int main(void) {
     page = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     struct sigaction sa;
@@ -117,6 +126,15 @@ int main(void) {
     signal(SIGTRAP, on_trap);
     __asm__ volatile("int3");
     CHECK(trap_hit == 1, "int3: the SIGTRAP handler ran and the program went on");
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = skip_ud2;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGILL, &sa, NULL);
+    long rax = 0;
+    __asm__ volatile("xor %%eax, %%eax\n\t ud2" : "=a"(rax));
+    CHECK(ill_code == ILL_ILLOPN && rax == 1234,
+          "ud2: SIGILL, and the handler's edits of rip and rax took effect");
     printf("%s\n", failures ? "FAILED" : "all passed");
     return failures != 0;
 }

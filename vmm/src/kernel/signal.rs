@@ -129,10 +129,38 @@ const NR_CLOCK_NANOSLEEP: u32 = 230;
 const TIMER_ABSTIME: u64 = 1;
 
 const NAMES: [&str; 32] = [
-    "0", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE",
-    "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM", "SIGSTKFLT",
-    "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU",
-    "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS",
+    "0",
+    "SIGHUP",
+    "SIGINT",
+    "SIGQUIT",
+    "SIGILL",
+    "SIGTRAP",
+    "SIGABRT",
+    "SIGBUS",
+    "SIGFPE",
+    "SIGKILL",
+    "SIGUSR1",
+    "SIGSEGV",
+    "SIGUSR2",
+    "SIGPIPE",
+    "SIGALRM",
+    "SIGTERM",
+    "SIGSTKFLT",
+    "SIGCHLD",
+    "SIGCONT",
+    "SIGSTOP",
+    "SIGTSTP",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGURG",
+    "SIGXCPU",
+    "SIGXFSZ",
+    "SIGVTALRM",
+    "SIGPROF",
+    "SIGWINCH",
+    "SIGIO",
+    "SIGPWR",
+    "SIGSYS",
 ];
 
 pub fn signal_name(sig: i32) -> String {
@@ -184,14 +212,20 @@ impl SigAction {
         sig != SIGKILL
             && (self.handler == SIG_IGN
                 || self.handler == SIG_DFL
-                    && !matches!(default_action(sig), DefaultAction::Terminate | DefaultAction::Core))
+                    && !matches!(
+                        default_action(sig),
+                        DefaultAction::Terminate | DefaultAction::Core
+                    ))
     }
 
     /// The default action ends the process.
     fn kills(&self, sig: i32) -> bool {
         sig == SIGKILL
             || self.handler == SIG_DFL
-                && matches!(default_action(sig), DefaultAction::Terminate | DefaultAction::Core)
+                && matches!(
+                    default_action(sig),
+                    DefaultAction::Terminate | DefaultAction::Core
+                )
     }
 }
 
@@ -559,7 +593,6 @@ impl Kernel<'_> {
             if self.is_finished() {
                 return Ok(());
             }
-            if std::env::var_os("SIGDBG").is_some() { eprintln!("step {} cur {} states {:?}", self.step, self.cur_tid(), self.threads.values().map(|t| (t.tid, t.state.clone())).collect::<Vec<_>>()); }
             self.schedule()?;
             self.deliver_current();
             if self.is_finished() {
@@ -631,7 +664,11 @@ impl Kernel<'_> {
         let mut interrupted = t.signals.interrupted.take();
         let waited = std::mem::take(&mut t.signals.waiting);
         if let Some(i) = &interrupted {
-            if i.wait == Wait::Signal && self.threads[&tid].pending_call.is_some_and(|c| c.nr == NR_RT_SIGTIMEDWAIT) {
+            if i.wait == Wait::Signal
+                && self.threads[&tid]
+                    .pending_call
+                    .is_some_and(|c| c.nr == NR_RT_SIGTIMEDWAIT)
+            {
                 if let Some(info) = self.take_waited(waited) {
                     let call = self.cur_thread().pending_call.take().unwrap();
                     let r = self.finish_sigtimedwait(call, info);
@@ -925,7 +962,12 @@ fn kill_targets(k: &Kernel, pid: i32) -> Vec<Pid> {
         0 => vec![me],
         -1 => k.procs.keys().copied().filter(|p| *p != me).collect(),
         // The process group: every process leads its own (setpgid is not kept).
-        p if p < -1 => k.procs.keys().copied().filter(|q| *q as i64 == -(p as i64)).collect(),
+        p if p < -1 => k
+            .procs
+            .keys()
+            .copied()
+            .filter(|q| *q as i64 == -(p as i64))
+            .collect(),
         // A thread id names its process too, as on Linux.
         p => k
             .threads
@@ -954,7 +996,13 @@ pub fn sys_kill(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
-fn thread_kill(k: &mut Kernel, tgid: Option<i32>, tid: i32, sig: i32, info: Option<SigInfo>) -> SysResult<u64> {
+fn thread_kill(
+    k: &mut Kernel,
+    tgid: Option<i32>,
+    tid: i32,
+    sig: i32,
+    info: Option<SigInfo>,
+) -> SysResult<u64> {
     if tid <= 0 || tgid.is_some_and(|g| g <= 0) || (sig != 0 && !valid_signal(sig)) {
         return Err(EINVAL);
     }
@@ -1097,7 +1145,10 @@ pub fn sys_rt_sigpending(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 }
 
 pub fn sys_pause(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
-    let call = PendingCall { nr: NR_PAUSE, args: a };
+    let call = PendingCall {
+        nr: NR_PAUSE,
+        args: a,
+    };
     Ok(k.block(Wait::Signal, None, call))
 }
 

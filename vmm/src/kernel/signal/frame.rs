@@ -83,7 +83,8 @@ const RFLAGS_TF: u64 = 1 << 8;
 const RFLAGS_DF: u64 = 1 << 10;
 const RFLAGS_RF: u64 = 1 << 16;
 /// The flags rt_sigreturn takes from the frame (Linux's FIX_EFLAGS).
-const FIX_EFLAGS: u64 = 0x1 | 0x4 | 0x10 | 0x40 | 0x80 | RFLAGS_TF | RFLAGS_DF | 0x800 | 0x4_0000 | RFLAGS_RF;
+const FIX_EFLAGS: u64 =
+    0x1 | 0x4 | 0x10 | 0x40 | 0x80 | RFLAGS_TF | RFLAGS_DF | 0x800 | 0x4_0000 | RFLAGS_RF;
 
 /// The x86 exception vector of a page fault: its sigcontext carries cr2.
 const VEC_PAGE_FAULT: u8 = 14;
@@ -170,7 +171,12 @@ fn init_xstate(current: &[u8]) -> ExtendedState {
 impl Kernel<'_> {
     /// Builds the handler's frame for the current thread and points its
     /// registers at the handler. `oldmask` is the mask rt_sigreturn restores.
-    pub(super) fn setup_frame(&mut self, info: &SigInfo, act: &SigAction, oldmask: u64) -> Result<(), FrameError> {
+    pub(super) fn setup_frame(
+        &mut self,
+        info: &SigInfo,
+        act: &SigAction,
+        oldmask: u64,
+    ) -> Result<(), FrameError> {
         // x86-64 has no default return path: a handler needs SA_RESTORER.
         if act.flags & SA_RESTORER == 0 || !canonical(act.handler) {
             return Err(FrameError::Fault);
@@ -194,7 +200,11 @@ impl Kernel<'_> {
             let mut img = bytes[..size].to_vec();
             img[SW_BYTES..FXSAVE_SIZE].fill(0);
             put_u32(&mut img, SW_BYTES, FP_XSTATE_MAGIC1);
-            put_u32(&mut img, SW_BYTES + 4, (size + FP_XSTATE_MAGIC2_SIZE) as u32);
+            put_u32(
+                &mut img,
+                SW_BYTES + 4,
+                (size + FP_XSTATE_MAGIC2_SIZE) as u32,
+            );
             put_u64(&mut img, SW_BYTES + 8, features);
             put_u32(&mut img, SW_BYTES + 16, size as u32);
             let bv = get_u64(&img, XSAVE_HEADER) | XFEATURE_FPSSE;
@@ -224,8 +234,23 @@ impl Kernel<'_> {
         put_u64(&mut f, uc + UC_STACK + 16, alt.size);
         let sc = uc + UC_MCONTEXT;
         let gregs = [
-            regs.r8, regs.r9, regs.r10, regs.r11, regs.r12, regs.r13, regs.r14, regs.r15, regs.rdi,
-            regs.rsi, regs.rbp, regs.rbx, regs.rdx, regs.rax, regs.rcx, regs.rsp, regs.rip,
+            regs.r8,
+            regs.r9,
+            regs.r10,
+            regs.r11,
+            regs.r12,
+            regs.r13,
+            regs.r14,
+            regs.r15,
+            regs.rdi,
+            regs.rsi,
+            regs.rbp,
+            regs.rbx,
+            regs.rdx,
+            regs.rax,
+            regs.rcx,
+            regs.rsp,
+            regs.rip,
             regs.rflags,
         ];
         for (i, v) in gregs.iter().enumerate() {
@@ -340,9 +365,15 @@ impl Kernel<'_> {
             let cur = self.m.save_xstate().map_err(FrameError::Engine)?;
             return Ok(cur.map(|c| init_xstate(&xsave_bytes(&c))));
         }
-        let legacy = self.read_user(fp, FXSAVE_SIZE).map_err(|_| FrameError::Fault)?;
+        // FXRSTOR needs 16-byte alignment and XRSTOR 64: either faults.
+        if !fp.is_multiple_of(16) {
+            return Err(FrameError::Fault);
+        }
+        let legacy = self
+            .read_user(fp, FXSAVE_SIZE)
+            .map_err(|_| FrameError::Fault)?;
         let mut full = None;
-        if fp.is_multiple_of(64) && get_u32(&legacy, SW_BYTES) == FP_XSTATE_MAGIC1 {
+        if get_u32(&legacy, SW_BYTES) == FP_XSTATE_MAGIC1 {
             let extended = get_u32(&legacy, SW_BYTES + 4) as usize;
             let xfeatures = get_u64(&legacy, SW_BYTES + 8);
             let size = get_u32(&legacy, SW_BYTES + 16) as usize;
@@ -355,15 +386,22 @@ impl Kernel<'_> {
         }
         let mut img = vec![0u8; KVM_XSAVE_SIZE];
         let bv = match full {
+            Some(_) if !fp.is_multiple_of(64) => return Err(FrameError::Fault),
             Some((size, xfeatures)) => {
                 let b = self.read_user(fp, size).map_err(|_| FrameError::Fault)?;
                 img[..size].copy_from_slice(&b);
                 let bv = get_u64(&img, XSAVE_HEADER);
-                // XRSTOR faults on these: components the CPU lacks, a
-                // compacted or non-zero reserved header.
-                if bv & !xcr0 != 0 || img[XSAVE_HEADER + 8..XSAVE_MIN].iter().any(|b| *b != 0) {
+                // XRSTOR (standard form) faults on components the CPU lacks
+                // and on header bytes 8..24 (XCOMP_BV and the next word) not
+                // zero; it ignores the rest, which KVM wants zero.
+                if bv & !xcr0 != 0
+                    || img[XSAVE_HEADER + 8..XSAVE_HEADER + 24]
+                        .iter()
+                        .any(|b| *b != 0)
+                {
                     return Err(FrameError::Fault);
                 }
+                img[XSAVE_HEADER + 24..XSAVE_MIN].fill(0);
                 bv & xfeatures & features
             }
             None => {
