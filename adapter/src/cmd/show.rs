@@ -292,17 +292,13 @@ fn made_by_check(m: &Manifest) -> Option<String> {
     if !m.perturb.is_empty() {
         let list: Vec<String> = m.perturb.iter().map(|p| p.to_string()).collect();
         return Some(format!(
-            "it was made by `rewind check`'s narrowing, with explicit perturbations ({}); \
-             no single command recreates it: `rewind check` given the options it was checked \
-             with makes it again among its runs",
+            "it was made by `rewind check`'s narrowing, with explicit perturbations ({})",
             list.join(", ")
         ));
     }
     if let Some((step, seed)) = m.reseed {
         return Some(format!(
-            "it was made by `rewind check --seeds`, reseeded with {seed} at step {step}; \
-             no single command recreates it: `rewind check --seeds` given the options it was \
-             checked with makes it again among its runs"
+            "it was made by `rewind check --seeds`, reseeded with {seed} at step {step}"
         ));
     }
     None
@@ -558,9 +554,13 @@ pub fn main(args: ShowArgs) -> Result<i32> {
             }
         }
         Some(why) => {
-            writeln!(o, "made again by: no single command: {why}")?;
+            writeln!(o, "made again by: no single command: {why}.")?;
             if let Some(c) = &check {
-                writeln!(o, "its program and inputs, checked:")?;
+                writeln!(
+                    o,
+                    "`rewind check` of its program and inputs, given the options it was checked \
+                     with (not kept with the run), makes it again among its runs:"
+                )?;
                 writeln!(o, "  {}", c.shell)?;
             }
         }

@@ -844,6 +844,24 @@ struct Checked {
 
 impl Check {
     fn finish(self) -> Result<Checked, ArchiveError> {
+        // Nothing may lie inside a link or a file of a root image.
+        for p in &self.root_paths {
+            for k in 1..p.len() {
+                let prefix = &p[..k];
+                if self.links.contains(prefix) {
+                    return refused(format!(
+                        "refused: `image/root/{}` lies inside a link",
+                        p.join("/")
+                    ));
+                }
+                if self.files.contains(prefix) {
+                    return refused(format!(
+                        "refused: `image/root/{}` lies inside a file",
+                        p.join("/")
+                    ));
+                }
+            }
+        }
         let info = self
             .info
             .ok_or_else(|| ArchiveError::Refused(Refused("refused: no rwd.json".into())))?;
@@ -868,24 +886,6 @@ impl Check {
                 "refused: the run's id {} is not its manifest's hash {id}",
                 info.run
             ));
-        }
-        // Nothing may lie inside a link or a file of a root image.
-        for p in &self.root_paths {
-            for k in 1..p.len() {
-                let prefix = &p[..k];
-                if self.links.contains(prefix) {
-                    return refused(format!(
-                        "refused: `image/root/{}` lies inside a link",
-                        p.join("/")
-                    ));
-                }
-                if self.files.contains(prefix) {
-                    return refused(format!(
-                        "refused: `image/root/{}` lies inside a file",
-                        p.join("/")
-                    ));
-                }
-            }
         }
         if info.replayable {
             let ok = match info.image.as_deref() {
@@ -1076,6 +1076,7 @@ impl Store {
         }
 
         // Pass 2: extract into a temporary directory, check, move into place.
+        let had_runs = self.runs_dir().exists();
         self.prepare()?;
         let lock = self.lock_shared()?;
         let tmp = self
@@ -1086,6 +1087,10 @@ impl Store {
         let result = self.extract_and_install(open()?, &tmp, &checked, &lock);
         let _ = remove_tree(&tmp);
         pending::unregister(&tmp);
+        if result.is_err() && !had_runs {
+            // Leave a store that had no runs as it was (only when empty).
+            let _ = std::fs::remove_dir(self.runs_dir());
+        }
         result
     }
 

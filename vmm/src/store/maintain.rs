@@ -199,10 +199,35 @@ impl Store {
             }
         }
 
-        // Pages.
+        // Pages: those of every run directory, listed or not (one whose
+        // manifest or meta is damaged still keeps its pages).
         let mut used: BTreeSet<PageHash> = BTreeSet::new();
-        for r in &runs {
-            used.extend(run_pages(&r.dir)?);
+        let mut used_images: BTreeSet<String> = BTreeSet::new();
+        let mut unknown_image = false;
+        let entries = match std::fs::read_dir(self.runs_dir()) {
+            Ok(d) => d.flatten().collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io(&self.runs_dir())(e)),
+        };
+        for e in entries {
+            if is_temp(&e.file_name().to_string_lossy()) || !e.path().is_dir() {
+                continue;
+            }
+            let dir = e.path();
+            used.extend(run_pages(&dir).map_err(|err| StoreError::Corrupt {
+                path: dir.clone(),
+                what: format!(
+                    "cannot tell which pages this run uses ({err}); nothing was removed \
+                     (`rewind remove` the run to collect the rest)"
+                ),
+            })?);
+            // Images are named by their hash: kept while any run has it.
+            match super::read_json::<crate::record::Manifest>(&dir.join("manifest.json")) {
+                Ok(m) => {
+                    used_images.insert(m.image);
+                }
+                Err(_) => unknown_image = true,
+            }
         }
         let pages = self.pages();
         for (h, _) in pages.list()? {
@@ -229,11 +254,14 @@ impl Store {
         }
         let _ = std::fs::remove_dir(pages.dir());
 
-        // Imported images.
+        // Imported images (all kept while a run's manifest is unreadable).
         let images = self.home().join(IMAGES_DIR);
-        // Named by the image's hash: kept while any run has that image.
-        let used_images: BTreeSet<String> = runs.iter().map(|r| r.manifest.image.clone()).collect();
-        if let Ok(d) = std::fs::read_dir(&images) {
+        let listing = if unknown_image {
+            None
+        } else {
+            std::fs::read_dir(&images).ok()
+        };
+        if let Some(d) = listing {
             for e in d.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
                 if is_temp(&name) || used_images.contains(&name) {
