@@ -6,7 +6,7 @@
 //! its bound is exhausted, and a broken property script is a warning, not an
 //! abort. Every run a check prints is replayed.
 //!
-//! Not tested here: `single-writer=GLOB` (not implemented yet).
+//! `single-writer=GLOB` is tested in forks.rs, with programs of its own.
 
 use rewind_tests::{assert_lines, rewind_bin, Home, Output};
 use std::path::Path;
