@@ -83,8 +83,7 @@ pub struct RunArgs {
     #[arg(
         value_name = "PROG [ARGS]",
         trailing_var_arg = true,
-        allow_hyphen_values = true,
-        required_unless_present = "example"
+        allow_hyphen_values = true
     )]
     pub command: Vec<String>,
 }
@@ -178,6 +177,9 @@ impl Prepared {
 
 /// Builds the run's inputs from the command line, with an empty standard input.
 pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
+    if args.example.is_none() && args.command.is_empty() {
+        usage!("give a program to run after `--`, or --example NAME");
+    }
     if !args.cwd.starts_with('/') {
         usage!("--cwd `{}`: must be an absolute guest path", args.cwd);
     }

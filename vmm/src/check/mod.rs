@@ -11,6 +11,7 @@ pub mod schedule;
 
 use crate::record::diff::Divergence;
 use crate::record::fork::{fork_manifest, ForkWith};
+use crate::record::keyframe::Keyframe;
 use crate::record::{Event, ExitStatus, Perturbation, Perturbed};
 use crate::session::{self, Limits, Outcome, RunInputs};
 use crate::store::{RunDetails, Store, StoreError};
@@ -161,6 +162,8 @@ pub struct Checker<'a> {
     store: &'a Store,
     base_status: Option<ExitStatus>,
     properties: Vec<Property>,
+    /// The keyframes of the run a check starts from, read once.
+    parent_keyframes: std::sync::OnceLock<Vec<Keyframe>>,
 }
 
 impl<'a> Checker<'a> {
@@ -170,6 +173,7 @@ impl<'a> Checker<'a> {
             store,
             base_status: None,
             properties: spec.properties.clone(),
+            parent_keyframes: std::sync::OnceLock::new(),
         }
     }
 
@@ -209,7 +213,14 @@ impl<'a> Checker<'a> {
     ) -> Result<(String, Outcome, Vec<Event>), CheckError> {
         let mut rec = self.store.begin(&inputs.manifest, &inputs.stdin)?;
         rec.set_echo(false);
-        let outcome = session::run(inputs, limits, &mut rec)?;
+        let outcome = match self.parent_keyframe(inputs)? {
+            // A fork of the checked run: from its last keyframe before the fork.
+            Some((run, kf)) => {
+                run.feed_prefix(&mut rec, kf.recorded)?;
+                session::run_from(inputs, &kf, &self.store.pages(), false, limits, &mut rec)?
+            }
+            None => session::run(inputs, limits, &mut rec)?,
+        };
         let run = rec.finish(
             &outcome,
             &RunDetails {
@@ -257,6 +268,29 @@ impl<'a> Checker<'a> {
             broken,
             sometimes: property::sometimes(events),
         }
+    }
+
+    /// For a fork of the run a check starts from: that run and its last
+    /// keyframe at or before the fork step.
+    fn parent_keyframe(
+        &self,
+        inputs: &RunInputs,
+    ) -> Result<Option<(crate::store::Run, Keyframe)>, CheckError> {
+        let (Some(p), Some(f)) = (&self.spec.parent, &inputs.manifest.fork_of) else {
+            return Ok(None);
+        };
+        if f.parent != p.id {
+            return Ok(None);
+        }
+        let run = self.store.resolve(&p.id)?;
+        let kfs = self
+            .parent_keyframes
+            .get_or_init(|| run.keyframes().unwrap_or_default());
+        Ok(kfs
+            .iter()
+            .rev()
+            .find(|k| k.step <= f.step)
+            .map(|k| (run, k.clone())))
     }
 
     /// Runs one candidate and judges it.
