@@ -255,10 +255,18 @@ fn print_report(r: &Report, spec: &CheckSpec) {
         println!("{} violates {p}: {why}", bad.label.trim());
     }
     let Some(n) = &r.narrowed else {
+        if r.base.violated() {
+            println!("schedule 0 itself violates it: no perturbation is needed");
+        }
         println!("failing: run {}", bad.id);
         return;
     };
     match n.deciding.as_slice() {
+        [] => println!(
+            "{} decides it: the run with it violates {} where schedule 0 does not",
+            bad.label.trim(),
+            n.property
+        ),
         [one] => println!(
             "step {} decides it: {} there makes the run violate {}",
             one.step,

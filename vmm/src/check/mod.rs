@@ -139,15 +139,19 @@ pub struct Report {
 }
 
 impl Report {
+    /// Violating runs, schedule 0 included.
     pub fn violations(&self) -> usize {
-        self.tried.iter().filter(|t| t.violated()).count()
+        self.tried.iter().filter(|t| t.violated()).count() + self.base.violated() as usize
     }
     /// Whether the check found anything wrong.
     pub fn failed(&self) -> bool {
         self.violations() > 0 || !self.never_held.is_empty()
     }
+    /// The first violating run: schedule 0 itself, or the first candidate.
     pub fn first_violation(&self) -> Option<&Tried> {
-        self.tried.iter().find(|t| t.violated())
+        std::iter::once(&self.base)
+            .chain(&self.tried)
+            .find(|t| t.violated())
     }
 }
 
@@ -311,7 +315,11 @@ impl<'a> Checker<'a> {
         }
         let base = self.judge("schedule   0".into(), id, &o, &events);
         progress.tried(&base, 0, 0);
-        let (candidates, bound) = self.candidates(o.steps);
+        let (candidates, bound) = if base.violated() && !self.spec.all {
+            (Vec::new(), None)
+        } else {
+            self.candidates(o.steps)
+        };
         let total = candidates.len() as u64;
         progress.phase("schedules");
         let tried = self.try_all(&candidates, progress)?;
@@ -346,7 +354,8 @@ impl<'a> Checker<'a> {
             properties: self.properties.clone(),
             never_held,
         };
-        if self.spec.narrow {
+        // Schedule 0 violating needs no perturbation: nothing to narrow.
+        if self.spec.narrow && !report.base.violated() {
             if let Some(bad) = report.first_violation().cloned() {
                 progress.phase("narrowing");
                 report.narrowed = Some(narrow::narrow(&self, &bad)?);

@@ -82,6 +82,22 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
         property: property.clone(),
         runs: 0,
     };
+    if bad.perturbed.is_empty() {
+        // No schedule perturbation: another seed decides it. Compare with schedule 0.
+        let base = checker.try_one(&Candidate::Explicit(Vec::new()))?;
+        let divergence =
+            first_divergence(&load(checker, &base.id)?, &load(checker, &bad.id)?, CONTEXT);
+        return Ok(Narrowed {
+            deciding: Vec::new(),
+            property,
+            passing: base.id,
+            failing: bad.id.clone(),
+            divergence,
+            where_: Vec::new(),
+            runs: 1,
+            wall: started.elapsed(),
+        });
+    }
     let mut deciding = None;
     for p in &bad.perturbed {
         if let Some(t) = s.fails(&[*p])? {
@@ -105,16 +121,11 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
     let without_last = &deciding[..deciding.len().saturating_sub(1)];
     let passing = checker.try_one(&Candidate::Explicit(without_last.to_vec()))?;
     s.runs += 1;
-    let load = |id: &str| -> Result<Vec<Event>, CheckError> {
-        let run = checker.store.resolve(id)?;
-        let mut t = run
-            .trace()
-            .map_err(|e| CheckError::Trace(id.into(), e.to_string()))?;
-        t.events()
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| CheckError::Trace(id.into(), e.to_string()))
-    };
-    let divergence = first_divergence(&load(&passing.id)?, &load(&failing.id)?, CONTEXT);
+    let divergence = first_divergence(
+        &load(checker, &passing.id)?,
+        &load(checker, &failing.id)?,
+        CONTEXT,
+    );
     let where_ = match (checker.spec.want_where, deciding.last()) {
         (true, Some(last)) => {
             let inputs = checker.inputs_for(&Candidate::Explicit(deciding.clone()));
@@ -136,4 +147,11 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
         runs: s.runs,
         wall: started.elapsed(),
     })
+}
+
+/// Every event of a run the check recorded.
+fn load(checker: &Checker, id: &str) -> Result<Vec<Event>, CheckError> {
+    let run = checker.store.resolve(id)?;
+    run.events()
+        .map_err(|e| CheckError::Trace(id.into(), e.to_string()))
 }

@@ -113,7 +113,11 @@ impl<'r> Kernel<'r> {
             sched: sched::Scheduler::new(FIRST_PID),
             clock: time::Clock::new(man.epoch, man.quantum_ns),
             futexes: futex::Futexes::default(),
-            rng: Rng::new(man.seed),
+            // A reseed at step 0 is a different seed from the start (AT_RANDOM too).
+            rng: Rng::new(match man.reseed {
+                Some((0, seed)) => seed,
+                _ => man.seed,
+            }),
             step: 0,
             inputs: inputs.clone(),
             symbols: symbols::SymbolTable::default(),
