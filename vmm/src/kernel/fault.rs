@@ -57,7 +57,9 @@ impl Kernel<'_> {
             VEC_BREAKPOINT => (SIGTRAP, TRAP_BRKPT, rip),
             VEC_DEBUG => (SIGTRAP, TRAP_TRACE, rip),
             VEC_ALIGNMENT => (SIGBUS, BUS_ADRALN, cr2),
-            VEC_STACK | VEC_GENERAL_PROTECTION | VEC_OVERFLOW | VEC_BOUND => (SIGSEGV, SI_KERNEL, 0),
+            VEC_STACK | VEC_GENERAL_PROTECTION | VEC_OVERFLOW | VEC_BOUND => {
+                (SIGSEGV, SI_KERNEL, 0)
+            }
             _ => (SIGSEGV, SI_KERNEL, 0),
         };
         self.force_signal(SigInfo::fault(signo, code, addr).with_trap(vector, error_code));

@@ -5,6 +5,7 @@
 
 pub mod elf;
 pub mod errno;
+pub mod fault;
 pub mod fs;
 pub mod futex;
 pub mod identity;
@@ -18,7 +19,6 @@ pub mod stack;
 pub mod symbols;
 pub mod syscall_names;
 pub mod syscalls;
-pub mod fault;
 pub mod task;
 pub mod thread;
 pub mod time;
@@ -126,7 +126,9 @@ impl<'r> Kernel<'r> {
             names: BTreeMap::new(),
             writers: BTreeMap::new(),
             recorded: Default::default(),
-            keyframes: rec.wants_keyframes().then(|| snapshot::KeyframeClock::new(0)),
+            keyframes: rec
+                .wants_keyframes()
+                .then(|| snapshot::KeyframeClock::new(0)),
             status: None,
             failure: None,
             rec,
@@ -151,7 +153,9 @@ impl<'r> Kernel<'r> {
     }
 
     pub fn cur_thread(&mut self) -> &mut Thread {
-        self.threads.get_mut(&self.sched.current).expect("current thread")
+        self.threads
+            .get_mut(&self.sched.current)
+            .expect("current thread")
     }
 
     pub fn cur_proc(&mut self) -> &mut Process {
@@ -222,8 +226,11 @@ impl<'r> Kernel<'r> {
             where_at: notes.where_at,
             writers: std::mem::take(&mut self.writers),
             thread_names: {
-                let live: Vec<(Tid, String)> =
-                    self.threads.values().map(|t| (t.tid, t.name.clone())).collect();
+                let live: Vec<(Tid, String)> = self
+                    .threads
+                    .values()
+                    .map(|t| (t.tid, t.name.clone()))
+                    .collect();
                 self.names.extend(live);
                 std::mem::take(&mut self.names)
             },
@@ -315,7 +322,12 @@ impl<'r> Kernel<'r> {
                     (ThreadState::Runnable, _) if tid == cur => "running".to_string(),
                     (ThreadState::Runnable, _) => "runnable".to_string(),
                 };
-                format!("thread {}/{}: {what}, at {}", t.pid, tid, self.symbols.describe(rip))
+                format!(
+                    "thread {}/{}: {what}, at {}",
+                    t.pid,
+                    tid,
+                    self.symbols.describe(rip)
+                )
             })
             .collect()
     }

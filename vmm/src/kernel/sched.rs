@@ -171,7 +171,10 @@ impl Kernel<'_> {
                     self.fire_timers();
                     // `wake` leaves the current thread out of the queue: it
                     // is off the CPU here (blocked), so it queues like any other.
-                    if self.threads.get(&cur).is_some_and(|t| t.state == ThreadState::Runnable)
+                    if self
+                        .threads
+                        .get(&cur)
+                        .is_some_and(|t| t.state == ThreadState::Runnable)
                         && !self.sched.runq.contains(&cur)
                     {
                         self.sched.runq.push_back(cur);

@@ -4,9 +4,7 @@
 use super::task::{Pid, Process, Thread, Tid};
 use super::{futex, sched, time, Kernel, Rng};
 use crate::machine::Machine;
-use crate::record::keyframe::{
-    Keyframe, KEYFRAME_MIN_STEPS, KEYFRAME_STEPS, KEYFRAME_WALL_MS,
-};
+use crate::record::keyframe::{Keyframe, KEYFRAME_MIN_STEPS, KEYFRAME_STEPS, KEYFRAME_WALL_MS};
 use crate::record::Recorder;
 use crate::session::RunInputs;
 use crate::store::pages::{hash_page, PageStore};
@@ -140,7 +138,10 @@ impl<'r> Kernel<'r> {
             let bytes = pages
                 .get(h)
                 .map_err(|e| EngineError::BadKeyframe(format!("page {pa:#x}: {e}")))?;
-            if pa.checked_add(PAGE as u64).is_none_or(|end| end > m.ram.size()) {
+            if pa
+                .checked_add(PAGE as u64)
+                .is_none_or(|end| end > m.ram.size())
+            {
                 return Err(EngineError::BadKeyframe(format!(
                     "page {pa:#x} lies outside guest memory"
                 )));
@@ -157,7 +158,12 @@ impl<'r> Kernel<'r> {
         let mut sched = st.sched;
         if !same_run {
             sched.perturber = crate::check::schedule::Perturber::from_manifest(man).map(|mut p| {
-                p.applied = man.perturb.iter().filter(|q| q.step <= kf.step).copied().collect();
+                p.applied = man
+                    .perturb
+                    .iter()
+                    .filter(|q| q.step <= kf.step)
+                    .copied()
+                    .collect();
                 p
             });
         }
@@ -182,7 +188,8 @@ impl<'r> Kernel<'r> {
             keyframes: rec.wants_keyframes().then_some(clock),
             rec,
         };
-        k.symbols = super::symbols::SymbolTable::from_elf(&elf_bytes, super::elf::load_bias(&elf_bytes));
+        k.symbols =
+            super::symbols::SymbolTable::from_elf(&elf_bytes, super::elf::load_bias(&elf_bytes));
         Ok(k)
     }
 }

@@ -97,10 +97,7 @@ impl PageStore {
             };
             for f in files.flatten() {
                 let name = f.file_name();
-                let Some(h) = name
-                    .to_str()
-                    .and_then(|n| blake3::Hash::from_hex(n).ok())
-                else {
+                let Some(h) = name.to_str().and_then(|n| blake3::Hash::from_hex(n).ok()) else {
                     continue;
                 };
                 let size = f.metadata().map(|m| m.len()).unwrap_or(0);

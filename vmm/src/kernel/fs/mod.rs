@@ -310,7 +310,12 @@ impl Kernel<'_> {
     pub(crate) fn note_file_write(&mut self, fd: u64) {
         let Ok((_, d)) = self.desc(fd) else { return };
         let Target::Node(ino) = d.target else { return };
-        if self.vfs.tree.node(ino).is_ok_and(|n| n.file_type() == vfs::S_IFREG) {
+        if self
+            .vfs
+            .tree
+            .node(ino)
+            .is_ok_and(|n| n.file_type() == vfs::S_IFREG)
+        {
             let who = (self.cur_pid(), self.cur_tid());
             self.writers.entry(d.path).or_default().insert(who);
         }
