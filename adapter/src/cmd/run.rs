@@ -178,7 +178,7 @@ impl Prepared {
 /// Builds the run's inputs from the command line, with an empty standard input.
 pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
     if args.example.is_none() && args.command.is_empty() {
-        usage!("give a program to run after `--`, or --example NAME");
+        usage!("no program: give -- PROG [ARGS]... or --example NAME");
     }
     if !args.cwd.starts_with('/') {
         usage!("--cwd `{}`: must be an absolute guest path", args.cwd);
