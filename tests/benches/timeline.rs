@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 /// Steps at which forks and seeks are timed.
 const FORK_STEPS: [u64; 4] = [1_000, 10_000, 100_000, 1_000_000];
-/// Calls the long guest makes: a bit over the last fork step.
-const LONG_CALLS: &str = "1010000";
+/// Steps a run goes on past the fork step.
+const TAIL: u64 = 2_000;
 /// Native bank runs pinned to one core.
 const PINNED_RUNS: u32 = 1000;
 /// Native bank runs on all cores before giving up on seeing it fail.
@@ -145,58 +145,47 @@ fn dir_size(p: &Path) -> u64 {
 }
 
 fn forks_and_seeks() {
-    // The run without keyframes has the same inputs, so the same id: it lives
-    // in a store of its own.
+    // For each step S, a run of S + TAIL steps, so that a fork at S has
+    // little left to run: its time is the time to reach S. The same run
+    // without keyframes has the same inputs, so the same id: it lives in a
+    // store of its own.
     let h = Home::new();
     let bare = Home::new();
     let prog = guest_arg("long");
-    let (rec_wall, with) = timed(|| h.rewind(&["run", "-q", "--", &prog, LONG_CALLS]));
-    let with = id_of(&with);
-    let (_, without) =
-        timed(|| bare.rewind(&["run", "-q", "--no-keyframes", "--", &prog, LONG_CALLS]));
-    let without = id_of(&without);
-    let meta: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(h.path().join("runs").join(&with).join("meta.json")).unwrap(),
-    )
-    .unwrap();
-    let steps = meta["steps"].as_u64().unwrap();
-    println!(
-        "long run: {steps} steps recorded in {:.1} s with keyframes",
-        rec_wall.as_secs_f64()
-    );
+    println!("(b) fork latency at step S of a run of S+{TAIL} steps, against the same fork of the run kept without keyframes (a rerun from step 0)");
+    println!("(c) seek time (`rewind cat RUN S /nothing`), the same way");
+    let mut last = None;
+    for s in FORK_STEPS {
+        // The guest makes about one step per call.
+        let calls = (s + TAIL).to_string();
+        let (rec, with) = timed(|| h.rewind(&["run", "-q", "--", &prog, &calls]));
+        let with = id_of(&with);
+        let without = id_of(&bare.rewind(&["run", "-q", "--no-keyframes", "--", &prog, &calls]));
+        let st = s.to_string();
+        let (kf, _) = timed(|| h.rewind(&["fork", &with, &st, "--schedule", "1", "-q"]));
+        let (rerun, _) = timed(|| bare.rewind(&["fork", &without, &st, "--schedule", "1", "-q"]));
+        let (seek, _) = timed(|| h.rewind(&["cat", &with, &st, "/nothing"]));
+        let (seek0, _) = timed(|| bare.rewind(&["cat", &without, &st, "/nothing"]));
+        println!(
+            "    S = {s:>8}: fork {:6.3} s with keyframes, {:7.3} s rerun ({:6.1}x); seek {:6.3} s, {:7.3} s from step 0 ({:6.1}x); recorded in {:.1} s",
+            kf.as_secs_f64(),
+            rerun.as_secs_f64(),
+            rerun.as_secs_f64() / kf.as_secs_f64(),
+            seek.as_secs_f64(),
+            seek0.as_secs_f64(),
+            seek0.as_secs_f64() / seek.as_secs_f64(),
+            rec.as_secs_f64()
+        );
+        last = Some((with, s + TAIL));
+    }
+    let (with, steps) = last.expect("at least one step");
     let kf_bytes = std::fs::metadata(h.path().join("runs").join(&with).join("keyframes"))
         .map_or(0, |m| m.len());
     let pages = dir_size(&h.path().join("pages"));
     println!(
-        "(d) keyframes: {} bytes of keyframes + {} bytes of pages = {:.0} bytes per 1,000 steps",
-        kf_bytes,
-        pages,
-        (kf_bytes + pages) as f64 * 1000.0 / steps as f64
+        "(d) keyframes of the longest run: {kf_bytes} bytes, pages of all runs {pages} bytes: {:.0} bytes of keyframes per 1,000 steps",
+        kf_bytes as f64 * 1000.0 / steps as f64
     );
-    println!("(b) fork latency (fork runs on to the end; the ratio is to a fork of the same run kept without keyframes)");
-    for s in FORK_STEPS.iter().filter(|s| **s < steps) {
-        let st = s.to_string();
-        let (kf, _) = timed(|| h.rewind(&["fork", &with, &st, "--schedule", "1", "-q"]));
-        let (rerun, _) = timed(|| bare.rewind(&["fork", &without, &st, "--schedule", "1", "-q"]));
-        println!(
-            "    step {s:>8}: {:7.3} s with keyframes, {:7.3} s rerun from step 0  ({:.2}x)",
-            kf.as_secs_f64(),
-            rerun.as_secs_f64(),
-            rerun.as_secs_f64() / kf.as_secs_f64()
-        );
-    }
-    println!("(c) seek time (`rewind cat RUN STEP /nothing`)");
-    for s in FORK_STEPS.iter().filter(|s| **s < steps) {
-        let st = s.to_string();
-        let (kf, _) = timed(|| h.rewind(&["cat", &with, &st, "/nothing"]));
-        let (rerun, _) = timed(|| bare.rewind(&["cat", &without, &st, "/nothing"]));
-        println!(
-            "    step {s:>8}: {:7.3} s with keyframes, {:7.3} s from step 0  ({:.1}x)",
-            kf.as_secs_f64(),
-            rerun.as_secs_f64(),
-            rerun.as_secs_f64() / kf.as_secs_f64()
-        );
-    }
     let out = h.path().join("x.rwd");
     let plain = h.rewind(&["export", &with, "-o", out.to_str().unwrap()]);
     if plain.code == 0 {
