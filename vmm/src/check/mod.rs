@@ -293,7 +293,7 @@ impl<'a> Checker<'a> {
         Ok(kfs
             .iter()
             .rev()
-            .find(|k| k.step <= f.step)
+            .find(|k| k.step <= f.step && crate::kernel::snapshot::restorable(k))
             .map(|k| (run, k.clone())))
     }
 

@@ -116,6 +116,13 @@ impl Kernel<'_> {
     }
 }
 
+/// Whether this build can restore `kf`: its kernel state decodes. A
+/// keyframe written by another build of the engine may not; then seeks and
+/// forks fall back to an earlier keyframe, or to step 0.
+pub fn restorable(kf: &Keyframe) -> bool {
+    postcard::from_bytes::<KernelState>(&kf.kernel).is_ok()
+}
+
 impl<'r> Kernel<'r> {
     /// A kernel in the state `kf` saved, ready to run step `kf.step + 1`.
     ///

@@ -393,12 +393,16 @@ impl Run {
         })
     }
 
-    /// The last keyframe at or before `step`.
+    /// The last keyframe at or before `step` that this build can restore.
     pub fn keyframe_before(
         &self,
         step: u64,
     ) -> Result<Option<crate::record::keyframe::Keyframe>, StoreError> {
-        Ok(self.keyframes()?.into_iter().rev().find(|k| k.step <= step))
+        Ok(self
+            .keyframes()?
+            .into_iter()
+            .rev()
+            .find(|k| k.step <= step && crate::kernel::snapshot::restorable(k)))
     }
 
     /// Gives `rec` what this run recorded up to `upto` (events, output,
