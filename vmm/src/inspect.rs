@@ -5,16 +5,10 @@
 use crate::kernel::fs::AT_FDCWD;
 use crate::kernel::Kernel;
 use crate::record::keyframe::Keyframe;
-use crate::record::{Event, Recorder};
+use crate::record::Discard;
 use crate::session::{Limits, RunInputs};
 use crate::store::pages::PageStore;
 use crate::EngineError;
-
-struct Discard;
-impl Recorder for Discard {
-    fn event(&mut self, _: &Event) {}
-    fn output(&mut self, _: i32, _: &[u8]) {}
-}
 
 /// Why a step cannot be looked at.
 #[derive(Debug, thiserror::Error)]

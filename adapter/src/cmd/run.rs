@@ -96,17 +96,7 @@ pub struct Prepared {
 
 /// `/a/./b//c/../d` -> `/a/b/d`.
 pub fn normalize_guest(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for c in path.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            c => parts.push(c),
-        }
-    }
-    format!("/{}", parts.join("/"))
+    vmm::kernel::fs::vfs::normalize("/", path)
 }
 
 fn start_of_today_utc() -> u64 {

@@ -4,7 +4,7 @@
 
 use super::{Candidate, CheckError, Checker, Narrowed, Tried};
 use crate::record::diff::first_divergence;
-use crate::record::{Event, Perturbed, Recorder};
+use crate::record::{Discard, Event, Perturbed};
 use crate::session::{self, Limits};
 use std::time::Instant;
 
@@ -66,12 +66,6 @@ impl Search<'_, '_> {
         }
         Ok(set)
     }
-}
-
-struct Discard;
-impl Recorder for Discard {
-    fn event(&mut self, _: &Event) {}
-    fn output(&mut self, _: i32, _: &[u8]) {}
 }
 
 pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
