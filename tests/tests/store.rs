@@ -159,27 +159,34 @@ fn show_gives_commands_that_recreate_the_same_ids_in_a_fresh_home() {
         fresh.replay_identical(id);
     }
 
-    // A run made by narrowing in `rewind check` has no single command.
+    // A run made by narrowing in `rewind check` (an explicit perturbation)
+    // is made again by `rewind run --reschedule-at`/`--stall-at`.
     let out = home.rewind(&["check", "--example", "bank", "--schedules", "16"]);
     let failing = out
         .stdout
         .lines()
         .find_map(|l| l.strip_prefix("failing: run "))
-        .map(str::to_string);
-    if let Some(failing) = failing {
-        home.replay_identical(&failing);
-        let v = show_json(&home, &failing);
-        if !v["inputs"]["perturb"].as_array().is_none_or(Vec::is_empty) {
-            assert_eq!(v["reproducible"], false, "{v:#}");
-            assert!(v["commands"].as_array().unwrap().is_empty(), "{v:#}");
-            assert!(
-                v["why_not"].as_str().unwrap().contains("rewind check"),
-                "{v:#}"
-            );
-            let text = home.ok(&["show", &failing]).stdout;
-            assert!(text.contains("no single command"), "{text}");
-        }
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("bank is found within 16 schedules:\n{out}"));
+    home.replay_identical(&failing);
+    let v = show_json(&home, &failing);
+    assert!(
+        !v["inputs"]["perturb"].as_array().is_none_or(Vec::is_empty),
+        "{v:#}"
+    );
+    assert_eq!(v["reproducible"], true, "{v:#}");
+    let fresh = Home::new();
+    let mut made = None;
+    for c in v["commands"].as_array().unwrap() {
+        let line = c["shell"].as_str().unwrap();
+        assert!(
+            line.contains("--reschedule-at") || line.contains("--stall-at"),
+            "{line}"
+        );
+        made = last_run_id(&sh(&fresh, line));
     }
+    assert_eq!(made.as_deref(), Some(failing.as_str()), "{v:#}");
+    fresh.replay_identical(&failing);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use vmm::image::Image;
 use vmm::record::manifest::ENGINE_VERSION;
-use vmm::record::{ExitStatus, Manifest};
+use vmm::record::{ExitStatus, Manifest, Perturbation, Perturbed};
 use vmm::session::{self, Limits, Outcome, RunInputs};
 use vmm::store::{RunDetails, Store};
 
@@ -73,6 +73,16 @@ pub struct RunArgs {
     /// Last step a schedule may perturb [default: the end of the run].
     #[arg(long, value_name = "STEP")]
     pub schedule_until: Option<u64>,
+    /// Reschedule at this step: the running thread goes behind the others
+    /// (repeatable; what `rewind check`'s narrowing runs).
+    #[arg(long, value_name = "STEP")]
+    pub reschedule_at: Vec<u64>,
+    /// Stall the running thread at this step for NS virtual nanoseconds (repeatable).
+    #[arg(long, value_name = "STEP:NS", value_parser = parse_stall)]
+    pub stall_at: Vec<(u64, u64)>,
+    /// Reseed the guest's randomness at this step (what `rewind check --seeds` runs).
+    #[arg(long, value_name = "STEP:SEED", value_parser = parse_pair)]
+    pub reseed: Option<(u64, u64)>,
     /// Keep no keyframes (seeks and forks of this run then rerun from step 0).
     #[arg(long)]
     pub no_keyframes: bool,
@@ -251,8 +261,8 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
         schedule: args.schedule,
         schedule_from: args.schedule_from.filter(|_| args.schedule != 0),
         schedule_until: args.schedule_until.filter(|_| args.schedule != 0),
-        perturb: Vec::new(),
-        reseed: None,
+        perturb: explicit_perturbations(args)?,
+        reseed: args.reseed,
         fork_of: None,
     };
     Ok(Prepared {
@@ -390,4 +400,41 @@ mod tests {
         assert!(guest_env(&["NOEQUALS".into()]).is_err());
         assert!(guest_env(&["=v".into()]).is_err());
     }
+}
+
+/// `STEP:N`.
+fn parse_pair(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("`{s}`: expected STEP:N"))?;
+    let num = |x: &str| {
+        x.parse::<u64>()
+            .map_err(|_| format!("`{s}`: expected STEP:N"))
+    };
+    Ok((num(a)?, num(b)?))
+}
+
+fn parse_stall(s: &str) -> Result<(u64, u64), String> {
+    parse_pair(s)
+}
+
+/// The perturbations given with --reschedule-at and --stall-at, in step order.
+fn explicit_perturbations(args: &RunArgs) -> Result<Vec<Perturbed>> {
+    let mut out: Vec<Perturbed> = args
+        .reschedule_at
+        .iter()
+        .map(|&step| Perturbed {
+            step,
+            what: Perturbation::Reschedule,
+        })
+        .chain(args.stall_at.iter().map(|&(step, ns)| Perturbed {
+            step,
+            what: Perturbation::Stall { ns },
+        }))
+        .collect();
+    out.sort();
+    if out.windows(2).any(|w| w[0].step == w[1].step) {
+        usage!("one perturbation a step: --reschedule-at and --stall-at name the same step");
+    }
+    Ok(out)
 }

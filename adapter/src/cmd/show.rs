@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use vmm::record::fork::{fork_manifest, ForkWith};
 use vmm::record::manifest::ENGINE_VERSION;
-use vmm::record::Manifest;
+use vmm::record::{Manifest, Perturbation};
 use vmm::store::{ImageLocation, Run, Store};
 
 #[derive(Args, Debug)]
@@ -195,6 +195,15 @@ fn run_flags(
             flag("--schedule-until", u.to_string());
         }
     }
+    for p in &m.perturb {
+        match p.what {
+            Perturbation::Reschedule => flag("--reschedule-at", p.step.to_string()),
+            Perturbation::Stall { ns } => flag("--stall-at", format!("{}:{ns}", p.step)),
+        }
+    }
+    if let Some((step, seed)) = m.reseed {
+        flag("--reseed", format!("{step}:{seed}"));
+    }
     if let Some(t) = run.meta.timeout_secs {
         flag("--timeout", t.to_string());
     }
@@ -358,10 +367,6 @@ fn recipe_into(store: &Store, run: &Run, out: &mut Recipe, depth: usize) {
             ForkWith::Seed(n) => argv.extend(["--seed".into(), n.to_string()]),
         }
         out.lines.push(Line::new(argv, None, "/dev/null".into()));
-        return;
-    }
-    if let Some(why) = made_by_check(m) {
-        out.why_not = Some(why);
         return;
     }
     match run_flags(run, &mut out.notes) {
