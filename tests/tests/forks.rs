@@ -102,6 +102,13 @@ fn a_late_fork_restores_a_keyframe_and_replays_identically() {
         ls.contains(&format!("(fork of {} at {late}, schedule 7)", parent.id)),
         "{ls}"
     );
+    // A fork keeps only its own keyframes; before its first one, seeking
+    // starts from the parent's and must show the same machine.
+    let early = (steps - 1_000).to_string();
+    assert_eq!(
+        h.ok(&["ps", &ra, "--at", &early]).stdout,
+        h.ok(&["ps", &parent.id, "--at", &early]).stdout
+    );
     // The prefix is the parent's: the events up to the fork step agree.
     let cut = |id: &str| -> Vec<String> {
         h.ok(&["events", id, "--to", &late])

@@ -20,10 +20,11 @@ pub enum SeekError {
 }
 
 /// Runs `inputs` to `step` (from `keyframe` when given: the last one at or
-/// before the step, of this very run) and hands the machine to `look`.
+/// before the step, with whether it is this very run's, as
+/// `Run::best_keyframe` gives it) and hands the machine to `look`.
 pub fn at_step<R>(
     inputs: &RunInputs,
-    keyframe: Option<&Keyframe>,
+    keyframe: Option<(&Keyframe, bool)>,
     pages: &PageStore,
     step: u64,
     limits: &Limits,
@@ -31,7 +32,7 @@ pub fn at_step<R>(
 ) -> Result<R, SeekError> {
     let mut rec = Discard;
     let mut k = match keyframe {
-        Some(kf) => Kernel::restore(inputs, kf, pages, true, &mut rec)?,
+        Some((kf, same_run)) => Kernel::restore(inputs, kf, pages, same_run, &mut rec)?,
         None => Kernel::boot(inputs, &mut rec)?,
     };
     k.run_to(step, limits)?;

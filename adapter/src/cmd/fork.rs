@@ -66,8 +66,8 @@ pub fn main(args: ForkArgs) -> Result<i32> {
         ..Default::default()
     };
     // From the last keyframe at or before the step, when the parent kept one.
-    let outcome = match parent.keyframe_before(args.step)? {
-        Some(kf) => {
+    let outcome = match parent.best_keyframe(&store, args.step)? {
+        Some((kf, _)) => {
             parent.feed_prefix(&mut rec, kf.recorded)?;
             session::run_from(&inputs, &kf, &store.pages(), false, &limits, &mut rec)?
         }

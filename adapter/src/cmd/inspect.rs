@@ -46,7 +46,7 @@ fn seek<R>(run: &Run, step: u64, look: impl FnOnce(&mut vmm::kernel::Kernel) -> 
     let inputs = run
         .inputs()
         .with_context(|| format!("cannot look inside run {}", run.id))?;
-    let kf = run.keyframe_before(step)?;
+    let kf = run.best_keyframe(&store, step)?;
     let limits = Limits {
         timeout: run
             .meta
@@ -54,7 +54,8 @@ fn seek<R>(run: &Run, step: u64, look: impl FnOnce(&mut vmm::kernel::Kernel) -> 
             .map(std::time::Duration::from_secs_f64),
         ..Default::default()
     };
-    match at_step(&inputs, kf.as_ref(), &store.pages(), step, &limits, look) {
+    let kf = kf.as_ref().map(|(k, own)| (k, *own));
+    match at_step(&inputs, kf, &store.pages(), step, &limits, look) {
         Ok(r) => Ok(r),
         Err(SeekError::Ended(at)) => anyhow::bail!(
             "run {} has no live process after step {step} (it ended at step {at})",

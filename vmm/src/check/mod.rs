@@ -166,8 +166,8 @@ pub struct Checker<'a> {
     store: &'a Store,
     base_status: Option<ExitStatus>,
     properties: Vec<Property>,
-    /// The keyframes of the run a check starts from, read once.
-    parent_keyframes: std::sync::OnceLock<Vec<Keyframe>>,
+    /// The keyframe a check from a recorded run starts its forks from.
+    parent_keyframe: std::sync::OnceLock<Option<Keyframe>>,
 }
 
 impl<'a> Checker<'a> {
@@ -177,7 +177,7 @@ impl<'a> Checker<'a> {
             store,
             base_status: None,
             properties: spec.properties.clone(),
-            parent_keyframes: std::sync::OnceLock::new(),
+            parent_keyframe: std::sync::OnceLock::new(),
         }
     }
 
@@ -287,14 +287,15 @@ impl<'a> Checker<'a> {
             return Ok(None);
         }
         let run = self.store.resolve(&p.id)?;
-        let kfs = self
-            .parent_keyframes
-            .get_or_init(|| run.keyframes().unwrap_or_default());
-        Ok(kfs
-            .iter()
-            .rev()
-            .find(|k| k.step <= f.step && crate::kernel::snapshot::restorable(k))
-            .map(|k| (run, k.clone())))
+        // Every candidate forks at the same step: find its keyframe once.
+        let kf = match self.parent_keyframe.get() {
+            Some(k) => k.clone(),
+            None => {
+                let k = run.best_keyframe(self.store, f.step)?.map(|(k, _)| k);
+                self.parent_keyframe.get_or_init(|| k).clone()
+            }
+        };
+        Ok(kf.map(|k| (run, k)))
     }
 
     /// Runs one candidate and judges it.

@@ -318,6 +318,13 @@ impl<'r> Kernel<'r> {
                     (ThreadState::Blocked { .. }, Some(call)) => {
                         format!("blocked in {}", render::call_text(self, tid, call))
                     }
+                    (
+                        ThreadState::Blocked {
+                            wait: task::Wait::Stall,
+                            ..
+                        },
+                        None,
+                    ) => "stalled by the schedule".to_string(),
                     (ThreadState::Blocked { wait, .. }, None) => format!("blocked in {wait:?}"),
                     (ThreadState::Runnable, _) if tid == cur => "running".to_string(),
                     (ThreadState::Runnable, _) => "runnable".to_string(),

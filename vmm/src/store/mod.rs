@@ -405,6 +405,33 @@ impl Run {
             .find(|k| k.step <= step && crate::kernel::snapshot::restorable(k)))
     }
 
+    /// The latest keyframe to start from to reach `step` of this run: its
+    /// own, or one of the run it was forked from (recursively) when that is
+    /// later; a fork is its parent up to the fork step. The flag says
+    /// whether it is the run's own keyframe (its schedule state then is
+    /// this run's), as `Kernel::restore` wants to know.
+    pub fn best_keyframe(
+        &self,
+        store: &Store,
+        step: u64,
+    ) -> Result<Option<(crate::record::keyframe::Keyframe, bool)>, StoreError> {
+        let own = self.keyframe_before(step)?.map(|k| (k, true));
+        let inherited = match &self.manifest.fork_of {
+            Some(f) => match store.resolve(&f.parent) {
+                Ok(parent) => parent
+                    .best_keyframe(store, step.min(f.step))?
+                    .map(|(k, _)| (k, false)),
+                Err(_) => None,
+            },
+            None => None,
+        };
+        Ok(match (own, inherited) {
+            (Some(o), Some(i)) if i.0.step > o.0.step => Some(i),
+            (Some(o), _) => Some(o),
+            (None, i) => i,
+        })
+    }
+
     /// Gives `rec` what this run recorded up to `upto` (events, output,
     /// switches), so that a run restored from a keyframe records a whole run.
     pub fn feed_prefix(
