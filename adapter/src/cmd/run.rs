@@ -374,34 +374,6 @@ pub fn main(args: RunArgs) -> Result<i32> {
     Ok(outcome.status.shell_code())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn guest_paths() {
-        assert_eq!(normalize_guest("/"), "/");
-        assert_eq!(normalize_guest("/a/./b//c/../d"), "/a/b/d");
-        assert_eq!(normalize_guest("/../.."), "/");
-    }
-
-    #[test]
-    fn env_defaults_and_overrides() {
-        let env = guest_env(&["HOME=/home/x".into(), "A=1".into(), "B=x=y".into()]).unwrap();
-        assert_eq!(
-            env,
-            vec![
-                "PATH=/usr/local/bin:/usr/bin:/bin",
-                "HOME=/home/x",
-                "A=1",
-                "B=x=y"
-            ]
-        );
-        assert!(guest_env(&["NOEQUALS".into()]).is_err());
-        assert!(guest_env(&["=v".into()]).is_err());
-    }
-}
-
 /// `STEP:N`.
 fn parse_pair(s: &str) -> Result<(u64, u64), String> {
     let (a, b) = s
@@ -437,4 +409,32 @@ fn explicit_perturbations(args: &RunArgs) -> Result<Vec<Perturbed>> {
         usage!("one perturbation a step: --reschedule-at and --stall-at name the same step");
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guest_paths() {
+        assert_eq!(normalize_guest("/"), "/");
+        assert_eq!(normalize_guest("/a/./b//c/../d"), "/a/b/d");
+        assert_eq!(normalize_guest("/../.."), "/");
+    }
+
+    #[test]
+    fn env_defaults_and_overrides() {
+        let env = guest_env(&["HOME=/home/x".into(), "A=1".into(), "B=x=y".into()]).unwrap();
+        assert_eq!(
+            env,
+            vec![
+                "PATH=/usr/local/bin:/usr/bin:/bin",
+                "HOME=/home/x",
+                "A=1",
+                "B=x=y"
+            ]
+        );
+        assert!(guest_env(&["NOEQUALS".into()]).is_err());
+        assert!(guest_env(&["=v".into()]).is_err());
+    }
 }
