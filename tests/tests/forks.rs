@@ -197,3 +197,31 @@ fn diff_and_threads_of_the_bank_passing_and_failing_runs() {
     h.replay_identical(&pass);
     h.replay_identical(&fail);
 }
+
+#[test]
+fn damaged_keyframes_are_reported_and_not_trusted() {
+    let h = Home::new();
+    let parent = h.run_guest("long", &["40000"]);
+    assert_eq!(parent.status, "exited:0", "{}", parent.out);
+    let kf = h.path().join("runs").join(&parent.id).join("keyframes");
+    let mut bytes = std::fs::read(&kf).unwrap();
+    assert!(bytes.len() > 64, "the run kept keyframes");
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x5a;
+    std::fs::write(&kf, bytes).unwrap();
+    let step = (parent.steps.unwrap() - 500).to_string();
+    let fork = h.rewind(&["fork", &parent.id, &step, "--schedule", "2", "-q"]);
+    assert!(
+        fork.stderr.contains("rewind: warning: keyframes not used"),
+        "{fork}"
+    );
+    let id = fork
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("rewind: run "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the fork still runs, from step 0:\n{fork}"))
+        .to_string();
+    h.replay_identical(&id);
+    h.replay_identical(&parent.id);
+}

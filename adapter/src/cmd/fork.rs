@@ -66,7 +66,7 @@ pub fn main(args: ForkArgs) -> Result<i32> {
         ..Default::default()
     };
     // From the last keyframe at or before the step, when the parent kept one.
-    let outcome = match parent.best_keyframe(&store, args.step)? {
+    let outcome = match parent.usable_keyframe(&store, args.step) {
         Some((kf, _)) => {
             parent.feed_prefix(&mut rec, kf.recorded)?;
             session::run_from(&inputs, &kf, &store.pages(), false, &limits, &mut rec)?

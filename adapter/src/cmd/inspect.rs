@@ -46,7 +46,7 @@ fn seek<R>(run: &Run, step: u64, look: impl FnOnce(&mut vmm::kernel::Kernel) -> 
     let inputs = run
         .inputs()
         .with_context(|| format!("cannot look inside run {}", run.id))?;
-    let kf = run.best_keyframe(&store, step)?;
+    let kf = run.usable_keyframe(&store, step);
     let limits = Limits {
         timeout: run
             .meta

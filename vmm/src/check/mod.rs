@@ -291,7 +291,7 @@ impl<'a> Checker<'a> {
         let kf = match self.parent_keyframe.get() {
             Some(k) => k.clone(),
             None => {
-                let k = run.best_keyframe(self.store, f.step)?.map(|(k, _)| k);
+                let k = run.usable_keyframe(self.store, f.step).map(|(k, _)| k);
                 self.parent_keyframe.get_or_init(|| k).clone()
             }
         };

@@ -405,6 +405,23 @@ impl Run {
             .find(|k| k.step <= step && crate::kernel::snapshot::restorable(k)))
     }
 
+    /// `best_keyframe`, but a keyframes file that cannot be read is reported
+    /// on stderr and not used: the run is then made from step 0, which is
+    /// slower and as exact.
+    pub fn usable_keyframe(
+        &self,
+        store: &Store,
+        step: u64,
+    ) -> Option<(crate::record::keyframe::Keyframe, bool)> {
+        match self.best_keyframe(store, step) {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!("rewind: warning: keyframes not used ({e}); running from step 0");
+                None
+            }
+        }
+    }
+
     /// The latest keyframe to start from to reach `step` of this run: its
     /// own, or one of the run it was forked from (recursively) when that is
     /// later; a fork is its parent up to the fork step. The flag says
