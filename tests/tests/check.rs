@@ -370,12 +370,18 @@ fn the_deciding_step_is_real() {
     assert_eq!(status_of(&home, passing), "exited:0");
     assert_eq!(home.events(passing), home.events(base));
 
-    // The two are one machine until the deciding step.
+    // The two are one machine until the deciding step (the text form marks
+    // where the failing run's schedule intervened; the events are in JSON).
     let upto = step.to_string();
     assert_eq!(
-        home.ok(&["events", passing, "--to", &upto]).stdout,
-        home.ok(&["events", failing, "--to", &upto]).stdout,
+        home.ok(&["events", passing, "--to", &upto, "--json"]).stdout,
+        home.ok(&["events", failing, "--to", &upto, "--json"]).stdout,
         "the runs differ before step {step}"
+    );
+    let marked = home.ok(&["events", failing, "--to", &upto]).stdout;
+    assert!(
+        marked.contains(&format!("{step:>8}  schedule: a reschedule here")),
+        "{marked}"
     );
     assert_ne!(home.events(passing), home.events(failing));
     for t in v["tried"].as_array().unwrap() {

@@ -15,7 +15,8 @@ pub struct EventsArgs {
     /// Only events at this step or earlier.
     #[arg(long, value_name = "S")]
     pub to: Option<u64>,
-    /// One JSON object a line: {"step", "pid", "tid", "kind": {..}}.
+    /// One JSON object a line: {"step", "pid", "tid", "kind": {..}}. (The
+    /// text form also marks where the run's schedule intervened.)
     #[arg(long)]
     pub json: bool,
 }
@@ -27,15 +28,40 @@ pub fn main(args: EventsArgs) -> Result<i32> {
         .with_context(|| format!("run {}: cannot read its events", run.id))?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for ev in trace.events_in(args.from, args.to.unwrap_or(u64::MAX)) {
+    let to = args.to.unwrap_or(u64::MAX);
+    // Where the run's schedule intervened, shown after that step's events.
+    let mut marks = run
+        .meta
+        .perturbed
+        .iter()
+        .filter(|p| (args.from..=to).contains(&p.step))
+        .peekable();
+    for ev in trace.events_in(args.from, to) {
         let ev = ev.with_context(|| format!("run {}", run.id))?;
         if args.json {
             serde_json::to_writer(&mut out, &ev)?;
             out.write_all(b"\n")?;
         } else {
+            while let Some(p) = marks.next_if(|p| p.step < ev.step) {
+                writeln!(out, "{}", mark(p))?;
+            }
             writeln!(out, "{ev}")?;
+        }
+    }
+    if !args.json {
+        for p in marks {
+            writeln!(out, "{}", mark(p))?;
         }
     }
     out.flush()?;
     Ok(0)
+}
+
+/// `      36  schedule: a reschedule here`
+fn mark(p: &vmm::record::Perturbed) -> String {
+    let what = match p.what {
+        vmm::record::Perturbation::Reschedule => "a reschedule".to_string(),
+        vmm::record::Perturbation::Stall { ns } => format!("a stall of {}us", ns / 1000),
+    };
+    format!("{:>8}  schedule: {what} here", p.step)
 }
