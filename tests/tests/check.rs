@@ -374,8 +374,10 @@ fn the_deciding_step_is_real() {
     // where the failing run's schedule intervened; the events are in JSON).
     let upto = step.to_string();
     assert_eq!(
-        home.ok(&["events", passing, "--to", &upto, "--json"]).stdout,
-        home.ok(&["events", failing, "--to", &upto, "--json"]).stdout,
+        home.ok(&["events", passing, "--to", &upto, "--json"])
+            .stdout,
+        home.ok(&["events", failing, "--to", &upto, "--json"])
+            .stdout,
         "the runs differ before step {step}"
     );
     let marked = home.ok(&["events", failing, "--to", &upto]).stdout;
