@@ -843,3 +843,26 @@ fn concurrent_runs_and_gc_leave_a_consistent_store() {
     let gc: Value = serde_json::from_str(&home.ok(&["gc", "--json"]).stdout).unwrap();
     assert_eq!(gc["leftovers_removed"], 0, "{gc}");
 }
+
+#[test]
+fn a_damaged_run_is_reported_by_ls_and_the_others_still_listed() {
+    let home = Home::new();
+    let a = home.run(&["-q", "--example", "bank"]);
+    let b = home.run(&["-q", "--example", "bank-fixed"]);
+    home.replay_identical(&a.id);
+    home.replay_identical(&b.id);
+    let meta = home.path().join("runs").join(&a.id).join("meta.json");
+    std::fs::write(&meta, b"{ not json").unwrap();
+    let out = home.ok(&["ls"]);
+    assert!(out.stdout.contains(&b.id), "{out}");
+    assert!(!out.stdout.contains(&a.id), "{out}");
+    assert!(
+        out.stderr
+            .contains(&format!("rewind: warning: runs/{} is damaged", a.id)),
+        "{out}"
+    );
+    // Asking for it by name is a one-line error, not a crash.
+    let shown = home.rewind(&["events", &a.id]);
+    assert_eq!(shown.code, 1, "{shown}");
+    assert_eq!(shown.stderr.lines().count(), 1, "{shown}");
+}

@@ -45,6 +45,9 @@ pub fn main(args: LsArgs) -> Result<i32> {
         None => None,
     };
     let mut runs = store.list()?;
+    for (name, why) in store.damaged()? {
+        eprintln!("rewind: warning: runs/{name} is damaged and left out: {why}");
+    }
     if let Some(spec) = &args.forks_of {
         let parent = super::resolve(spec)?;
         let forks = vmm::store::maintain::with_descendants(&runs, std::slice::from_ref(&parent.id));

@@ -206,10 +206,22 @@ impl Store {
     /// Every finished run, newest first. Directories that do not hold a
     /// readable run are skipped.
     pub fn list(&self) -> Result<Vec<Run>, StoreError> {
+        Ok(self.scan()?.0)
+    }
+
+    /// Run directories that cannot be read (a damaged manifest or meta),
+    /// with why: `list` leaves them out, `ls` reports them.
+    pub fn damaged(&self) -> Result<Vec<(String, StoreError)>, StoreError> {
+        Ok(self.scan()?.1)
+    }
+
+    fn scan(&self) -> Result<(Vec<Run>, Vec<(String, StoreError)>), StoreError> {
         let runs = self.runs_dir();
         let entries = match std::fs::read_dir(&runs) {
             Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((Vec::new(), Vec::new()))
+            }
             Err(e) => {
                 return Err(StoreError::Io {
                     path: runs,
@@ -218,23 +230,26 @@ impl Store {
             }
         };
         let mut out = Vec::new();
+        let mut damaged = Vec::new();
         for e in entries.flatten() {
             let name = e.file_name();
             let name = name.to_string_lossy();
             if name.starts_with('.') {
                 continue;
             }
-            if let Ok(run) = Run::load(&e.path()) {
-                out.push(run);
+            match Run::load(&e.path()) {
+                Ok(run) => out.push(run),
+                Err(err) => damaged.push((name.into_owned(), err)),
             }
         }
+        damaged.sort_by(|a, b| a.0.cmp(&b.0));
         out.sort_by(|a, b| {
             b.meta
                 .created_ns
                 .cmp(&a.meta.created_ns)
                 .then_with(|| a.id.cmp(&b.id))
         });
-        Ok(out)
+        Ok((out, damaged))
     }
 
     /// Finds a run by full id, unique id prefix, `@` (newest), `@N` (the
