@@ -108,6 +108,9 @@ pub struct Run {
     pub meta: Meta,
 }
 
+/// The runs a store holds, and the directories that could not be read.
+type Scan = (Vec<Run>, Vec<(String, StoreError)>);
+
 /// Stale temporary directories older than this are removed.
 const STALE_AFTER: Duration = Duration::from_secs(3600);
 
@@ -215,7 +218,7 @@ impl Store {
         Ok(self.scan()?.1)
     }
 
-    fn scan(&self) -> Result<(Vec<Run>, Vec<(String, StoreError)>), StoreError> {
+    fn scan(&self) -> Result<Scan, StoreError> {
         let runs = self.runs_dir();
         let entries = match std::fs::read_dir(&runs) {
             Ok(e) => e,
