@@ -225,3 +225,43 @@ fn damaged_keyframes_are_reported_and_not_trusted() {
     h.replay_identical(&id);
     h.replay_identical(&parent.id);
 }
+
+#[test]
+fn large_files_of_the_overlay_live_in_pages_not_in_every_keyframe() {
+    let h = Home::new();
+    // 20,000 KiB lines: a 20 MB file in the overlay while keyframes are taken.
+    let run = h.run_guest("big-file", &["20000"]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    assert!(h.log(&run.id).contains("size 20480000"), "{}", run.out);
+    h.replay_identical(&run.id);
+    let kf = std::fs::metadata(h.path().join("runs").join(&run.id).join("keyframes"))
+        .unwrap()
+        .len();
+    assert!(kf > 8, "the run kept keyframes");
+    assert!(
+        kf < 4 << 20,
+        "keyframes hold the file by page hashes: {kf} bytes"
+    );
+    // gc keeps the pages keyframes refer to: a late seek still starts from one
+    // (no warning) and sees the file as it was.
+    h.ok(&["gc"]);
+    let step = run.steps.unwrap() - 30;
+    let cat = h.ok(&["cat", &run.id, &step.to_string(), "/big.log"]);
+    assert!(!cat.stderr.contains("warning"), "{cat}");
+    let lines = cat.stdout.lines().count() as u64;
+    assert!(
+        lines > 19_000 && lines < 20_000,
+        "{lines} lines at step {step}"
+    );
+    let fork = h.rewind(&["fork", &run.id, &step.to_string(), "--schedule", "3", "-q"]);
+    assert!(!fork.stderr.contains("warning"), "{fork}");
+    let id = fork
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("rewind: run "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{fork}"))
+        .to_string();
+    assert!(h.log(&id).contains("size 20480000"));
+    h.replay_identical(&id);
+}

@@ -3,6 +3,7 @@
 //! `signal`, `time`, `sched`, `thread`, `identity`); `syscalls` is the one
 //! table from call number to handler.
 
+pub mod blobs;
 pub mod elf;
 pub mod errno;
 pub mod fault;

@@ -39,6 +39,8 @@ pub struct KeyframeClock {
     pub last_wall: Instant,
     /// Every page with contents and its hash, kept up to date at each keyframe.
     pub pages: BTreeMap<u64, crate::store::pages::PageHash>,
+    /// Pages of file contents (`blobs`) already given to the recorder.
+    pub blob_pages: std::collections::HashSet<crate::store::pages::PageHash>,
 }
 
 impl KeyframeClock {
@@ -47,6 +49,7 @@ impl KeyframeClock {
             last_step: step,
             last_wall: Instant::now(),
             pages: BTreeMap::new(),
+            blob_pages: Default::default(),
         }
     }
 
@@ -98,14 +101,18 @@ impl Kernel<'_> {
             writers: self.writers.clone(),
             next_id: self.next_id,
         };
-        let kernel = postcard::to_allocvec(&state)
+        let (kernel, blobs) =
+            super::blobs::saving(&mut clock.blob_pages, || postcard::to_allocvec(&state));
+        let kernel = kernel
             .map_err(|e| EngineError::BadKeyframe(format!("cannot encode the kernel: {e}")))?;
+        new_pages.extend(blobs.new.iter().map(|(h, b)| (*h, b.as_slice())));
         let kf = Keyframe {
             step: self.step,
             recorded: self.recorded,
             vcpu: self.m.vcpu_state()?,
             allocator: self.m.ram.allocator(),
             frames: clock.pages.iter().map(|(pa, h)| (*pa, *h)).collect(),
+            file_pages: blobs.referenced,
             kernel,
         };
         self.rec.keyframe(&kf, &new_pages);
@@ -119,8 +126,8 @@ impl Kernel<'_> {
 /// Whether this build can restore `kf`: its kernel state decodes. A
 /// keyframe written by another build of the engine may not; then seeks and
 /// forks fall back to an earlier keyframe, or to step 0.
-pub fn restorable(kf: &Keyframe) -> bool {
-    postcard::from_bytes::<KernelState>(&kf.kernel).is_ok()
+pub fn restorable(kf: &Keyframe, pages: &PageStore) -> bool {
+    super::blobs::restoring(pages, || postcard::from_bytes::<KernelState>(&kf.kernel)).is_ok()
 }
 
 impl<'r> Kernel<'r> {
@@ -160,8 +167,9 @@ impl<'r> Kernel<'r> {
         m.restore_vcpu(&kf.vcpu)?;
         // What was just written is the keyframe, not news for the next one.
         m.take_dirty_pages()?;
-        let st: KernelState = postcard::from_bytes(&kf.kernel)
-            .map_err(|e| EngineError::BadKeyframe(format!("kernel state: {e}")))?;
+        let st: KernelState =
+            super::blobs::restoring(pages, || postcard::from_bytes(&kf.kernel))
+                .map_err(|e| EngineError::BadKeyframe(format!("kernel state: {e}")))?;
         let mut sched = st.sched;
         if !same_run {
             sched.perturber = crate::check::schedule::Perturber::from_manifest(man).map(|mut p| {

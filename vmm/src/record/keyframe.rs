@@ -20,7 +20,7 @@ use std::io::Write;
 use std::path::Path;
 
 const MAGIC: &[u8; 4] = b"RWKF";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 pub const KEYFRAMES_FILE: &str = "keyframes";
 const ZSTD_LEVEL: i32 = 3;
 
@@ -48,6 +48,8 @@ pub struct Keyframe {
     pub allocator: FrameAllocator,
     /// Every page with contents: guest physical address and its hash.
     pub frames: Vec<(u64, PageHash)>,
+    /// Pages of large file contents the kernel state refers to (`kernel::blobs`).
+    pub file_pages: Vec<PageHash>,
     /// The kernel's state, postcard-encoded (`kernel::snapshot`).
     pub kernel: Vec<u8>,
 }
@@ -166,7 +168,7 @@ pub fn read_all(path: &Path) -> Result<Vec<Keyframe>, KeyframeError> {
 pub fn referenced_pages(run_dir: &Path) -> Result<Vec<PageHash>, KeyframeError> {
     let mut out: Vec<PageHash> = read_all(&run_dir.join(KEYFRAMES_FILE))?
         .into_iter()
-        .flat_map(|k| k.frames.into_iter().map(|(_, h)| h))
+        .flat_map(|k| k.frames.into_iter().map(|(_, h)| h).chain(k.file_pages))
         .collect();
     out.sort();
     out.dedup();

@@ -414,13 +414,15 @@ impl Run {
     /// The last keyframe at or before `step` that this build can restore.
     pub fn keyframe_before(
         &self,
+        store: &Store,
         step: u64,
     ) -> Result<Option<crate::record::keyframe::Keyframe>, StoreError> {
+        let pages = store.pages();
         Ok(self
             .keyframes()?
             .into_iter()
             .rev()
-            .find(|k| k.step <= step && crate::kernel::snapshot::restorable(k)))
+            .find(|k| k.step <= step && crate::kernel::snapshot::restorable(k, &pages)))
     }
 
     /// `best_keyframe`, but a keyframes file that cannot be read is reported
@@ -450,7 +452,7 @@ impl Run {
         store: &Store,
         step: u64,
     ) -> Result<Option<(crate::record::keyframe::Keyframe, bool)>, StoreError> {
-        let own = self.keyframe_before(step)?.map(|k| (k, true));
+        let own = self.keyframe_before(store, step)?.map(|k| (k, true));
         let inherited = match &self.manifest.fork_of {
             Some(f) => match store.resolve(&f.parent) {
                 Ok(parent) => parent

@@ -92,7 +92,7 @@ pub enum Proc {
 /// files the guest changed; an image file it only read is read from the
 /// image again after a restore.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(from = "FileDataRepr", into = "FileDataRepr")]
+#[serde(try_from = "FileDataRepr", into = "FileDataRepr")]
 pub struct FileData {
     /// The image's file behind this one, until its bytes are loaded.
     pub host: Option<PathBuf>,
@@ -125,15 +125,17 @@ impl FileData {
 #[derive(Serialize, Deserialize)]
 struct FileDataRepr {
     host: Option<PathBuf>,
-    /// Only the overlay's bytes.
-    bytes: Option<Vec<u8>>,
+    /// Only the overlay's bytes (in keyframes, large ones as pages).
+    bytes: Option<crate::kernel::blobs::Stored>,
 }
 
 impl From<FileData> for FileDataRepr {
     fn from(f: FileData) -> FileDataRepr {
         FileDataRepr {
             bytes: if f.dirty || f.host.is_none() {
-                Some(f.bytes.map(|b| b.to_vec()).unwrap_or_default())
+                Some(crate::kernel::blobs::save(
+                    f.bytes.as_deref().map_or(&[][..], |b| b.as_slice()),
+                ))
             } else {
                 None
             },
@@ -142,13 +144,18 @@ impl From<FileData> for FileDataRepr {
     }
 }
 
-impl From<FileDataRepr> for FileData {
-    fn from(r: FileDataRepr) -> FileData {
-        FileData {
+impl TryFrom<FileDataRepr> for FileData {
+    type Error = String;
+    fn try_from(r: FileDataRepr) -> Result<FileData, String> {
+        Ok(FileData {
             dirty: r.bytes.is_some(),
-            bytes: r.bytes.map(Arc::new),
+            bytes: r
+                .bytes
+                .map(crate::kernel::blobs::load)
+                .transpose()?
+                .map(Arc::new),
             host: r.host,
-        }
+        })
     }
 }
 
