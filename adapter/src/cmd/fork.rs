@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use vmm::record::diff::first_divergence;
 use vmm::record::fork::{fork_manifest, ForkWith};
-use vmm::session::{self, Limits, RunInputs};
+use vmm::session::{Limits, RunInputs};
 use vmm::store::RunDetails;
 
 #[derive(Args, Debug)]
@@ -66,13 +66,8 @@ pub fn main(args: ForkArgs) -> Result<i32> {
         ..Default::default()
     };
     // From the last keyframe at or before the step, when the parent kept one.
-    let outcome = match parent.usable_keyframe(&store, args.step) {
-        Some((kf, _)) => {
-            parent.feed_prefix(&mut rec, kf.recorded)?;
-            session::run_from(&inputs, &kf, &store.pages(), false, &limits, &mut rec)?
-        }
-        None => session::run(&inputs, &limits, &mut rec)?,
-    };
+    let kf = parent.usable_keyframe(&store, args.step).map(|(k, _)| k);
+    let outcome = parent.run_fork(&store, kf.as_ref(), &inputs, &limits, &mut rec)?;
     let run = rec.finish(
         &outcome,
         &RunDetails {

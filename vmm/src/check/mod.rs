@@ -219,10 +219,7 @@ impl<'a> Checker<'a> {
         rec.set_echo(false);
         let outcome = match self.parent_keyframe(inputs)? {
             // A fork of the checked run: from its last keyframe before the fork.
-            Some((run, kf)) => {
-                run.feed_prefix(&mut rec, kf.recorded)?;
-                session::run_from(inputs, &kf, &self.store.pages(), false, limits, &mut rec)?
-            }
+            Some((run, kf)) => run.run_fork(self.store, Some(&kf), inputs, limits, &mut rec)?,
             None => session::run(inputs, limits, &mut rec)?,
         };
         let run = rec.finish(
@@ -234,12 +231,7 @@ impl<'a> Checker<'a> {
             },
         )?;
         let events = run
-            .trace()
-            .and_then(|mut t| {
-                t.events()
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(StoreError::from)
-            })
+            .events()
             .map_err(|e| CheckError::Trace(run.id.clone(), e.to_string()))?;
         Ok((run.id, outcome, events))
     }

@@ -469,6 +469,26 @@ impl Run {
         })
     }
 
+    /// Runs a fork of this run (`inputs`, made by `record::fork`): from `kf`,
+    /// a keyframe of this run's chain at or before the fork step, with what
+    /// this run recorded up to it given to `rec` first; or from step 0.
+    pub fn run_fork(
+        &self,
+        store: &Store,
+        kf: Option<&crate::record::keyframe::Keyframe>,
+        inputs: &RunInputs,
+        limits: &crate::session::Limits,
+        rec: &mut dyn crate::record::Recorder,
+    ) -> Result<crate::session::Outcome, StoreError> {
+        Ok(match kf {
+            Some(kf) => {
+                self.feed_prefix(rec, kf.recorded)?;
+                crate::session::run_from(inputs, kf, &store.pages(), false, limits, rec)?
+            }
+            None => crate::session::run(inputs, limits, rec)?,
+        })
+    }
+
     /// Gives `rec` what this run recorded up to `upto` (events, output,
     /// switches), so that a run restored from a keyframe records a whole run.
     pub fn feed_prefix(
