@@ -4,12 +4,14 @@
 
 use super::{Candidate, CheckError, Checker, Narrowed, Tried};
 use crate::record::diff::first_divergence;
-use crate::record::{Discard, Event, Perturbed};
+use crate::record::{Discard, Event, Perturbation, Perturbed};
 use crate::session::{self, Limits};
 use std::time::Instant;
 
 /// Shared events shown before the first difference, and events of each side after it.
 const CONTEXT: usize = 3;
+/// How far before a deciding set's first step a single reschedule is tried.
+const NEAR: u64 = 16;
 
 struct Search<'c, 'a> {
     checker: &'c Checker<'a>,
@@ -24,6 +26,33 @@ impl Search<'_, '_> {
         let t = self.checker.try_one(&Candidate::Explicit(set.to_vec()))?;
         let hit = t.violations.iter().any(|(p, _)| *p == self.property);
         Ok(hit.then_some(t))
+    }
+
+    /// When several perturbations together decide it, one reschedule at a
+    /// nearby step often does too (the schedule's own perturbations are only
+    /// where its dice fell): tries each step from the set's last back to
+    /// `NEAR` steps before its first, latest first.
+    fn single_near(
+        &mut self,
+        set: &[Perturbed],
+    ) -> Result<Option<(Vec<Perturbed>, Tried)>, CheckError> {
+        let (Some(first), Some(last)) = (set.first(), set.last()) else {
+            return Ok(None);
+        };
+        let lowest = first.step.saturating_sub(NEAR).max(1);
+        for step in (lowest..=last.step).rev() {
+            let one = Perturbed {
+                step,
+                what: Perturbation::Reschedule,
+            };
+            if set.contains(&one) {
+                continue;
+            }
+            if let Some(t) = self.fails(&[one])? {
+                return Ok(Some((vec![one], t)));
+            }
+        }
+        Ok(None)
     }
 
     /// Zeller's ddmin: a 1-minimal subset of `set` that still fails.
@@ -104,7 +133,10 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
         None => {
             let set = s.ddmin(bad.perturbed.clone())?;
             match s.fails(&set)? {
-                Some(t) => (set, t),
+                Some(t) => match s.single_near(&set)? {
+                    Some(one) => one,
+                    None => (set, t),
+                },
                 // Not reproducible from its perturbations alone: report the whole run.
                 None => (bad.perturbed.clone(), bad.clone()),
             }

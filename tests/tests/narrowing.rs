@@ -1,0 +1,36 @@
+//! Narrowing finds one deciding step even when the schedule that found the
+//! failure perturbed other steps.
+
+use rewind_tests::{guest_arg, Home};
+
+#[test]
+fn a_single_reschedule_near_the_schedules_own_perturbations_decides_it() {
+    let h = Home::new();
+    let prog = guest_arg("pool-sleep");
+    // A fixed epoch: the same inputs, the same ids, whenever the test runs.
+    let epoch = "1700000000";
+    let out = h.rewind(&["check", "--json", "--epoch", epoch, "--", &prog]);
+    assert_eq!(out.code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let n = &v["narrowed"];
+    let deciding = n["deciding"].as_array().unwrap();
+    assert_eq!(deciding.len(), 1, "one step decides it: {n:#}");
+    assert_eq!(deciding[0]["what"], "reschedule", "{n:#}");
+    let step = deciding[0]["step"].as_u64().unwrap().to_string();
+    // The step is real: that reschedule alone fails, none passes.
+    let alone = h.run(&[
+        "-q",
+        "--epoch",
+        epoch,
+        "--reschedule-at",
+        &step,
+        "--",
+        &prog,
+    ]);
+    let none = h.run(&["-q", "--epoch", epoch, "--", &prog]);
+    assert_ne!(alone.status, none.status, "{}\n{}", alone.out, none.out);
+    assert_eq!(alone.id, n["failing"].as_str().unwrap());
+    assert_eq!(none.id, n["passing"].as_str().unwrap());
+    h.replay_identical(&alone.id);
+    h.replay_identical(&none.id);
+}
