@@ -396,11 +396,6 @@ pub fn name(nr: u32) -> &'static str {
     }
 }
 
-/// Numbers of every implemented call (for tests that exercise them all).
-pub fn implemented() -> impl Iterator<Item = u32> {
-    TABLE.iter().map(|d| d.nr)
-}
-
 impl Kernel<'_> {
     /// Serves the system call the current thread just made.
     pub(super) fn syscall(&mut self) {

@@ -9,7 +9,8 @@ use crate::EngineError;
 use vm_memory::{GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
 pub struct GuestRam {
-    mmap: GuestMemoryMmap,
+    /// Owns the mapping `base` points into; dropped with the RAM.
+    _mmap: GuestMemoryMmap,
     base: *mut u8,
     size: u64,
     next_frame: u64,
@@ -36,7 +37,7 @@ impl GuestRam {
             .get_host_address(GuestAddress(0))
             .map_err(|e| EngineError::Memory(size, e.to_string()))?;
         Ok(GuestRam {
-            mmap,
+            _mmap: mmap,
             base,
             size,
             next_frame: USER_FRAMES_START,
@@ -51,10 +52,6 @@ impl GuestRam {
 
     pub fn host_base(&self) -> u64 {
         self.base as u64
-    }
-
-    pub fn mmap(&self) -> &GuestMemoryMmap {
-        &self.mmap
     }
 
     /// The bytes at `[pa, pa+len)`, which must lie inside memory.

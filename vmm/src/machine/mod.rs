@@ -129,10 +129,6 @@ impl Machine {
         self.xcr0
     }
 
-    pub fn vm(&self) -> &VmFd {
-        &self.vm
-    }
-
     /// The user's general registers, as of the last exit.
     pub fn regs(&self) -> kvm_regs {
         self.vcpu.sync_regs().regs
@@ -170,10 +166,6 @@ impl Machine {
 
     pub fn restore_xstate(&self, s: &ExtendedState) -> Result<(), EngineError> {
         xstate::restore(&self.vcpu, s)
-    }
-
-    pub fn set_immediate_exit(&mut self, on: bool) {
-        self.vcpu.set_kvm_immediate_exit(on as u8);
     }
 
     /// Runs the guest until its next exit.

@@ -22,8 +22,6 @@ const EFER_NXE: u64 = 1 << 11;
 
 /// RFLAGS with only the always-one bit set.
 pub const RFLAGS_DEFAULT: u64 = 2;
-/// RFLAGS.IF: the user runs with interrupts "enabled", as on Linux.
-pub const RFLAGS_IF: u64 = 1 << 9;
 /// RFLAGS.TF: trap after the next instruction.
 pub const RFLAGS_TF: u64 = 1 << 8;
 
