@@ -34,3 +34,26 @@ fn a_single_reschedule_near_the_schedules_own_perturbations_decides_it() {
     h.replay_identical(&alone.id);
     h.replay_identical(&none.id);
 }
+
+#[test]
+fn a_schedule_that_spins_forever_ends_timed_out_instead_of_hanging_the_check() {
+    let h = Home::new();
+    let prog = guest_arg("spinlock");
+    let base = h.run(&["-q", "--", &prog]);
+    assert_eq!(base.status, "exited:0", "{}", base.out);
+    h.replay_identical(&base.id);
+    // No --timeout: the check bounds perturbed runs by itself.
+    let out = h.rewind(&["check", "--schedules", "4", "--no-narrow", "--", &prog]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("schedule") && l.contains("timed-out")),
+        "{out}"
+    );
+    assert!(
+        out.stdout
+            .contains("ended timed-out where schedule 0 ended exited:0"),
+        "{out}"
+    );
+}

@@ -30,6 +30,11 @@ pub enum CheckError {
     Trace(String, String),
 }
 
+/// A perturbed run may take this many times schedule 0's wall time...
+const SPIN_FACTOR: u32 = 20;
+/// ...and at least this long, before it ends `timed-out` (without `--timeout`).
+const SPIN_FLOOR: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// How the schedules to try are chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
@@ -166,6 +171,8 @@ pub struct Checker<'a> {
     store: &'a Store,
     base_status: Option<ExitStatus>,
     properties: Vec<Property>,
+    /// Schedule 0's wall time (for `candidate_limits`).
+    base_wall: std::time::Duration,
     /// The keyframe a check from a recorded run starts its forks from.
     parent_keyframe: std::sync::OnceLock<Option<Keyframe>>,
 }
@@ -178,6 +185,7 @@ impl<'a> Checker<'a> {
             base_status: None,
             properties: spec.properties.clone(),
             parent_keyframe: std::sync::OnceLock::new(),
+            base_wall: std::time::Duration::ZERO,
         }
     }
 
@@ -290,10 +298,23 @@ impl<'a> Checker<'a> {
         Ok(kf.map(|k| (run, k)))
     }
 
+    /// The limits of every run after schedule 0: without `--timeout`, a
+    /// perturbed schedule that spins forever (a thread that never makes a
+    /// system call is never preempted) would hang the check, so it ends
+    /// `timed-out` after `SPIN_FACTOR` times schedule 0's wall time (at
+    /// least `SPIN_FLOOR`), and is judged like any run.
+    pub(crate) fn candidate_limits(&self) -> Limits {
+        let mut l = self.spec.limits.clone();
+        if l.timeout.is_none() {
+            l.timeout = Some((self.base_wall * SPIN_FACTOR).max(SPIN_FLOOR));
+        }
+        l
+    }
+
     /// Runs one candidate and judges it.
     pub fn try_one(&self, c: &Candidate) -> Result<Tried, CheckError> {
         let inputs = self.inputs_for(c);
-        let (id, o, events) = self.record(&inputs, &self.spec.limits)?;
+        let (id, o, events) = self.record(&inputs, &self.candidate_limits())?;
         Ok(self.judge(c.label(), id, &o, &events))
     }
 
@@ -303,6 +324,7 @@ impl<'a> Checker<'a> {
         let base_inputs = self.spec.base.clone();
         let (id, o, events) = self.record(&base_inputs, &self.spec.limits)?;
         self.base_status = Some(o.status);
+        self.base_wall = o.wall;
         if property::uses_sdk(&events) && !self.properties.contains(&Property::Sdk) {
             self.properties.push(Property::Sdk);
         }

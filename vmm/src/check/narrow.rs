@@ -157,7 +157,7 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
             let inputs = checker.inputs_for(&Candidate::Explicit(deciding.clone()));
             let limits = Limits {
                 where_at: Some(last.step),
-                ..checker.spec.limits.clone()
+                ..checker.candidate_limits()
             };
             session::run(&inputs, &limits, &mut Discard)?.where_at
         }
