@@ -3,6 +3,7 @@
 
 mod cmd;
 mod examples;
+mod progress;
 mod signals;
 mod util;
 

@@ -67,7 +67,12 @@ pub fn main(args: ForkArgs) -> Result<i32> {
     };
     // From the last keyframe at or before the step, when the parent kept one.
     let kf = parent.usable_keyframe(&store, args.step).map(|(k, _)| k);
-    let outcome = parent.run_fork(&store, kf.as_ref(), &inputs, &limits, &mut rec)?;
+    let outcome = if args.quiet {
+        let mut shown = crate::progress::Progress::new(&mut rec, "forking", parent.meta.steps);
+        parent.run_fork(&store, kf.as_ref(), &inputs, &limits, &mut shown)?
+    } else {
+        parent.run_fork(&store, kf.as_ref(), &inputs, &limits, &mut rec)?
+    };
     let run = rec.finish(
         &outcome,
         &RunDetails {

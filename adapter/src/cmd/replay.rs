@@ -89,7 +89,7 @@ pub fn main(args: ReplayArgs) -> Result<i32> {
             timeout,
             ..Default::default()
         },
-        &mut rec,
+        &mut crate::progress::Progress::new(&mut rec, "replaying", run.meta.steps),
     )
     .with_context(|| format!("cannot replay run {}", run.id))?;
 
