@@ -32,6 +32,47 @@ struct KernelState {
     next_id: u32,
 }
 
+impl KernelState {
+    /// The invariants the kernel relies on: a keyframe that breaks them
+    /// (a crafted file with valid checksums) is refused, not run.
+    fn check(&self) -> Result<(), String> {
+        let cur = self.sched.current;
+        match self.threads.get(&cur) {
+            Some(t) if t.ctx.is_none() => {}
+            _ => return Err(format!("the running thread {cur} is not on the CPU")),
+        }
+        for t in self.threads.values() {
+            let p = self
+                .procs
+                .get(&t.pid)
+                .ok_or_else(|| format!("thread {} of a missing process {}", t.tid, t.pid))?;
+            if !p.threads.contains(&t.tid) {
+                return Err(format!("thread {} not listed by its process", t.tid));
+            }
+            if t.tid != cur && t.ctx.is_none() {
+                return Err(format!(
+                    "thread {} is off the CPU without its registers",
+                    t.tid
+                ));
+            }
+        }
+        for p in self.procs.values() {
+            if let Some(t) = p.threads.iter().find(|t| !self.threads.contains_key(t)) {
+                return Err(format!("process {} lists a missing thread {t}", p.pid));
+            }
+        }
+        if let Some(t) = self
+            .sched
+            .runq
+            .iter()
+            .find(|t| !self.threads.contains_key(t))
+        {
+            return Err(format!("a missing thread {t} is runnable"));
+        }
+        Ok(())
+    }
+}
+
 /// Where the engine is in its keyframe policy.
 #[derive(Debug)]
 pub struct KeyframeClock {
@@ -163,13 +204,19 @@ impl<'r> Kernel<'r> {
             m.ram.write(*pa, &bytes);
             clock.pages.insert(*pa, *h);
         }
-        m.ram.set_allocator(kf.allocator.clone());
+        if !m.ram.set_allocator(kf.allocator.clone()) {
+            return Err(EngineError::BadKeyframe(
+                "frame allocator outside guest memory".into(),
+            ));
+        }
         m.restore_vcpu(&kf.vcpu)?;
         // What was just written is the keyframe, not news for the next one.
         m.take_dirty_pages()?;
         let st: KernelState =
             super::blobs::restoring(pages, || postcard::from_bytes(&kf.kernel))
                 .map_err(|e| EngineError::BadKeyframe(format!("kernel state: {e}")))?;
+        st.check()
+            .map_err(|why| EngineError::BadKeyframe(format!("kernel state: {why}")))?;
         let mut sched = st.sched;
         if !same_run {
             sched.perturber = crate::check::schedule::Perturber::from_manifest(man).map(|mut p| {

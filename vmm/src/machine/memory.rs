@@ -133,9 +133,23 @@ impl GuestRam {
         }
     }
 
-    pub fn set_allocator(&mut self, a: FrameAllocator) {
+    /// Restores a saved allocator; false (and nothing changed) when it
+    /// names frames outside the pool.
+    pub fn set_allocator(&mut self, a: FrameAllocator) -> bool {
+        let frame_ok = |pa: u64| {
+            pa >= USER_FRAMES_START
+                && pa.is_multiple_of(PAGE_SIZE)
+                && pa.saturating_add(PAGE_SIZE) <= self.size
+        };
+        let next_ok = a.next_frame >= USER_FRAMES_START
+            && a.next_frame.is_multiple_of(PAGE_SIZE)
+            && a.next_frame <= self.size;
+        if !next_ok || !a.free.iter().all(|pa| frame_ok(*pa) && *pa < a.next_frame) {
+            return false;
+        }
         self.next_frame = a.next_frame;
         self.free = a.free;
+        true
     }
 
     /// Frames handed out and not freed.

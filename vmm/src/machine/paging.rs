@@ -40,6 +40,11 @@ pub fn init_low_table(ram: &mut GuestRam) {
     }
 }
 
+/// Whether a whole page at `pa` lies in guest memory.
+fn in_ram(ram: &GuestRam, pa: u64) -> bool {
+    pa.saturating_add(PAGE_SIZE) <= ram.size()
+}
+
 fn index(va: u64, level: u32) -> u64 {
     (va >> (12 + 9 * level)) & 511
 }
@@ -67,6 +72,11 @@ impl PageTables {
     fn leaf(&self, ram: &mut GuestRam, va: u64, create: bool) -> Option<u64> {
         let mut table = self.pml4;
         for level in (1..=3).rev() {
+            // Tables are the monitor's own, but a restored keyframe's come
+            // from a file: one outside memory is as good as absent.
+            if !in_ram(ram, table) {
+                return None;
+            }
             let entry_pa = table + index(va, level) * 8;
             let entry = ram.read_u64(entry_pa);
             if entry & PTE_PRESENT == 0 {
@@ -80,14 +90,15 @@ impl PageTables {
                 table = entry & PTE_ADDR;
             }
         }
-        Some(table + index(va, 0) * 8)
+        in_ram(ram, table).then(|| table + index(va, 0) * 8)
     }
 
     /// The frame and whether it is writable, for a mapped user page.
     pub fn lookup(&self, ram: &mut GuestRam, va: u64) -> Option<(u64, bool)> {
         let leaf = self.leaf(ram, va, false)?;
         let pte = ram.read_u64(leaf);
-        (pte & PTE_PRESENT != 0).then_some((pte & PTE_ADDR, pte & PTE_WRITE != 0))
+        let frame = pte & PTE_ADDR;
+        (pte & PTE_PRESENT != 0 && in_ram(ram, frame)).then_some((frame, pte & PTE_WRITE != 0))
     }
 
     /// Maps the page at `va` to `frame`. False when out of memory.
@@ -105,7 +116,7 @@ impl PageTables {
     pub fn unmap(&self, ram: &mut GuestRam, va: u64) -> Option<u64> {
         let e = self.leaf(ram, va, false)?;
         let pte = ram.read_u64(e);
-        if pte & PTE_PRESENT == 0 {
+        if pte & PTE_PRESENT == 0 || !in_ram(ram, pte & PTE_ADDR) {
             return None;
         }
         ram.write_u64(e, 0);
@@ -142,7 +153,7 @@ impl PageTables {
             for i in 0..512 {
                 let e = ram.read_u64(table + i * 8);
                 let t = e & PTE_ADDR;
-                if e & PTE_PRESENT != 0 && t != LOW_PAGE_TABLE {
+                if e & PTE_PRESENT != 0 && t != LOW_PAGE_TABLE && in_ram(ram, t) {
                     walk(ram, t, level - 1);
                     ram.free_frame(t);
                 }
