@@ -22,6 +22,9 @@ pub struct Scheduler {
     pub yield_now: bool,
     /// The schedule's perturbations; None for schedule 0.
     pub perturber: Option<crate::check::schedule::Perturber>,
+    /// Interval timers (alarm, setitimer): (process, which) -> timer.
+    #[serde(default)]
+    pub itimers: std::collections::BTreeMap<(super::task::Pid, u32), super::time::ITimer>,
 }
 
 impl Scheduler {
@@ -32,6 +35,7 @@ impl Scheduler {
             timers: BTreeSet::new(),
             yield_now: false,
             perturber: None,
+            itimers: Default::default(),
         }
     }
 }
@@ -104,7 +108,15 @@ impl Kernel<'_> {
     }
 
     /// Wakes every thread whose timeout has passed, with ETIMEDOUT (or 0 for a sleep).
+    /// The earliest armed timer: a thread's timeout or an interval timer.
+    fn next_deadline(&self) -> Option<u64> {
+        let thread = self.sched.timers.first().map(|&(d, _)| d);
+        let itimer = self.sched.itimers.values().map(|t| t.deadline).min();
+        thread.into_iter().chain(itimer).min()
+    }
+
     pub fn fire_timers(&mut self) {
+        self.fire_itimers();
         while let Some(&(d, tid)) = self.sched.timers.first() {
             if d > self.clock.now() {
                 break;
@@ -165,10 +177,15 @@ impl Kernel<'_> {
                 }
                 continue;
             }
-            match self.sched.timers.first() {
-                Some(&(d, _)) => {
+            match self.next_deadline() {
+                Some(d) => {
                     self.clock.advance_to(d);
                     self.fire_timers();
+                    // A timer's signal may have ended the process (SIGALRM's default).
+                    self.kill_doomed();
+                    if self.is_finished() {
+                        return Ok(());
+                    }
                     // `wake` leaves the current thread out of the queue: it
                     // is off the CPU here (blocked), so it queues like any other.
                     if self

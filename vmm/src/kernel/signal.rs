@@ -573,7 +573,7 @@ impl Kernel<'_> {
     }
 
     /// Ends the processes a signal's default action killed this step.
-    fn kill_doomed(&mut self) {
+    pub(super) fn kill_doomed(&mut self) {
         let doomed: Vec<(Pid, Tid, SigInfo)> = self
             .procs
             .iter()
@@ -594,6 +594,9 @@ impl Kernel<'_> {
                 return Ok(());
             }
             self.schedule()?;
+            if self.is_finished() {
+                return Ok(());
+            }
             self.deliver_current();
             if self.is_finished() {
                 return Ok(());

@@ -119,6 +119,9 @@ static TABLE: &[Def] = &[
     def(33, "dup2", S(fs::sys_dup2), &[Fd, Fd]),
     def(34, "pause", B(signal::sys_pause), &[]),
     def(35, "nanosleep", B(time::sys_nanosleep), &[Hex, Hex]),
+    def(36, "getitimer", S(time::sys_getitimer), &[Int, Hex]),
+    def(37, "alarm", S(time::sys_alarm), &[Int]),
+    def(38, "setitimer", S(time::sys_setitimer), &[Int, Hex, Hex]),
     def(39, "getpid", S(identity::sys_getpid), &[]),
     def(
         56,

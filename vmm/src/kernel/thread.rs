@@ -152,6 +152,7 @@ impl Kernel<'_> {
             self.remove_thread(tid);
         }
         self.rec_process_exit(pid, last, status);
+        self.sched.itimers.retain(|(p, _), _| *p != pid);
         let mut p = self.procs.remove(&pid).unwrap();
         p.mm.release(&mut self.m.ram);
         if pid == super::FIRST_PID {

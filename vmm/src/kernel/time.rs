@@ -167,3 +167,156 @@ pub fn sys_clock_nanosleep(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     };
     Ok(sleep_until(k, deadline, PendingCall { nr: 230, args: a }))
 }
+
+pub const ITIMER_REAL: u32 = 0;
+pub const ITIMER_VIRTUAL: u32 = 1;
+pub const ITIMER_PROF: u32 = 2;
+
+/// An armed interval timer of a process. Virtual time is the only time, so
+/// the real, virtual and profiling timers all count it; they differ in the
+/// signal they send (SIGALRM, SIGVTALRM, SIGPROF).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ITimer {
+    pub deadline: u64,
+    /// Re-armed this much later when it fires; 0 fires once.
+    pub interval: u64,
+}
+
+fn itimer_signal(which: u32) -> i32 {
+    use super::signal::{SIGALRM, SIGPROF, SIGVTALRM};
+    match which {
+        ITIMER_VIRTUAL => SIGVTALRM,
+        ITIMER_PROF => SIGPROF,
+        _ => SIGALRM,
+    }
+}
+
+impl Kernel<'_> {
+    /// Sends the signal of every interval timer that expired, and re-arms it.
+    pub(super) fn fire_itimers(&mut self) {
+        let now = self.clock.now();
+        let due: Vec<((super::task::Pid, u32), ITimer)> = self
+            .sched
+            .itimers
+            .iter()
+            .filter(|(_, t)| t.deadline <= now)
+            .map(|(k, t)| (*k, *t))
+            .collect();
+        for ((pid, which), t) in due {
+            match (now - t.deadline).checked_div(t.interval) {
+                // One-shot: gone once fired.
+                None => {
+                    self.sched.itimers.remove(&(pid, which));
+                }
+                // Periodic: the next multiple of the interval after now.
+                Some(missed) => {
+                    let next = t
+                        .deadline
+                        .saturating_add((missed + 1).saturating_mul(t.interval));
+                    self.sched.itimers.get_mut(&(pid, which)).unwrap().deadline = next;
+                }
+            }
+            let info =
+                super::signal::SigInfo::sent(itimer_signal(which), super::signal::SI_KERNEL, 0);
+            self.send_signal(super::signal::Target::Process(pid), info);
+        }
+    }
+
+    /// Arms (or with a zero value disarms) a timer; returns the old one's
+    /// (remaining, interval) in ns.
+    fn set_itimer(&mut self, which: u32, value: u64, interval: u64) -> (u64, u64) {
+        let pid = self.cur_pid();
+        let now = self.clock.now();
+        let old = match self.sched.itimers.get(&(pid, which)) {
+            Some(t) => (t.deadline.saturating_sub(now), t.interval),
+            None => (0, 0),
+        };
+        if value == 0 {
+            self.sched.itimers.remove(&(pid, which));
+        } else {
+            self.sched.itimers.insert(
+                (pid, which),
+                ITimer {
+                    deadline: now.saturating_add(value),
+                    interval,
+                },
+            );
+        }
+        old
+    }
+
+    fn get_itimer(&mut self, which: u32) -> (u64, u64) {
+        let pid = self.cur_pid();
+        let now = self.clock.now();
+        self.sched
+            .itimers
+            .get(&(pid, which))
+            .map_or((0, 0), |t| (t.deadline.saturating_sub(now), t.interval))
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct ITimerVal {
+    interval: Timeval,
+    value: Timeval,
+}
+
+fn timeval_ns(tv: Timeval) -> SysResult<u64> {
+    if tv.sec < 0 || !(0..1_000_000).contains(&tv.usec) {
+        return Err(EINVAL);
+    }
+    Ok((tv.sec as u64)
+        .saturating_mul(NS_PER_SEC)
+        .saturating_add(tv.usec as u64 * 1000))
+}
+
+fn ns_timeval(ns: u64) -> Timeval {
+    Timeval {
+        sec: (ns / NS_PER_SEC) as i64,
+        usec: ((ns % NS_PER_SEC) / 1000) as i64,
+    }
+}
+
+/// alarm(seconds): the seconds left of the previous alarm, rounded up.
+pub fn sys_alarm(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let secs = a[0] & 0xffff_ffff;
+    let (left, _) = k.set_itimer(ITIMER_REAL, secs * NS_PER_SEC, 0);
+    Ok(left.div_ceil(NS_PER_SEC))
+}
+
+pub fn sys_setitimer(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let which = a[0] as u32;
+    if which > ITIMER_PROF {
+        return Err(EINVAL);
+    }
+    let new = if a[1] == 0 {
+        ITimerVal::default()
+    } else {
+        k.read_struct::<ITimerVal>(a[1])?
+    };
+    let (value, interval) = (timeval_ns(new.value)?, timeval_ns(new.interval)?);
+    let (left, every) = k.set_itimer(which, value, interval);
+    if a[2] != 0 {
+        let old = ITimerVal {
+            interval: ns_timeval(every),
+            value: ns_timeval(left),
+        };
+        k.write_struct(a[2], &old)?;
+    }
+    Ok(0)
+}
+
+pub fn sys_getitimer(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let which = a[0] as u32;
+    if which > ITIMER_PROF {
+        return Err(EINVAL);
+    }
+    let (left, every) = k.get_itimer(which);
+    let v = ITimerVal {
+        interval: ns_timeval(every),
+        value: ns_timeval(left),
+    };
+    k.write_struct(a[1], &v)?;
+    Ok(0)
+}

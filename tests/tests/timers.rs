@@ -1,0 +1,29 @@
+//! alarm, setitimer and getitimer in virtual time.
+
+use rewind_tests::Home;
+
+#[test]
+fn alarm_interrupts_pause_and_an_interval_timer_ticks() {
+    let h = Home::new();
+    let run = h.run_guest("timers", &[]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    let log = h.log(&run.id);
+    assert!(
+        log.contains("pause=-1 errno=Interrupted system call ticks=1 left=5"),
+        "{log}"
+    );
+    assert!(log.contains("ticks=6 interval=100000us armed=1"), "{log}");
+    // alarm(3), then six ticks of 100 ms: 3.5 s of virtual time, no wall time.
+    assert!(run.line.contains(" 3.5"), "{}", run.line);
+    h.replay_identical(&run.id);
+}
+
+#[test]
+fn an_alarm_without_a_handler_ends_the_process() {
+    let h = Home::new();
+    let run = h.run_guest("timers", &["die"]);
+    assert_eq!(run.status, "killed:SIGALRM", "{}", run.out);
+    assert_eq!(run.out.code, 128 + 14, "{}", run.out);
+    assert!(h.events(&run.id).contains("SIGALRM"));
+    h.replay_identical(&run.id);
+}
