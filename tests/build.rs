@@ -5,7 +5,8 @@
 //! - `threads.c` with musl too: `musl-gcc -static` -> `threads-musl`;
 //! - `threads.rs` with Rust std, static-pie: `rustc -C target-feature=+crt-static` -> `threads-rust`;
 //! - `hello.c` dynamically linked -> `hello-dynamic` (which `rewind run` must refuse);
-//! - `guest/examples/bank.c` -> `bank`, so the benchmark can time it natively.
+//! - `guest/examples/bank.c` -> `bank`, so the benchmark can time it natively;
+//! - `guest/examples/pool.c` with a sleep where main yields -> `pool-sleep`.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -17,10 +18,12 @@ fn main() {
     let tests = root.join("guest/tests");
     let examples = root.join("guest/examples");
     println!("cargo:rerun-if-changed={}", tests.display());
-    println!(
-        "cargo:rerun-if-changed={}",
-        examples.join("bank.c").display()
-    );
+    for example in ["bank.c", "pool.c"] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            examples.join(example).display()
+        );
+    }
     println!("cargo:rustc-env=REWIND_GUESTS={}", out.display());
 
     let mut c_sources: Vec<PathBuf> = std::fs::read_dir(&tests)
@@ -56,6 +59,18 @@ fn main() {
         &["-static", "-O1", "-g", "-pthread"],
         &examples.join("bank.c"),
         &out.join("bank"),
+    );
+    build(
+        "cc",
+        &[
+            "-static",
+            "-O1",
+            "-g",
+            "-pthread",
+            "-DLET_WORKERS_START()=usleep(100)",
+        ],
+        &examples.join("pool.c"),
+        &out.join("pool-sleep"),
     );
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     build(
