@@ -269,12 +269,7 @@ fn print_report(r: &Report, spec: &CheckSpec) {
         ),
         [one] => println!(
             "step {} decides it: {} there makes the run violate {}",
-            one.step,
-            match one.what {
-                vmm::record::Perturbation::Reschedule => "a reschedule".to_string(),
-                vmm::record::Perturbation::Stall { ns } => format!("a stall of {}us", ns / 1000),
-            },
-            n.property
+            one.step, one.what, n.property
         ),
         set => println!(
             "no single step decides it; these {} together make the run violate {}: {}",

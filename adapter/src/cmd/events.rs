@@ -59,9 +59,5 @@ pub fn main(args: EventsArgs) -> Result<i32> {
 
 /// `      36  schedule: a reschedule here`
 fn mark(p: &vmm::record::Perturbed) -> String {
-    let what = match p.what {
-        vmm::record::Perturbation::Reschedule => "a reschedule".to_string(),
-        vmm::record::Perturbation::Stall { ns } => format!("a stall of {}us", ns / 1000),
-    };
-    format!("{:>8}  schedule: {what} here", p.step)
+    format!("{:>8}  schedule: {} here", p.step, p.what)
 }

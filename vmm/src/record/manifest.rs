@@ -67,14 +67,19 @@ pub struct Perturbed {
     pub what: Perturbation,
 }
 
+/// `a reschedule`, `a stall of 40us`.
+impl std::fmt::Display for Perturbation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Perturbation::Reschedule => write!(f, "a reschedule"),
+            Perturbation::Stall { ns } => write!(f, "a stall of {}us", ns / 1000),
+        }
+    }
+}
+
 impl std::fmt::Display for Perturbed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.what {
-            Perturbation::Reschedule => write!(f, "a reschedule at step {}", self.step),
-            Perturbation::Stall { ns } => {
-                write!(f, "a stall of {}us at step {}", ns / 1000, self.step)
-            }
-        }
+        write!(f, "{} at step {}", self.what, self.step)
     }
 }
 
