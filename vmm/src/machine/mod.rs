@@ -202,9 +202,7 @@ impl Machine {
                 r.rflags = regs::user_rflags(r.r11);
                 Exit::Syscall
             }
-            Some(trampoline::Entry::Exception(vector)) if !input => {
-                self.exception_frame(vector)?
-            }
+            Some(trampoline::Entry::Exception(vector)) if !input => self.exception_frame(vector)?,
             _ => return self.forged_io(),
         };
         self.enter_user_mode();
