@@ -43,6 +43,8 @@ fn run_measured(home: &Home, args: &[&str]) -> Measured {
         .stdout(out_file.try_clone().unwrap())
         .stderr(err_file.try_clone().unwrap());
     let start = Instant::now();
+    // Reaped by wait4 below, which also gives its rusage.
+    #[allow(clippy::zombie_processes)]
     let child = cmd.spawn().expect("start rewind");
     let pid = child.id() as libc::pid_t;
     let mut status = 0;

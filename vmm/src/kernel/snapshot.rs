@@ -104,7 +104,8 @@ impl KeyframeClock {
         steps >= KEYFRAME_STEPS
             || (steps >= KEYFRAME_MIN_STEPS
                 && self.last_wall.elapsed()
-                    >= (self.last_cost * 10).max(std::time::Duration::from_millis(KEYFRAME_WALL_MS)))
+                    >= (self.last_cost * 10)
+                        .max(std::time::Duration::from_millis(KEYFRAME_WALL_MS)))
     }
 }
 
