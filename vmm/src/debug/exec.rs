@@ -135,6 +135,7 @@ impl Session {
     pub(super) fn span_started(&mut self) -> Arrival {
         let l = &mut self.live;
         l.route.clear();
+        l.ghosts.clear();
         l.counts = self
             .breakpoints
             .iter()
@@ -152,6 +153,7 @@ impl Session {
             .breakpoints
             .iter()
             .chain(self.live.tracked.iter())
+            .chain(self.live.ghosts.iter())
             .copied()
             .collect();
         let l = &mut self.live;
@@ -523,7 +525,10 @@ impl Session {
             Ev::Arrive(a) => a.user_bp,
             _ => true,
         })?;
-        self.note_route(&ev, Op::Continue);
+        self.note_route(
+            &ev,
+            Op::Continue(self.breakpoints.clone(), self.watches.clone()),
+        );
         let stop = self.stop_of(&ev);
         Ok(match stop {
             // A breakpoint reached by stepping over the one before it.

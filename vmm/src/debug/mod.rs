@@ -187,7 +187,8 @@ impl Origin {
 #[derive(Debug, Clone)]
 enum Op {
     Step,
-    Continue,
+    /// A continue, with the breakpoints and watchpoints of that moment.
+    Continue(BTreeSet<u64>, Vec<Watch>),
     Arrive(Position),
 }
 
@@ -198,6 +199,9 @@ struct Live {
     inserted: BTreeMap<u64, (u64, u8)>,
     /// Addresses whose hits are counted besides breakpoints (positions).
     tracked: BTreeSet<u64>,
+    /// Breakpoints removed during this span, still counted until it ends
+    /// (gdb takes its breakpoints out at every stop and puts them back).
+    ghosts: BTreeSet<u64>,
     /// Hits since the span began, for addresses trapped since it began.
     counts: HashMap<u64, u64>,
     /// Count every instruction (while stepping through a whole span).
@@ -312,6 +316,9 @@ impl Session {
 
     pub fn remove_breakpoint(&mut self, addr: u64) -> bool {
         let had = self.breakpoints.remove(&addr);
+        if self.live.counts.contains_key(&addr) {
+            self.live.ghosts.insert(addr);
+        }
         self.sync_traps();
         had
     }
@@ -341,6 +348,7 @@ impl Live {
             k,
             inserted: BTreeMap::new(),
             tracked: BTreeSet::new(),
+            ghosts: BTreeSet::new(),
             counts: HashMap::new(),
             count_all: false,
             route: Vec::new(),

@@ -56,18 +56,30 @@ impl Session {
                 Op::Step => {
                     self.step_instruction()?;
                 }
-                Op::Continue => {
-                    self.cont()?;
+                Op::Continue(bps, watches) => {
+                    // With the breakpoints of then (gdb changes them at every stop).
+                    let now = (
+                        std::mem::replace(&mut self.breakpoints, bps.clone()),
+                        std::mem::replace(&mut self.watches, watches.clone()),
+                    );
+                    self.sync_traps();
+                    let r = self.cont();
+                    (self.breakpoints, self.watches) = now;
+                    r?;
                 }
                 Op::Arrive(p) => {
                     self.run_to_arrival(*p)?;
                 }
             }
         }
+        // What was counted stays counted until the span ends.
+        self.live.tracked.clear();
+        let counted: Vec<u64> = self.live.counts.keys().copied().collect();
+        self.live.ghosts.extend(counted);
+        self.sync_traps();
         let now = self.here();
         match now.hit {
             Some(hit) if now.pc == here.pc && self.live.pending.is_some() == pending => {
-                self.live.tracked.clear();
                 Ok(Position {
                     step: now.step,
                     pc: now.pc,
