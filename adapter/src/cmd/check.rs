@@ -13,6 +13,9 @@ use vmm::session::Limits;
 
 /// Schedules tried when `--schedules` is not given.
 pub const DEFAULT_SCHEDULES: u64 = 64;
+/// The strategy when `--strategy` is not given (chosen by the numbers in
+/// docs/design.md, "Search strategies").
+pub const DEFAULT_STRATEGY: StrategyArg = StrategyArg::Random;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StrategyArg {
@@ -20,6 +23,8 @@ pub enum StrategyArg {
     Random,
     /// Every schedule with one reschedule in the window, then every pair.
     Bounded,
+    /// PCT: random thread priorities, DEPTH-1 priority change points (--depth).
+    Pct,
 }
 
 #[derive(Args, Debug)]
@@ -52,8 +57,15 @@ pub struct CheckArgs {
     #[arg(long = "where")]
     pub where_: bool,
     /// How schedules are chosen.
-    #[arg(long, value_enum, default_value_t = StrategyArg::Random)]
+    #[arg(long, value_enum, default_value_t = DEFAULT_STRATEGY)]
     pub strategy: StrategyArg,
+    /// PCT's depth: DEPTH-1 priority change points a schedule.
+    #[arg(long, value_name = "DEPTH", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub depth: u32,
+    /// Which seeded schedules to try: with N schedules, seed S tries
+    /// schedules S*N+1 to S*N+N.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub check_seed: u64,
     /// Check from a recorded run: schedules equal to RUN up to --schedule-from.
     #[arg(long = "run", value_name = "RUN")]
     pub from_run: Option<String>,
@@ -142,8 +154,8 @@ fn properties(args: &CheckArgs) -> Result<Vec<Property>> {
 }
 
 pub fn main(args: CheckArgs) -> Result<i32> {
-    if args.run.schedule != 0 {
-        usage!("--schedule is for `rewind run`; `rewind check` tries schedules itself");
+    if args.run.schedule != 0 || args.run.pct.is_some() {
+        usage!("--schedule and --pct are for `rewind run`; `rewind check` tries schedules itself (--strategy)");
     }
     let props = properties(&args)?;
     let store = super::store()?;
@@ -177,6 +189,7 @@ pub fn main(args: CheckArgs) -> Result<i32> {
         (Some(_), _) => Strategy::Seeds,
         (None, StrategyArg::Random) => Strategy::Random,
         (None, StrategyArg::Bounded) => Strategy::Bounded,
+        (None, StrategyArg::Pct) => Strategy::Pct,
     };
     let spec = CheckSpec {
         base,
@@ -193,6 +206,8 @@ pub fn main(args: CheckArgs) -> Result<i32> {
         narrow: !args.no_narrow,
         properties: props,
         strategy,
+        depth: args.depth,
+        check_seed: args.check_seed,
         from: args.run.schedule_from,
         until: args.run.schedule_until,
         want_where: args.where_,

@@ -194,11 +194,15 @@ fn run_flags(
         if let Some(u) = m.schedule_until {
             flag("--schedule-until", u.to_string());
         }
+        if let Some(p) = m.pct {
+            flag("--pct", format!("{}:{}", p.depth, p.steps));
+        }
     }
     for p in &m.perturb {
         match p.what {
             Perturbation::Reschedule => flag("--reschedule-at", p.step.to_string()),
             Perturbation::Stall { ns } => flag("--stall-at", format!("{}:{ns}", p.step)),
+            Perturbation::Switch { tid } => flag("--switch-at", format!("{}:{tid}", p.step)),
         }
     }
     if let Some((step, seed)) = m.reseed {
@@ -408,6 +412,7 @@ fn check_line(run: &Run) -> Option<Line> {
     base.manifest.schedule = 0;
     base.manifest.schedule_from = None;
     base.manifest.schedule_until = None;
+    base.manifest.pct = None;
     if base.manifest.fork_of.is_some() {
         return None;
     }
@@ -538,7 +543,15 @@ pub fn main(args: ShowArgs) -> Result<i32> {
             u.map_or(String::new(), |u| u.to_string())
         ),
     };
-    kv(&mut o, "schedule", format!("{}{window}", m.schedule))?;
+    let pct = match m.pct {
+        Some(p) if m.schedule != 0 => format!(
+            ", PCT: {} priority change points among {} steps",
+            p.depth - 1,
+            p.steps
+        ),
+        _ => String::new(),
+    };
+    kv(&mut o, "schedule", format!("{}{window}{pct}", m.schedule))?;
     if !m.perturb.is_empty() {
         let list: Vec<String> = m.perturb.iter().map(|p| p.to_string()).collect();
         kv(&mut o, "perturb", list.join(", "))?;

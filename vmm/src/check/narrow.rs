@@ -31,7 +31,9 @@ impl Search<'_, '_> {
     /// When several perturbations together decide it, one reschedule at a
     /// nearby step often does too (the schedule's own perturbations are only
     /// where its dice fell): tries each step from the set's last back to
-    /// `NEAR` steps before its first, latest first.
+    /// `NEAR` steps before its first, latest first, then the `NEAR` steps
+    /// after its last (a PCT schedule's switches lead threads to where one
+    /// reschedule of the policy's order would decide it later).
     fn single_near(
         &mut self,
         set: &[Perturbed],
@@ -40,7 +42,8 @@ impl Search<'_, '_> {
             return Ok(None);
         };
         let lowest = first.step.saturating_sub(NEAR).max(1);
-        for step in (lowest..=last.step).rev() {
+        let after = last.step + 1..=last.step + NEAR;
+        for step in (lowest..=last.step).rev().chain(after) {
             let one = Perturbed {
                 step,
                 what: Perturbation::Reschedule,
