@@ -7,8 +7,9 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use vmm::check::label::{labels, Judged, Label};
 use vmm::check::property::Property;
-use vmm::check::{CheckSpec, Checker, Parent, Progress, Report, Strategy, Tried};
+use vmm::check::{CheckSpec, Checker, Parent, Progress, Report, Side, Strategy, Tried};
 use vmm::session::Limits;
 
 /// Schedules tried when `--schedules` is not given.
@@ -273,31 +274,13 @@ fn print_report(r: &Report, spec: &CheckSpec) {
         if r.base.violated() {
             println!("schedule 0 itself violates it: no perturbation is needed");
         }
-        println!("failing: run {}", bad.id);
+        println!("{}: run {}", unnarrowed_label(r, bad), bad.id);
         return;
     };
-    match n.deciding.as_slice() {
-        [] => println!(
-            "{} decides it: the run with it violates {} where schedule 0 does not",
-            bad.label.trim(),
-            n.property
-        ),
-        [one] => println!(
-            "step {} decides it: {} there makes the run violate {}",
-            one.step, one.what, n.property
-        ),
-        set => println!(
-            "no single step decides it; these {} together make the run violate {}: {}",
-            set.len(),
-            n.property,
-            set.iter()
-                .map(|p| p.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    println!("{}", n.sentence);
+    for side in n.sides() {
+        println!("{}: run {}", side.label, side.run);
     }
-    println!("passing: run {}", n.passing);
-    println!("failing: run {}", n.failing);
     if let Some(d) = &n.divergence {
         for l in d.lines() {
             println!("{l}");
@@ -313,6 +296,24 @@ fn print_report(r: &Report, spec: &CheckSpec) {
         }
     }
     println!("narrowed in {} runs, {:.3}s", n.runs, n.wall.as_secs_f64());
+}
+
+/// What the first violating run is called when it was not narrowed: by the
+/// same rule as a narrowed pair, against schedule 0.
+fn unnarrowed_label(r: &Report, bad: &Tried) -> Label {
+    if bad.id == r.base.id {
+        // Schedule 0 itself violates a property (not ends-differently).
+        return Label::Failing;
+    }
+    labels(Judged::of(&r.base), Judged::of(bad), true).1
+}
+
+fn side_json(s: &Side) -> serde_json::Value {
+    serde_json::json!({
+        "run": s.run,
+        "status": s.status.to_string(),
+        "label": s.label,
+    })
 }
 
 fn tried_json(t: &Tried) -> serde_json::Value {
@@ -335,11 +336,18 @@ fn json_report(r: &Report) -> serde_json::Value {
         "tried": r.tried.iter().map(tried_json).collect::<Vec<_>>(),
         "violations": r.violations(),
         "exhausted": r.exhausted,
+        "first_violation": r.first_violation().map(|bad| serde_json::json!({
+            "run": bad.id,
+            "label": unnarrowed_label(r, bad),
+        })),
         "narrowed": r.narrowed.as_ref().map(|n| serde_json::json!({
             "deciding": n.deciding,
             "property": n.property,
-            "passing": n.passing,
-            "failing": n.failing,
+            "sentence": n.sentence,
+            "without": side_json(&n.without),
+            "with": side_json(&n.with),
+            "passing": n.run_called(Label::Passing),
+            "failing": n.run_called(Label::Failing),
             "divergence": n.divergence.as_ref().map(|d| serde_json::json!({
                 "left_step": d.left_step(),
                 "right_step": d.right_step(),

@@ -5,6 +5,7 @@
 //! property (or all of them, with `all`). Runs go into the store like any
 //! other, so every id a check prints can be replayed, diffed or forked.
 
+pub mod label;
 pub mod narrow;
 pub mod property;
 pub mod schedule;
@@ -125,13 +126,27 @@ impl Tried {
     }
 }
 
+/// One run of the pair narrowing compares.
+#[derive(Debug, Clone)]
+pub struct Side {
+    pub run: String,
+    pub status: ExitStatus,
+    /// What a person calls it (`label`).
+    pub label: label::Label,
+}
+
 #[derive(Debug, Clone)]
 pub struct Narrowed {
     /// The smallest set of perturbations found that makes the run violate; one when a single step decides it.
     pub deciding: Vec<Perturbed>,
     pub property: String,
-    pub passing: String,
-    pub failing: String,
+    /// The run without the deciding step (schedule 0's when one step decides it).
+    pub without: Side,
+    /// The run with it.
+    pub with: Side,
+    /// `step 36 decides it: switching away from thread 1000/1001 after its
+    /// write makes the run violate ends-differently`.
+    pub sentence: String,
     pub divergence: Option<Divergence>,
     /// Where each thread was at the deciding step (with `want_where`).
     pub where_: Vec<String>,
@@ -150,6 +165,20 @@ pub struct Report {
     pub properties: Vec<Property>,
     /// `sometimes` messages that held in no run of the check.
     pub never_held: Vec<String>,
+}
+
+impl Narrowed {
+    /// The two runs, the one without the deciding step first.
+    pub fn sides(&self) -> [&Side; 2] {
+        [&self.without, &self.with]
+    }
+    /// The run called `label`, if either is.
+    pub fn run_called(&self, label: label::Label) -> Option<&str> {
+        self.sides()
+            .into_iter()
+            .find(|s| s.label == label)
+            .map(|s| s.run.as_str())
+    }
 }
 
 impl Report {
