@@ -93,7 +93,7 @@ impl Perturber {
         let explicit: BTreeMap<u64, Perturbation> =
             m.perturb.iter().map(|p| (p.step, p.what)).collect();
         let plan = if let (true, Some(pct)) = (m.schedule != 0, m.pct) {
-            let mut rng = Rng::new(m.schedule.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5043_54);
+            let mut rng = Rng::new(m.schedule.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x0050_4354);
             let from = m.schedule_from.unwrap_or(0);
             let mut change = BTreeMap::new();
             for i in 1..pct.depth.max(1) as u64 {
@@ -154,7 +154,7 @@ impl Perturber {
                 if let Some(&p) = change.get(&step) {
                     prio.insert(pt.cur, p);
                 }
-                let keeps = pt.cur_runnable && !(pt.yielding && !pt.waiting.is_empty());
+                let keeps = pt.cur_runnable && (!pt.yielding || pt.waiting.is_empty());
                 let best = std::iter::once(pt.cur)
                     .filter(|_| keeps)
                     .chain(pt.waiting.iter().copied().filter(|t| *t != pt.cur))
