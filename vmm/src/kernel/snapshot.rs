@@ -84,7 +84,7 @@ impl KernelState {
             }
         }
         for p in self.procs.values() {
-            let fatal = p.signals.fatal.as_ref().map(|(_, s)| s.clone());
+            let fatal = p.signals.fatal.as_ref().map(|(_, s)| *s);
             if bad_queue(&p.signals.shared) || fatal.is_some_and(|s| bad_queue(&[s])) {
                 return Err(format!("process {} has a bad queued signal", p.pid));
             }

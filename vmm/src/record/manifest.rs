@@ -233,10 +233,11 @@ mod tests {
 
     #[test]
     fn every_value_the_engine_sizes_or_joins_is_checked() {
-        let bad: Vec<(fn(&mut Manifest), &str)> = vec![
+        type Spoil = fn(&mut Manifest);
+        let bad: Vec<(Spoil, &str)> = vec![
             (|m| m.mem = 4096, "mem 4096"),
             (|m| m.mem = (16 << 20) + 1, "mem"),
-            (|m| m.mem = u64::MAX & !4095, "mem"),
+            (|m| m.mem = !4095, "mem"),
             (|m| m.cores = 0, "cores 0"),
             (|m| m.cores = u32::MAX, "cores"),
             (|m| m.quantum_ns = 0, "quantum_ns 0"),
