@@ -71,6 +71,11 @@ struct Opened {
     before: Vec<(Watch, Vec<u8>)>,
 }
 
+/// The byte at a physical address, when it is in guest memory.
+fn byte_at(ram: &crate::machine::memory::GuestRam, pa: u64) -> Option<u8> {
+    ram.slice(pa, 1).ok().map(|b| b[0])
+}
+
 fn perm_of(p: crate::kernel::mm::Prot) -> Perm {
     Perm {
         write: p.write,
@@ -172,9 +177,10 @@ impl Session {
         for a in gone {
             let (pa, orig) = l.inserted.remove(&a).unwrap();
             if pt.entry(ram, a & !(PAGE_SIZE - 1)).map(|e| e & PTE_ADDR) == Some(pa & PTE_ADDR)
-                && ram.slice(pa, 1)[0] == INT3
+                && byte_at(ram, pa) == Some(INT3)
             {
-                ram.write(pa, &[orig]);
+                // In memory: it was written there.
+                let _ = ram.write(pa, &[orig]);
             }
         }
         for a in want {
@@ -186,11 +192,13 @@ impl Session {
                         continue;
                     }
                     let ok = matches!(l.inserted.get(&a), Some((q, _)) if *q == pa)
-                        && ram.slice(pa, 1)[0] == INT3;
+                        && byte_at(ram, pa) == Some(INT3);
                     if !ok {
-                        let orig = ram.slice(pa, 1)[0];
-                        ram.write(pa, &[INT3]);
-                        l.inserted.insert(a, (pa, orig));
+                        if let Some(orig) = byte_at(ram, pa) {
+                            if ram.write(pa, &[INT3]).is_ok() {
+                                l.inserted.insert(a, (pa, orig));
+                            }
+                        }
                     }
                 }
                 _ => {
@@ -374,7 +382,7 @@ impl Session {
             // Stepping over an int3 of ours: the program's byte for one instruction.
             let lifted = self.live.inserted.get(&rip).copied();
             if let Some((pa, orig)) = lifted {
-                self.live.k.m.ram.write(pa, &[orig]);
+                let _ = self.live.k.m.ram.write(pa, &[orig]);
             }
             let tf = stepping || lifted.is_some();
             if tf {
@@ -410,7 +418,7 @@ impl Session {
             };
             let relift = |s: &mut Session| {
                 if let Some((pa, _)) = lifted {
-                    s.live.k.m.ram.write(pa, &[INT3]);
+                    let _ = s.live.k.m.ram.write(pa, &[INT3]);
                 }
             };
             match exit {

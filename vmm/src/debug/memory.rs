@@ -108,9 +108,14 @@ impl Session {
             let page = a & !(PAGE_SIZE - 1);
             let n = (page + PAGE_SIZE).min(end) - a;
             match self.frame_of(page)? {
-                Some(frame) => {
-                    out.extend_from_slice(self.live.k.m.ram.slice(frame + (a - page), n as usize))
-                }
+                Some(frame) => out.extend_from_slice(
+                    self.live
+                        .k
+                        .m
+                        .ram
+                        .slice(frame + (a - page), n as usize)
+                        .map_err(|_| DebugError::BadAddress(a))?,
+                ),
                 None => out.resize(out.len() + n as usize, 0),
             }
             a += n;
@@ -145,7 +150,12 @@ impl Session {
                         .map_err(|_| DebugError::BadAddress(a))?
                 }
             };
-            self.live.k.m.ram.write(frame + (a - page), &[*b]);
+            self.live
+                .k
+                .m
+                .ram
+                .write(frame + (a - page), &[*b])
+                .map_err(|_| DebugError::BadAddress(a))?;
         }
         Ok(())
     }
