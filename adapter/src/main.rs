@@ -2,6 +2,7 @@
 //! record the run, and inspect or replay it.
 
 mod cmd;
+mod dap;
 mod examples;
 mod progress;
 mod signals;
@@ -69,6 +70,8 @@ enum Command {
     Bookmark(cmd::bookmark::BookmarkArgs),
     /// A run's bookmarks, in step order.
     Bookmarks(cmd::bookmark::BookmarksArgs),
+    /// Serve a recorded run to a Debug Adapter Protocol client (stdio or --port).
+    Dap(dap::DapArgs),
 }
 
 fn main() -> ExitCode {
@@ -147,6 +150,10 @@ fn main() -> ExitCode {
         Command::Bookmarks(a) => {
             signals::die_on_broken_pipe();
             cmd::bookmark::list(a)
+        }
+        Command::Dap(a) => {
+            signals::install();
+            dap::main(a)
         }
     };
     match result {

@@ -189,6 +189,15 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Judges candidates against a run already recorded (how it ended, how
+    /// long it took), for trying them one at a time with `try_one` instead
+    /// of `run`.
+    pub fn with_base(mut self, status: ExitStatus, wall: std::time::Duration) -> Checker<'a> {
+        self.base_status = Some(status);
+        self.base_wall = wall;
+        self
+    }
+
     fn inputs_for(&self, c: &Candidate) -> RunInputs {
         let mut i = self.spec.base.clone();
         if let (Some(p), Candidate::Seeded(n) | Candidate::Seed(n)) = (&self.spec.parent, c) {
