@@ -35,11 +35,11 @@ let bank;
 
 before(() => {
   const p = JSON.parse(rewind('check', '--example', 'pool', '--json'));
-  pool = { failing: p.narrowed.failing, passing: p.narrowed.passing };
+  pool = { failing: p.narrowed.with.run, passing: p.narrowed.without.run };
   const b = JSON.parse(rewind('check', '--example', 'bank', '--json'));
   bank = {
-    failing: b.narrowed.failing,
-    passing: b.narrowed.passing,
+    failing: b.narrowed.with.run,
+    passing: b.narrowed.without.run,
     deciding: b.narrowed.deciding[0].step,
   };
 });

@@ -8,9 +8,8 @@ use anyhow::{anyhow, bail, Result};
 use dap::events::{Event, ProgressEndEventBody, ProgressStartEventBody, ProgressUpdateEventBody};
 use dap::types::StoppedEventReason;
 use serde_json::{json, Value};
-use vmm::check::{Candidate, CheckSpec, Checker, Parent, Strategy};
+use vmm::check::Checker;
 use vmm::record::fork::{fork_manifest, ForkWith};
-use vmm::session::Limits;
 
 /// Every custom request.
 const REQUESTS: &[&str] = &[
@@ -335,44 +334,11 @@ fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
     if from > o.run.meta.steps {
         bail!("`from`: {from} is past the end of the run");
     }
-    let n = a.u64("schedules")?.unwrap_or(8).clamp(1, 10_000);
-    let mut props = Vec::new();
-    for p in a.strings("properties")?.unwrap_or_default() {
-        props.push(
-            vmm::check::property::Property::parse(&p, None)
-                .map_err(|e| anyhow!("`properties`: {e}"))?,
-        );
-    }
-    if props.is_empty() {
-        props.push(vmm::check::property::Property::EndsDifferently);
-    }
-    let spec = CheckSpec {
-        base: o.run.inputs()?,
-        name: o.run.meta.name.clone(),
-        limits: Limits {
-            timeout: o
-                .run
-                .meta
-                .timeout_secs
-                .map(std::time::Duration::from_secs_f64),
-            ..Default::default()
-        },
-        schedules: n,
-        all: true,
-        jobs: 1,
-        narrow: false,
-        properties: props,
-        strategy: Strategy::Random,
-        from: Some(from),
-        until: None,
-        want_where: false,
-        parent: Some(Parent {
-            id: o.run.id.clone(),
-            applied: o.run.meta.perturbed.clone(),
-        }),
-    };
+    let spec = super::launch::check_from(&o.run, from, a.0)?;
     let wall = std::time::Duration::from_secs_f64(o.run.meta.wall_secs.max(0.0));
     let checker = Checker::new(&spec, &o.store).with_base(o.run.meta.exit, wall);
+    let (candidates, _) = checker.candidates(o.run.meta.steps);
+    let n = candidates.len() as u64;
     let progress = format!("check-{seq}");
     let out = s.out.clone();
     out.send(wire::event(Event::ProgressStart(ProgressStartEventBody {
@@ -385,12 +351,12 @@ fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
     })));
     let mut results = Vec::new();
     let mut cancelled = false;
-    for i in 1..=n {
+    for (c, i) in candidates.iter().zip(1u64..) {
         if s.control.is_cancelled(seq, &progress) {
             cancelled = true;
             break;
         }
-        let t = match checker.try_one(&Candidate::Seeded(i)) {
+        let t = match checker.try_one(c) {
             Ok(t) => t,
             Err(e) => {
                 out.send(wire::event(Event::ProgressEnd(ProgressEndEventBody {
@@ -401,7 +367,8 @@ fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
             }
         };
         let r = json!({
-            "schedule": i,
+            "index": i,
+            "label": t.label.trim(),
             "run": t.id,
             "status": t.status.to_string(),
             "steps": t.steps,
@@ -415,7 +382,7 @@ fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
         out.send(wire::event(Event::ProgressUpdate(
             ProgressUpdateEventBody {
                 progress_id: progress.clone(),
-                message: Some(format!("schedule {i}: {} ({})", t.status, t.id)),
+                message: Some(format!("{}: {} ({})", t.label.trim(), t.status, t.id)),
                 percentage: Some((i * 100 / n) as i64),
             },
         )));

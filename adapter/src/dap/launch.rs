@@ -52,6 +52,8 @@ const CHECK_FIELDS: &[(&str, &str)] = &[
     ("schedules", "--schedules"),
     ("strategy", "--strategy"),
     ("seeds", "--seeds"),
+    ("depth", "--depth"),
+    ("checkSeed", "--check-seed"),
     ("jobs", "--jobs"),
 ];
 
@@ -156,6 +158,43 @@ struct CheckWords {
 fn parse_words<P: Parser>(words: &[String], extra: &[(&str, &str)]) -> Result<P> {
     P::try_parse_from(words)
         .map_err(|e| name_field(&anyhow!(crate::util::clap_one_line(&e)), extra))
+}
+
+/// The check `rewind check --run RUN --schedule-from FROM --no-narrow`
+/// would run, with `rewind/check`'s fields (`schedules`, `strategy`,
+/// `properties`..) as its options.
+pub fn check_from(run: &Run, from: u64, args: &Value) -> Result<vmm::check::CheckSpec> {
+    let empty = Map::new();
+    let m = match args {
+        Value::Null => &empty,
+        Value::Object(m) => m,
+        _ => bail!("arguments must be an object"),
+    };
+    let mut words: Vec<String> = [
+        "--run",
+        &run.id,
+        "--schedule-from",
+        &from.to_string(),
+        "--no-narrow",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for (field, flag) in CHECK_FIELDS {
+        if let Some(v) = m.get(*field).filter(|v| !v.is_null()) {
+            words.push(flag.to_string());
+            words.push(word(field, v)?);
+        }
+    }
+    if let Some(p) = m.get("properties") {
+        for p in strings("properties", p)? {
+            words.push("--property".into());
+            words.push(p);
+        }
+    }
+    let args = parse_words::<CheckWords>(&words, CHECK_FIELDS)?.check;
+    let store = crate::cmd::store()?;
+    crate::cmd::check::spec(&args, &store, Vec::new).map_err(|e| name_field(&e, CHECK_FIELDS))
 }
 
 /// Opens what the arguments name.
@@ -402,8 +441,8 @@ fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Re
         ),
     );
     if let Some(n) = &report.narrowed {
-        let run = store.resolve(&n.failing)?;
-        let passing = store.resolve(&n.passing)?;
+        let run = store.resolve(&n.with.run)?;
+        let passing = store.resolve(&n.without.run)?;
         let step = n.deciding.last().map_or(0, |p| p.step).min(run.meta.steps);
         return Ok(Opened {
             run,
