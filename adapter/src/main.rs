@@ -4,6 +4,7 @@
 mod cmd;
 mod dap;
 mod examples;
+mod gdb;
 mod progress;
 mod signals;
 mod util;
@@ -72,6 +73,8 @@ enum Command {
     Bookmarks(cmd::bookmark::BookmarksArgs),
     /// Serve a recorded run to a Debug Adapter Protocol client (stdio or --port).
     Dap(dap::DapArgs),
+    /// Debug a run at a step with gdb: a fork that records nothing, reverse execution included.
+    Gdb(cmd::gdb::GdbArgs),
 }
 
 fn main() -> ExitCode {
@@ -155,6 +158,7 @@ fn main() -> ExitCode {
             signals::install();
             dap::main(a)
         }
+        Command::Gdb(a) => cmd::gdb::main(a),
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
