@@ -160,6 +160,9 @@ impl Kernel<'_> {
         if cur_runnable {
             cur_runnable = self.perturb(cur);
         }
+        if cur_runnable && self.points_yield() {
+            self.sched.yield_now = true;
+        }
         if cur_runnable && !std::mem::take(&mut self.sched.yield_now) {
             return Ok(());
         }
@@ -245,6 +248,7 @@ impl Kernel<'_> {
     }
 
     fn switch(&mut self, from: Option<Tid>, to: Tid) -> Result<(), crate::EngineError> {
+        self.points_switch(from, to)?;
         if let Some(from) = from {
             let ctx = Context {
                 regs: self.m.regs(),
