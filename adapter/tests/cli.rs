@@ -73,6 +73,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         reseed: None,
         points: Default::default(),
         fork_of: None,
+        pct: None,
     };
     let store = home.store();
     let mut rec = store.begin(&manifest, b"").unwrap();

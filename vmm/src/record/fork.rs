@@ -37,6 +37,7 @@ pub fn fork_manifest(
             m.schedule = 0;
             m.schedule_from = None;
             m.schedule_until = None;
+            m.pct = None;
             m.reseed = Some((step + 1, seed));
         }
     }
@@ -69,6 +70,7 @@ mod tests {
             reseed: None,
             points: Default::default(),
             fork_of: None,
+            pct: None,
         }
     }
 

@@ -3,13 +3,14 @@
 pub mod diff;
 pub mod event;
 pub mod fork;
+pub mod json;
 pub mod keyframe;
 pub mod manifest;
 pub mod switches;
 pub mod trace;
 
 pub use event::{Access, Event, EventKind, ExitStatus, SdkKind};
-pub use manifest::{ForkOf, Manifest, Perturbation, Perturbed, Points};
+pub use manifest::{ForkOf, Manifest, Pct, Perturbation, Perturbed, Points};
 
 /// Where a running machine sends what it records.
 pub trait Recorder {

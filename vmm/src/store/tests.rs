@@ -54,6 +54,7 @@ fn manifest(image: &Image, seed: u64, stdin: &[u8]) -> Manifest {
         reseed: None,
         points: Default::default(),
         fork_of: None,
+        pct: None,
     }
 }
 
