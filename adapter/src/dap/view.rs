@@ -56,6 +56,7 @@ pub fn kind_name(e: &Event) -> &'static str {
         EventKind::Signal { .. } => "signal",
         EventKind::ProcessExit { .. } => "exit",
         EventKind::Sdk { .. } => "sdk",
+        EventKind::Access { .. } => "access",
     }
 }
 
@@ -82,9 +83,9 @@ pub fn event_json(e: &Event) -> Value {
 }
 
 /// Events worth a mark on a timeline: signals, exits, SDK calls, thread
-/// starts and exits.
+/// starts and exits (not system calls, nor memory accesses).
 pub fn of_interest(e: &Event) -> bool {
-    !matches!(e.kind, EventKind::Syscall { .. })
+    !matches!(e.kind, EventKind::Syscall { .. } | EventKind::Access { .. })
 }
 
 /// Each thread's stretches on the CPU in `from..=to`, at most `max` a
