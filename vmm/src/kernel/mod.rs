@@ -11,6 +11,7 @@ pub mod fs;
 pub mod futex;
 pub mod identity;
 pub mod mm;
+pub mod points;
 pub mod render;
 pub mod sched;
 pub mod sdk;
@@ -86,6 +87,8 @@ pub struct Kernel<'r> {
     /// Files: the tree (image and overlay), open descriptions, standard input.
     pub vfs: fs::Vfs,
     next_id: u32,
+    /// Memory scheduling points: which pages trap, and the access in flight.
+    pub points: points::MemPoints,
     /// Every thread's name, kept after it exits.
     pub names: BTreeMap<Tid, String>,
     /// Each regular file written, and by which (pid, tid).
@@ -125,6 +128,7 @@ impl<'r> Kernel<'r> {
             symbols: symbols::SymbolTable::default(),
             vfs: fs::Vfs::new(&inputs.image, inputs.stdin.clone(), man.epoch, man.cores),
             next_id: FIRST_PID,
+            points: points::MemPoints::new(man.points == crate::record::Points::Memory),
             names: BTreeMap::new(),
             writers: BTreeMap::new(),
             recorded: Default::default(),
@@ -262,7 +266,7 @@ impl<'r> Kernel<'r> {
                 self.finish(ExitStatus::TimedOut);
                 break;
             }
-            match self.m.run()? {
+            match self.run_guest()? {
                 Exit::Interrupted => continue,
                 exit => self.serve(exit),
             }
@@ -340,21 +344,7 @@ impl<'r> Kernel<'r> {
             .map(|tid| {
                 let t = self.threads[&tid].clone();
                 let rip = t.ctx.as_ref().map_or(cur_rip, |c| c.regs.rip);
-                let what = match (&t.state, t.pending_call) {
-                    (ThreadState::Blocked { .. }, Some(call)) => {
-                        format!("blocked in {}", render::call_text(self, tid, call))
-                    }
-                    (
-                        ThreadState::Blocked {
-                            wait: task::Wait::Stall,
-                            ..
-                        },
-                        None,
-                    ) => "stalled by the schedule".to_string(),
-                    (ThreadState::Blocked { wait, .. }, None) => format!("blocked in {wait:?}"),
-                    (ThreadState::Runnable, _) if tid == cur => "running".to_string(),
-                    (ThreadState::Runnable, _) => "runnable".to_string(),
-                };
+                let what = self.thread_doing(tid, cur);
                 format!(
                     "thread {}/{}: {what}, at {}",
                     t.pid,
@@ -363,5 +353,27 @@ impl<'r> Kernel<'r> {
                 )
             })
             .collect()
+    }
+
+    /// What a thread is doing: `running`, `runnable`, `blocked in CALL`..
+    pub fn thread_doing(&mut self, tid: Tid, cur: Tid) -> String {
+        let Some(t) = self.threads.get(&tid).cloned() else {
+            return "gone".to_string();
+        };
+        match (&t.state, t.pending_call) {
+            (ThreadState::Blocked { .. }, Some(call)) => {
+                format!("blocked in {}", render::call_text(self, tid, call))
+            }
+            (
+                ThreadState::Blocked {
+                    wait: task::Wait::Stall,
+                    ..
+                },
+                None,
+            ) => "stalled by the schedule".to_string(),
+            (ThreadState::Blocked { wait, .. }, None) => format!("blocked in {wait:?}"),
+            (ThreadState::Runnable, _) if tid == cur => "running".to_string(),
+            (ThreadState::Runnable, _) => "runnable".to_string(),
+        }
     }
 }
