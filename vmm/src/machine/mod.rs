@@ -19,10 +19,13 @@ pub mod xstate;
 use crate::EngineError;
 use kvm_bindings::{kvm_regs, kvm_userspace_memory_region, KVM_MEM_LOG_DIRTY_PAGES};
 use kvm_ioctls::{Kvm, SyncReg, VcpuExit, VcpuFd, VmFd};
-use layout::{EXCEPTION_PORT_BASE, EXCEPTION_VECTORS, SYSCALL_PORT};
 use memory::GuestRam;
 pub use paging::{PageTables, Perm};
 pub use xstate::ExtendedState;
+
+fn layout_page(va: u64) -> u64 {
+    va & !(layout::PAGE_SIZE - 1)
+}
 
 /// The one memory slot: all of guest memory, dirty-logged for keyframes.
 const MEMORY_SLOT: u32 = 0;
@@ -169,9 +172,17 @@ impl Machine {
     }
 
     /// Runs the guest until its next exit.
+    ///
+    /// A trampoline exit is taken as one only at the trampoline's own
+    /// address: ring 3 can execute `out` and `in` too (on PVM they exit even
+    /// with IOPL 0), so any other port I/O is the #GP that Linux would give.
     pub fn run(&mut self) -> Result<Exit, EngineError> {
-        let port = match self.vcpu.run() {
-            Ok(VcpuExit::IoOut(port, _)) => port,
+        let (port, input) = match self.vcpu.run() {
+            Ok(VcpuExit::IoOut(port, _)) => (port, false),
+            Ok(VcpuExit::IoIn(port, data)) => {
+                data.fill(0);
+                (port, true)
+            }
             Ok(other) => return Err(EngineError::UnexpectedExit(format!("{other:?}"))),
             Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
                 return Ok(Exit::Interrupted)
@@ -183,45 +194,98 @@ impl Machine {
                 })
             }
         };
-        let exit = if port == SYSCALL_PORT {
-            let r = &mut self.vcpu.sync_regs_mut().regs;
-            r.rip = r.rcx;
-            r.rflags = r.r11;
-            Exit::Syscall
-        } else if (EXCEPTION_PORT_BASE..EXCEPTION_PORT_BASE + EXCEPTION_VECTORS as u16)
-            .contains(&port)
-        {
-            let vector = (port - EXCEPTION_PORT_BASE) as u8;
-            let sync = self.vcpu.sync_regs();
-            let mut frame = sync.regs.rsp;
-            let error_code = if trampoline::has_error_code(vector) {
-                frame += 8;
-                self.ram.read_u64(frame - 8)
-            } else {
-                0
-            };
-            let cr2 = sync.sregs.cr2;
-            let (rip, rflags, rsp) = (
-                self.ram.read_u64(frame),
-                self.ram.read_u64(frame + 16),
-                self.ram.read_u64(frame + 24),
-            );
-            let r = &mut self.vcpu.sync_regs_mut().regs;
-            r.rip = rip;
-            r.rflags = rflags;
-            r.rsp = rsp;
-            Exit::Exception {
-                vector,
-                error_code,
-                cr2,
+        let exit_rip = self.vcpu.sync_regs().regs.rip;
+        let exit = match trampoline::exit_at(port, exit_rip) {
+            Some(trampoline::Entry::Syscall) if !input => {
+                let r = &mut self.vcpu.sync_regs_mut().regs;
+                r.rip = r.rcx;
+                r.rflags = regs::user_rflags(r.r11);
+                Exit::Syscall
             }
-        } else {
-            return Err(EngineError::UnexpectedExit(format!(
-                "out to port {port:#x}"
-            )));
+            Some(trampoline::Entry::Exception(vector)) if !input => self.exception_frame(vector)?,
+            _ => return self.forged_io(),
         };
         self.enter_user_mode();
         Ok(exit)
+    }
+
+    /// Unwinds the frame the CPU pushed on the ring-0 stack for `vector`
+    /// into the user's registers.
+    fn exception_frame(&mut self, vector: u8) -> Result<Exit, EngineError> {
+        let sync = self.vcpu.sync_regs();
+        let mut frame = sync.regs.rsp;
+        let cr2 = sync.sregs.cr2;
+        let error_code = if trampoline::has_error_code(vector) {
+            frame += 8;
+            self.ram.read_u64(frame - 8)
+        } else {
+            0
+        };
+        let (rip, rflags, rsp) = (
+            self.ram.read_u64(frame),
+            self.ram.read_u64(frame + 16),
+            self.ram.read_u64(frame + 24),
+        );
+        let r = &mut self.vcpu.sync_regs_mut().regs;
+        r.rip = rip;
+        r.rflags = rflags;
+        r.rsp = rsp;
+        Ok(Exit::Exception {
+            vector,
+            error_code,
+            cr2,
+        })
+    }
+
+    /// Port I/O the guest made itself, from ring 3: a #GP at the instruction.
+    fn forged_io(&mut self) -> Result<Exit, EngineError> {
+        let mut at_exit = self.vcpu.sync_regs().regs;
+        // KVM completes the I/O on the next KVM_RUN (possibly moving rip past
+        // it and writing rax): complete it now, without entering the guest,
+        // then put the registers back as they were before the instruction.
+        self.vcpu.set_kvm_immediate_exit(1);
+        let r = match self.vcpu.run() {
+            Err(e) if e.errno() == libc::EINTR => Ok(()),
+            Err(e) => Err(EngineError::Kvm {
+                what: "KVM_RUN (completing port I/O)",
+                source: e,
+            }),
+            Ok(other) => Err(EngineError::UnexpectedExit(format!("{other:?}"))),
+        };
+        self.vcpu.set_kvm_immediate_exit(0);
+        r?;
+        let after = self.vcpu.sync_regs().regs.rip;
+        at_exit.rip = self.io_instruction_start(at_exit.rip, after);
+        *self.regs_mut() = at_exit;
+        let cr2 = self.vcpu.sync_regs().sregs.cr2;
+        self.enter_user_mode();
+        Ok(Exit::Exception {
+            vector: trampoline::VECTOR_GENERAL_PROTECTION,
+            error_code: 0,
+            cr2,
+        })
+    }
+
+    /// Where the port I/O instruction that exited begins. KVM reports the
+    /// exit either at the instruction (hardware KVM; `in` on PVM), and then
+    /// completing it moved rip past it, or already after it (`out` on PVM):
+    /// then step back over its opcode (`in`/`out imm8` are two bytes, the
+    /// others one; a prefix before it is not counted).
+    fn io_instruction_start(&mut self, exit_rip: u64, after: u64) -> u64 {
+        if after != exit_rip {
+            return exit_rip;
+        }
+        let pt = PageTables {
+            pml4: self.vcpu.sync_regs().sregs.cr3,
+        };
+        let va = after.wrapping_sub(2);
+        let byte = pt
+            .lookup(&mut self.ram, layout_page(va))
+            .map(|(frame, _)| self.ram.slice(frame + (va & 0xfff), 1)[0]);
+        match byte {
+            Some(0xe4..=0xe7) => va,
+            _ => after.wrapping_sub(1),
+        }
     }
 
     /// Sets CS and SS back to ring 3 for the next entry.

@@ -24,6 +24,15 @@ const EFER_NXE: u64 = 1 << 11;
 pub const RFLAGS_DEFAULT: u64 = 2;
 /// RFLAGS.TF: trap after the next instruction.
 pub const RFLAGS_TF: u64 = 1 << 8;
+/// The flags ring 3 may set for itself: CF, PF, AF, ZF, SF, TF, IF, DF, OF,
+/// AC and ID (never IOPL, NT, RF or VM).
+const USER_FLAGS: u64 = 0x0024_0fd5;
+
+/// RFLAGS to resume ring 3 with after a `syscall` whose R11 held `r11`: a
+/// program that enters the syscall entry by a jump chooses R11 itself.
+pub fn user_rflags(r11: u64) -> u64 {
+    (r11 & USER_FLAGS) | RFLAGS_DEFAULT
+}
 
 /// Long mode, paging with `cr3`, ring 3 segments.
 pub fn initial_sregs(mut s: kvm_sregs, cr3: u64, xsave: bool) -> kvm_sregs {

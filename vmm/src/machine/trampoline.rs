@@ -15,6 +15,29 @@ const INTERRUPT_GATE: u64 = 0x8e;
 /// Int3 (#BP) must be reachable from ring 3: a trap gate with DPL 3.
 const USER_TRAP_GATE: u64 = 0xef;
 pub const VECTOR_BREAKPOINT: u8 = 3;
+pub const VECTOR_GENERAL_PROTECTION: u8 = 13;
+/// Bytes of the `out imm8, al` each entry executes.
+const OUT_LEN: u64 = 2;
+
+/// A trampoline entry an exit came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    Syscall,
+    Exception(u8),
+}
+
+/// Which entry made an exit to `port` with the vCPU at `rip`, or None: the
+/// guest's own port I/O. KVM reports the exit at the entry's `out` (hardware)
+/// or just after it (PVM); nowhere else is an exit the trampoline's.
+pub fn exit_at(port: u16, rip: u64) -> Option<Entry> {
+    let at = |out: u64| rip == out || rip == out + OUT_LEN;
+    if port == SYSCALL_PORT {
+        return at(SYSCALL_ENTRY).then_some(Entry::Syscall);
+    }
+    let vector = port.checked_sub(EXCEPTION_PORT_BASE)? as u64;
+    (vector < EXCEPTION_VECTORS && at(IDT_STUBS + vector * IDT_STUB_SIZE))
+        .then_some(Entry::Exception(vector as u8))
+}
 
 /// Bytes to write at guest physical addresses.
 pub fn code() -> Vec<(u64, Vec<u8>)> {
