@@ -165,7 +165,10 @@ fn the_deadlock_report_of_philosophers_names_source_lines() {
     let made = h.run(&args);
     assert_eq!(made.id, run);
     assert_eq!(made.status, "deadlocked", "{}", made.out);
-    let take = line_of("guest/examples/philosophers.c", "pthread_mutex_lock(&forks[right]);");
+    let take = line_of(
+        "guest/examples/philosophers.c",
+        "pthread_mutex_lock(&forks[right]);",
+    );
     let stuck: Vec<&str> = made
         .out
         .stderr_lines()
