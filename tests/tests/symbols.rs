@@ -2,7 +2,7 @@
 //! right line with the source shown, skips the C library and Rust std, and
 //! reports name source lines. Every recorded run also replays identically.
 
-use rewind_tests::{guest_arg, Home};
+use rewind_tests::Home;
 use serde_json::Value;
 use std::path::Path;
 
