@@ -332,6 +332,10 @@ fn the_deciding_step_is_real() {
     assert_eq!(deciding.len(), 1, "not one deciding step: {n}");
     let step = deciding[0]["step"].as_u64().expect("a step");
     let what = &deciding[0]["what"];
+    assert!(
+        what == "reschedule" || (what == "stall" && deciding[0]["ns"].is_u64()),
+        "a perturbation is flat: {n}"
+    );
     let failing = n["failing"].as_str().expect("narrowed.failing");
     let passing = n["passing"].as_str().expect("narrowed.passing");
     let base = v["base"]["run"].as_str().expect("base.run");

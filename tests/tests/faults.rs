@@ -23,6 +23,31 @@ fn null_dereference_is_sigsegv_with_its_address() {
             .any(|l| l.contains("SIGSEGV") && l.contains("addr=0x108")),
         "no SIGSEGV event with addr=0x108:\n{events}"
     );
+    // The same events as flat JSON (docs/events.md).
+    let json = home.events_json(&run.id);
+    let (first, last) = (&json[0], json.last().unwrap());
+    assert_eq!(first["kind"], "thread_start", "{first}");
+    assert_eq!(first["parent"], 0, "{first}");
+    assert!(first["step"].is_u64() && first["pid"].is_u64() && first["tid"].is_u64());
+    let signal = json
+        .iter()
+        .find(|e| e["kind"] == "signal")
+        .expect("a signal event");
+    assert_eq!(
+        (&signal["signo"], &signal["addr"]),
+        (&11.into(), &0x108.into()),
+        "{signal}"
+    );
+    assert_eq!(last["kind"], "process_exit", "{last}");
+    assert_eq!(last["status"], "killed:SIGSEGV", "{last}");
+    let brk = json
+        .iter()
+        .find(|e| e["kind"] == "syscall")
+        .expect("a syscall event");
+    assert!(
+        brk["name"].is_string() && brk["text"].is_string() && brk["ret"].is_i64(),
+        "{brk}"
+    );
     home.replay_identical(&run.id);
 }
 

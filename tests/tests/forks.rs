@@ -186,6 +186,14 @@ fn diff_and_threads_of_the_bank_passing_and_failing_runs() {
         serde_json::from_str(h.rewind(&["diff", &pass, &fail, "--json"]).stdout.trim()).unwrap();
     assert!(json["divergence"]["left_step"].is_u64(), "{json}");
     assert!(json["divergence"]["right_step"].is_u64(), "{json}");
+    // Events in diff's JSON are flat, as `events --json` prints them.
+    for side in ["shared", "left", "right"] {
+        let first = &json["divergence"][side][0];
+        assert!(
+            first["kind"].is_string() && first["step"].is_u64(),
+            "{json}"
+        );
+    }
     let same = h.rewind(&["diff", &pass, &pass]);
     assert_eq!(same.code, 0, "{same}");
     let (a, b) = (

@@ -170,8 +170,10 @@ fn show_gives_commands_that_recreate_the_same_ids_in_a_fresh_home() {
         .unwrap_or_else(|| panic!("bank is found within 16 schedules:\n{out}"));
     home.replay_identical(&failing);
     let v = show_json(&home, &failing);
+    let perturb = &v["inputs"]["perturb"];
+    assert!(!perturb.as_array().is_none_or(Vec::is_empty), "{v:#}");
     assert!(
-        !v["inputs"]["perturb"].as_array().is_none_or(Vec::is_empty),
+        perturb[0]["step"].is_u64() && perturb[0]["what"].is_string(),
         "{v:#}"
     );
     assert_eq!(v["reproducible"], true, "{v:#}");

@@ -306,7 +306,7 @@ fn tried_json(t: &Tried) -> serde_json::Value {
         "run": t.id,
         "status": t.status.to_string(),
         "steps": t.steps,
-        "perturbed": t.perturbed,
+        "perturbed": vmm::record::json::perturbations(&t.perturbed),
         "violations": t.violations.iter().map(|(p, w)| serde_json::json!({"property": p, "why": w})).collect::<Vec<_>>(),
         "broken": t.broken,
     })
@@ -321,7 +321,7 @@ fn json_report(r: &Report) -> serde_json::Value {
         "violations": r.violations(),
         "exhausted": r.exhausted,
         "narrowed": r.narrowed.as_ref().map(|n| serde_json::json!({
-            "deciding": n.deciding,
+            "deciding": vmm::record::json::perturbations(&n.deciding),
             "property": n.property,
             "passing": n.passing,
             "failing": n.failing,

@@ -15,7 +15,8 @@ pub struct DiffArgs {
     /// The right run.
     #[arg(value_name = "B")]
     pub right: String,
-    /// One JSON object: {"identical", "events", "divergence": {"left_step", "right_step", ..}}.
+    /// One JSON object: {"identical", "events", "divergence": {"left_step",
+    /// "right_step", "shared", "left", "right", ..}} (docs/events.md).
     #[arg(long)]
     pub json: bool,
 }
@@ -35,9 +36,9 @@ pub fn main(args: DiffArgs) -> Result<i32> {
                 "index": d.index,
                 "left_step": d.left_step(),
                 "right_step": d.right_step(),
-                "shared": d.shared,
-                "left": d.left,
-                "right": d.right,
+                "shared": vmm::record::json::events(&d.shared),
+                "left": vmm::record::json::events(&d.left),
+                "right": vmm::record::json::events(&d.right),
             })),
         });
         println!("{v}");

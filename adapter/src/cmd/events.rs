@@ -15,7 +15,8 @@ pub struct EventsArgs {
     /// Only events at this step or earlier.
     #[arg(long, value_name = "S")]
     pub to: Option<u64>,
-    /// One JSON object a line: {"step", "pid", "tid", "kind": {..}}. (The
+    /// One flat JSON object a line: {"step", "pid", "tid", "kind":
+    /// "syscall", ..the kind's fields}; every kind is in docs/events.md. (The
     /// text form also marks where the run's schedule intervened.)
     #[arg(long)]
     pub json: bool,
@@ -39,7 +40,7 @@ pub fn main(args: EventsArgs) -> Result<i32> {
     for ev in trace.events_in(args.from, to) {
         let ev = ev.with_context(|| format!("run {}", run.id))?;
         if args.json {
-            serde_json::to_writer(&mut out, &ev)?;
+            serde_json::to_writer(&mut out, &vmm::record::json::event(&ev))?;
             out.write_all(b"\n")?;
         } else {
             while let Some(p) = marks.next_if(|p| p.step < ev.step) {

@@ -467,7 +467,7 @@ pub fn main(args: ShowArgs) -> Result<i32> {
             "status": run.meta.status,
             "steps": run.meta.steps,
             "fork_of": m.fork_of,
-            "inputs": m,
+            "inputs": vmm::record::json::manifest(m),
             "image": run.meta.image,
             "stdin_bytes": stdin_bytes(&run),
             "stdin_file": stdin_path,

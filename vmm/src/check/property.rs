@@ -31,7 +31,7 @@ exit=N            the program exits with status N
 single-writer=GLOB  no file matching GLOB (guest path; * and ? wildcards) is
                   written by two different threads or processes
 script=PATH       a host program gets the run id in $REWIND_RUN (read it with
-                  `rewind log` and `rewind events --json`); exit 0 for a correct
+                  `rewind log` and `rewind events --json`, docs/events.md); exit 0 for a correct
                   run, 1 with the reason on its first line
 sdk               no `always` of the guest SDK fails, and every `sometimes` holds
                   in at least one run (added when schedule 0 calls the SDK)";

@@ -11,7 +11,11 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+/// Each kind is documented, as `rewind events --json` prints it, in
+/// docs/events.md (`record::json` flattens it; a new kind gets the same flat
+/// shape without code there: give it named fields, and document it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EventKind {
     /// A system call and its result, rendered strace-style at record time
     /// (`write(1, "job 27 done\n") = 12`). Unimplemented calls are recorded
@@ -29,9 +33,14 @@ pub enum EventKind {
     /// A signal was delivered to (or generated for) the thread.
     Signal { signo: i32, code: i32, addr: u64 },
     /// The process ended with this status.
-    ProcessExit { status: ExitStatus },
+    ProcessExit {
+        #[serde(with = "super::json::status_string")]
+        status: ExitStatus,
+    },
     /// A call of the guest SDK: an assertion or a bookmark.
     Sdk {
+        /// `what` in JSON: `kind` names the event kind there.
+        #[serde(rename = "what")]
         kind: SdkKind,
         cond: bool,
         message: String,

@@ -3,6 +3,7 @@
 pub mod diff;
 pub mod event;
 pub mod fork;
+pub mod json;
 pub mod keyframe;
 pub mod manifest;
 pub mod switches;
