@@ -72,6 +72,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         perturb: Vec::new(),
         reseed: None,
         fork_of: None,
+        pct: None,
     };
     let store = home.store();
     let mut rec = store.begin(&manifest, b"").unwrap();

@@ -42,6 +42,18 @@ pub struct Manifest {
     /// The run this one was forked from, and the last step they share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork_of: Option<ForkOf>,
+    /// A seeded schedule (`schedule` N > 0) is PCT's rather than random
+    /// perturbations (`rewind check --strategy pct`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct: Option<Pct>,
+}
+
+/// PCT's parameters (Burckhardt et al., ASPLOS 2010): `depth` - 1 priority
+/// change points drawn among `steps` steps from the window's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pct {
+    pub depth: u32,
+    pub steps: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +70,9 @@ pub enum Perturbation {
     Reschedule,
     /// Taken off the CPU for this many virtual nanoseconds while others run.
     Stall { ns: u64 },
+    /// Thread `tid` takes the CPU (a PCT schedule's choice); the running
+    /// thread, if still runnable, goes behind the others.
+    Switch { tid: u32 },
 }
 
 /// A perturbation a schedule applied, and the step at which it did.
@@ -73,6 +88,7 @@ impl std::fmt::Display for Perturbation {
         match self {
             Perturbation::Reschedule => write!(f, "a reschedule"),
             Perturbation::Stall { ns } => write!(f, "a stall of {}us", ns / 1000),
+            Perturbation::Switch { tid } => write!(f, "a switch to thread {tid}"),
         }
     }
 }

@@ -53,6 +53,7 @@ fn manifest(image: &Image, seed: u64, stdin: &[u8]) -> Manifest {
         perturb: Vec::new(),
         reseed: None,
         fork_of: None,
+        pct: None,
     }
 }
 
