@@ -7,9 +7,10 @@
 //! - `hello.c` dynamically linked -> `hello-dynamic` (which `rewind run` must refuse);
 //! - `guest/examples/bank.c` -> `bank`, so the benchmark can time it natively;
 //! - `guest/examples/pool.c` with a sleep where main yields -> `pool-sleep`;
-//! - `deadlock` with its debug info split off (`objcopy --only-keep-debug`,
-//!   then `--strip-debug`; the build id stays) -> `deadlock-split` and
-//!   `split-debug/deadlock-split.debug`, for the debuginfod test.
+//! - `deadlock` and `long` with their debug info split off (`objcopy
+//!   --only-keep-debug`, then `--strip-debug`; the build id stays) ->
+//!   `deadlock-split`, `long-split` and `split-debug/*.debug`, for the
+//!   debuginfod test and the `where` benchmark.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -75,11 +76,13 @@ fn main() {
         &examples.join("pool.c"),
         &out.join("pool-sleep"),
     );
-    split_debug(
-        &out.join("deadlock"),
-        &out.join("deadlock-split"),
-        &out.join("split-debug"),
-    );
+    for name in ["deadlock", "long"] {
+        split_debug(
+            &out.join(name),
+            &out.join(format!("{name}-split")),
+            &out.join("split-debug"),
+        );
+    }
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     build(
         &rustc,

@@ -52,7 +52,7 @@ fn where_at_the_pool_crash_names_the_worker_line_and_mains_join() {
     let events = h.events_json(&run);
     let crash = events
         .iter()
-        .find(|e| e["kind"]["Signal"]["signo"] == 11)
+        .find(|e| e["kind"] == "signal" && e["signo"] == 11)
         .unwrap_or_else(|| panic!("no SIGSEGV in {events:?}"));
     let step = crash["step"].as_u64().unwrap().to_string();
     let tid = crash["tid"].as_u64().unwrap();
@@ -183,4 +183,37 @@ fn the_deadlock_report_of_philosophers_names_source_lines() {
         );
     }
     h.replay_identical(&run);
+}
+
+#[test]
+fn the_narrowing_sentence_and_check_where_name_source_lines() {
+    let h = Home::new();
+    let out = h.rewind(&["check", "--example", "bank", "--where"]);
+    assert_eq!(out.code, 1, "{out}");
+    let ledger = line_of(
+        "guest/examples/bank.c",
+        "write(1, line, n);            /* the ledger */",
+    );
+    let sentence = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("decides it"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        sentence.contains(&format!("in teller (bank.c:{ledger})")),
+        "{sentence}"
+    );
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.contains(": running, at ")
+                && l.contains(&format!("teller (bank.c:{ledger})"))),
+        "{out}"
+    );
+    let failing = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("failing: run "))
+        .unwrap_or_else(|| panic!("{out}"));
+    h.replay_identical(failing.trim());
 }

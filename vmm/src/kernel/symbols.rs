@@ -110,3 +110,13 @@ impl Kernel<'_> {
         format!("{here}, from {}", bt.frames[bt.chosen].place())
     }
 }
+
+/// The place a `where_threads_are` line names (its own-code frame when it
+/// has one): `teller (bank.c:21)`.
+pub fn place_in(line: &str) -> Option<&str> {
+    let (_, at) = line.rsplit_once(", at 0x")?;
+    Some(match at.split_once(", from ") {
+        Some((_, own)) => own,
+        None => at.split_once(" in ").map_or(at, |(_, place)| place),
+    })
+}
