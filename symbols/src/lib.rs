@@ -79,6 +79,9 @@ pub struct Frame {
     pub own: bool,
     /// How this frame's registers were found.
     pub method: Method,
+    /// The signal trampoline (`rt_sigreturn`) a handler returns to: the
+    /// frame above it is the code the signal interrupted.
+    pub signal_trampoline: bool,
     /// Its registers (callee-saved ones recovered; None where unknown).
     #[serde(skip)]
     pub regs: Registers,
@@ -89,6 +92,9 @@ pub struct Frame {
 impl Frame {
     /// `worker (pool.c:53)`, else `symbol+0x2b`, else the address.
     pub fn place(&self) -> String {
+        if self.signal_trampoline {
+            return "<signal handler called>".to_string();
+        }
         match (&self.function, &self.location, &self.symbol) {
             (Some(f), Some(l), _) => format!("{f} ({})", l.short()),
             (_, _, Some(s)) => s.clone(),
@@ -199,6 +205,7 @@ impl Symbolizer {
                 module: None,
                 own: false,
                 method,
+                signal_trampoline: false,
                 regs,
                 cfa: None,
             }];
@@ -219,6 +226,7 @@ impl Symbolizer {
             module: Some(m.path.clone()),
             own: false,
             method,
+            signal_trampoline: false,
             regs,
             cfa: None,
         };
@@ -272,6 +280,9 @@ impl Symbolizer {
             let first = frames.len();
             frames.extend(self.frames_for(pc, probe, method, regs));
             let next = if unwind::is_sigreturn(pc, mem) {
+                for f in &mut frames[first..] {
+                    f.signal_trampoline = true;
+                }
                 exact = true;
                 method = Method::SignalFrame;
                 regs.sp().and_then(|sp| unwind::from_signal_frame(sp, mem))

@@ -226,6 +226,8 @@ pub fn evaluate(
     initial: Option<u64>,
 ) -> Option<u64> {
     let mut eval = expr.clone().evaluation(encoding);
+    // A hostile program's CFI may loop: bound the work.
+    eval.set_max_iterations(10_000);
     if let Some(v) = initial {
         eval.set_initial_value(v);
     }

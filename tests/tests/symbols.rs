@@ -217,3 +217,30 @@ fn the_narrowing_sentence_and_check_where_name_source_lines() {
         .unwrap_or_else(|| panic!("{out}"));
     h.replay_identical(failing.trim());
 }
+
+#[test]
+fn where_inside_a_signal_handler_goes_through_the_signal_frame() {
+    let h = Home::new();
+    let run = h.run_guest("signal-handler", &[]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    h.replay_identical(&run.id);
+    // The handler's sigprocmask, right after SIGUSR1 was delivered.
+    let events = h.events_json(&run.id);
+    let usr1 = events
+        .iter()
+        .position(|e| e["kind"] == "signal" && e["signo"] == 10)
+        .unwrap_or_else(|| panic!("no SIGUSR1: {events:?}"));
+    let step = events[usr1 + 1]["step"].as_u64().unwrap().to_string();
+    let v = where_json(&h, &[&run.id, &step]);
+    assert_eq!(chosen(&v)["function"], "on_usr1", "{v:#}");
+    let frames = v["frames"].as_array().unwrap();
+    let tramp = frames
+        .iter()
+        .position(|f| f["signal_trampoline"] == true)
+        .unwrap_or_else(|| panic!("no signal frame: {v:#}"));
+    // Above it, the code the signal interrupted, down to main.
+    assert!(
+        frames[tramp + 1..].iter().any(|f| f["function"] == "main"),
+        "{v:#}"
+    );
+}
