@@ -78,7 +78,10 @@ impl Kernel<'_> {
                 return false;
             };
             let pa = frame + (a & (PAGE_SIZE - 1));
-            buf[done..done + n].copy_from_slice(self.m.ram.slice(pa, n));
+            let Ok(bytes) = self.m.ram.slice(pa, n) else {
+                return false;
+            };
+            buf[done..done + n].copy_from_slice(bytes);
             done += n;
         }
         true
