@@ -264,18 +264,7 @@ impl<'r> Kernel<'r> {
             }
             match self.m.run()? {
                 Exit::Interrupted => continue,
-                Exit::Syscall => {
-                    self.tick();
-                    self.syscall();
-                }
-                Exit::Exception {
-                    vector,
-                    error_code,
-                    cr2,
-                } => {
-                    self.tick();
-                    self.exception(vector, error_code, cr2);
-                }
+                exit => self.serve(exit),
             }
             if self.status.is_some() {
                 break;
@@ -283,8 +272,7 @@ impl<'r> Kernel<'r> {
             if limits.where_at == Some(self.step) {
                 notes.where_at = self.where_threads_are();
             }
-            self.fire_timers();
-            if let Err(dead) = self.signals_and_schedule() {
+            if let Err(dead) = self.schedule_next() {
                 notes.stuck = dead;
                 self.finish(ExitStatus::Deadlocked);
                 break;
@@ -295,6 +283,42 @@ impl<'r> Kernel<'r> {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Serves one exit of the guest: the step it is (an interruption is none).
+    pub fn serve(&mut self, exit: Exit) {
+        match exit {
+            Exit::Interrupted => {}
+            Exit::Syscall => {
+                self.tick();
+                self.syscall();
+            }
+            Exit::Exception {
+                vector,
+                error_code,
+                cr2,
+            } => {
+                self.tick();
+                self.exception(vector, error_code, cr2);
+            }
+        }
+    }
+
+    /// After a served exit: timers, signals, and the thread that runs next.
+    /// Err: every thread is blocked for good, with where each one waits.
+    pub fn schedule_next(&mut self) -> Result<(), Vec<String>> {
+        self.fire_timers();
+        self.signals_and_schedule()
+    }
+
+    /// How the run ended, once it has.
+    pub fn status(&self) -> Option<ExitStatus> {
+        self.status
+    }
+
+    /// A failure of the monitor met while serving an exit, taken once.
+    pub fn take_failure(&mut self) -> Option<EngineError> {
+        self.failure.take()
     }
 
     fn tick(&mut self) {

@@ -133,6 +133,21 @@ impl PageTables {
         }
     }
 
+    /// The leaf entry for `va` as it is, when its tables exist (a debugger's view).
+    pub fn entry(&self, ram: &mut GuestRam, va: u64) -> Option<u64> {
+        let e = self.leaf(ram, va, false)?;
+        Some(ram.read_u64(e))
+    }
+
+    /// Sets the leaf entry of a present page (a debugger's page protection).
+    pub fn set_entry(&self, ram: &mut GuestRam, va: u64, pte: u64) {
+        if let Some(e) = self.leaf(ram, va, false) {
+            if ram.read_u64(e) & PTE_PRESENT != 0 {
+                ram.write_u64(e, pte);
+            }
+        }
+    }
+
     /// Keeps the page's frame but makes it inaccessible to ring 3 (PROT_NONE).
     pub fn set_supervisor(&self, ram: &mut GuestRam, va: u64) {
         if let Some(e) = self.leaf(ram, va, false) {
