@@ -11,6 +11,7 @@ pub mod fs;
 pub mod futex;
 pub mod identity;
 pub mod mm;
+pub mod points;
 pub mod render;
 pub mod sched;
 pub mod sdk;
@@ -86,6 +87,8 @@ pub struct Kernel<'r> {
     /// Files: the tree (image and overlay), open descriptions, standard input.
     pub vfs: fs::Vfs,
     next_id: u32,
+    /// Memory scheduling points: which pages trap, and the access in flight.
+    pub points: points::MemPoints,
     /// Every thread's name, kept after it exits.
     pub names: BTreeMap<Tid, String>,
     /// Each regular file written, and by which (pid, tid).
@@ -125,6 +128,7 @@ impl<'r> Kernel<'r> {
             symbols: symbols::SymbolTable::default(),
             vfs: fs::Vfs::new(&inputs.image, inputs.stdin.clone(), man.epoch, man.cores),
             next_id: FIRST_PID,
+            points: points::MemPoints::new(man.points == crate::record::Points::Memory),
             names: BTreeMap::new(),
             writers: BTreeMap::new(),
             recorded: Default::default(),
@@ -262,7 +266,7 @@ impl<'r> Kernel<'r> {
                 self.finish(ExitStatus::TimedOut);
                 break;
             }
-            match self.m.run()? {
+            match self.run_guest()? {
                 Exit::Interrupted => continue,
                 exit => self.serve(exit),
             }
