@@ -119,8 +119,18 @@ impl Module {
         Ok(m)
     }
 
+    /// Only the ELF symbol table (no DWARF, no CFI): cheap, and a function
+    /// of the file alone, for text that is recorded (events).
+    pub fn symbols_only(bytes: &[u8]) -> Result<Module, SymbolError> {
+        Module::parse_with(bytes, &DebugFinder::none(), false)
+    }
+
     /// Parses without the cache.
     pub fn parse(bytes: &[u8], finder: &DebugFinder) -> Result<Module, SymbolError> {
+        Module::parse_with(bytes, finder, true)
+    }
+
+    fn parse_with(bytes: &[u8], finder: &DebugFinder, debug: bool) -> Result<Module, SymbolError> {
         let file = object::File::parse(bytes).map_err(|e| SymbolError::Elf(e.to_string()))?;
         let endian = if file.is_little_endian() {
             gimli::RunTimeEndian::Little
@@ -167,14 +177,18 @@ impl Module {
         if let Some(s) = file.section_by_name(".got") {
             bases = bases.set_got(s.address());
         }
-        let eh_frame = section(&file, ".eh_frame", endian).map(|r| {
-            let mut s = gimli::EhFrame::from(r);
-            s.set_address_size(8);
-            s
-        });
+        let eh_frame = section(&file, ".eh_frame", endian)
+            .filter(|_| debug)
+            .map(|r| {
+                let mut s = gimli::EhFrame::from(r);
+                s.set_address_size(8);
+                s
+            });
 
         let has_dwarf = file.section_by_name(".debug_info").is_some();
-        let (debug_bytes, debug_origin) = if has_dwarf {
+        let (debug_bytes, debug_origin) = if !debug {
+            (None, DebugOrigin::None)
+        } else if has_dwarf {
             (None, DebugOrigin::Embedded)
         } else {
             match finder.find(build_id.as_deref()) {
@@ -204,6 +218,7 @@ impl Module {
         };
         let debug_frame = section(&file, ".debug_frame", endian)
             .or_else(|| section(dwarf_file, ".debug_frame", endian))
+            .filter(|_| debug)
             .map(|r| {
                 let mut s = gimli::DebugFrame::from(r);
                 s.set_address_size(8);

@@ -12,6 +12,8 @@ use std::sync::{Arc, OnceLock};
 pub struct SymbolTable {
     elf: Option<Arc<(String, Vec<u8>, u64)>>,
     parsed: OnceLock<Option<Arc<symbols::Symbolizer>>>,
+    /// The ELF symbol table alone, for text that is recorded.
+    names: OnceLock<Option<Arc<symbols::Module>>>,
 }
 
 impl SymbolTable {
@@ -20,6 +22,22 @@ impl SymbolTable {
         SymbolTable {
             elf: Some(Arc::new((path.to_string(), bytes.to_vec(), load_bias))),
             parsed: OnceLock::new(),
+            names: OnceLock::new(),
+        }
+    }
+
+    /// `0x4016ac in spin_forever+0x7`, or the bare address: from the ELF
+    /// symbol table alone, never from debug info found elsewhere, so that
+    /// recorded text (events) depends on the run's inputs only.
+    pub fn describe(&self, ip: u64) -> String {
+        let names = self.names.get_or_init(|| {
+            let (_, bytes, _) = &**self.elf.as_ref()?;
+            symbols::Module::symbols_only(bytes).ok().map(Arc::new)
+        });
+        let bias = self.elf.as_ref().map_or(0, |e| e.2);
+        match names.as_ref().and_then(|m| m.symbol(ip.wrapping_sub(bias))) {
+            Some((name, off)) => format!("{ip:#x} in {name}+{off:#x}"),
+            None => format!("{ip:#x}"),
         }
     }
 
