@@ -2,6 +2,7 @@
 //! record the run, and inspect or replay it.
 
 mod cmd;
+mod dap;
 mod examples;
 mod gdb;
 mod progress;
@@ -72,6 +73,8 @@ enum Command {
     Bookmark(cmd::bookmark::BookmarkArgs),
     /// A run's bookmarks, in step order.
     Bookmarks(cmd::bookmark::BookmarksArgs),
+    /// Serve a recorded run to a Debug Adapter Protocol client (stdio or --port).
+    Dap(dap::DapArgs),
     /// Debug a run at a step with gdb: a fork that records nothing, reverse execution included.
     Gdb(cmd::gdb::GdbArgs),
 }
@@ -156,6 +159,10 @@ fn main() -> ExitCode {
         Command::Bookmarks(a) => {
             signals::die_on_broken_pipe();
             cmd::bookmark::list(a)
+        }
+        Command::Dap(a) => {
+            signals::install();
+            dap::main(a)
         }
         Command::Gdb(a) => cmd::gdb::main(a),
     };
