@@ -18,6 +18,7 @@ pub mod sdk;
 pub mod signal;
 pub mod snapshot;
 pub mod stack;
+pub mod support;
 pub mod symbols;
 pub mod syscall_names;
 pub mod syscalls;
