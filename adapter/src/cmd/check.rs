@@ -296,7 +296,7 @@ fn print_report(r: &Report, spec: &CheckSpec) {
             println!("{l}");
         }
     }
-    if !n.where_.is_empty() {
+    if spec.want_where && !n.where_.is_empty() {
         println!(
             "where each thread was at step {}:",
             n.deciding.last().map_or(0, |p| p.step)
