@@ -79,3 +79,33 @@ fn open_prints_what_opens_a_run() {
         home.replay_identical(run);
     }
 }
+
+/// The same adapter driven by Emacs dap-mode (Debian's elpa-dap-mode, in
+/// batch mode): the failing pool run stops at the crash, a stack trace,
+/// stepBack to an earlier step, rewind/lanes, disconnect.
+#[test]
+fn emacs_dap_mode_session() {
+    let home = rewind_tests::Home::new();
+    let check = home.rewind(&["check", "--example", "pool", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&check.stdout)
+        .unwrap_or_else(|e| panic!("check --json: {e}\n{check}"));
+    let run = report["narrowed"]["with"]["run"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a narrowed failing run:\n{check}"))
+        .to_string();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("dap-client/dap-mode-test.el");
+    let mut cmd = Command::new("emacs");
+    cmd.arg("--batch")
+        .arg("-l")
+        .arg(&script)
+        .env("REWIND_BIN", rewind_bin())
+        .env("REWIND_HOME", home.path())
+        .env("RUN", &run);
+    let out = run_command(cmd, Duration::from_secs(120));
+    assert_eq!(
+        out.code, 0,
+        "emacs dap-mode (installed by scripts/setup) failed:\n{out}"
+    );
+    assert!(out.stdout.contains("dap-mode: ok"), "{out}");
+    home.replay_identical(&run);
+}
