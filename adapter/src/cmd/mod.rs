@@ -19,6 +19,7 @@ pub mod replay;
 pub mod run;
 pub mod show;
 pub mod threads;
+pub mod where_;
 
 use anyhow::{Context, Result};
 use vmm::store::{Run, Store};
