@@ -75,6 +75,8 @@ enum Command {
     Bookmarks(cmd::bookmark::BookmarksArgs),
     /// Serve a recorded run to a Debug Adapter Protocol client (stdio or --port).
     Dap(dap::DapArgs),
+    /// What opens a run at a step in an editor (or, with --editor, open it).
+    Open(cmd::open::OpenArgs),
     /// Debug a run at a step with gdb: a fork that records nothing, reverse execution included.
     Gdb(cmd::gdb::GdbArgs),
 }
@@ -164,6 +166,7 @@ fn main() -> ExitCode {
             signals::install();
             dap::main(a)
         }
+        Command::Open(a) => cmd::open::main(a),
         Command::Gdb(a) => cmd::gdb::main(a),
     };
     match result {
