@@ -11,6 +11,7 @@
 
 use super::property::Property;
 use super::Tried;
+use crate::kernel::symbols::SymbolTable;
 use crate::record::switches::Switch;
 use crate::record::{Event, EventKind, ExitStatus, Perturbation, Perturbed};
 
@@ -115,6 +116,24 @@ pub fn what_it_did(events: &[Event], step: u64, tid: u32) -> Option<String> {
         EventKind::Sdk { .. } => Some("its SDK call".to_string()),
         _ => None,
     })
+}
+
+/// A memory access told for a person: `its read of 0x4c6a10 (counter, in
+/// increment)`; the variable and the function where the symbol table names
+/// them.
+pub fn access(what: &str, addr: u64, pc: u64, syms: &SymbolTable) -> String {
+    let var = match syms.object_at(addr) {
+        Some((name, 0)) => Some(name.to_string()),
+        Some((name, off)) => Some(format!("{name}+{off:#x}")),
+        None => None,
+    };
+    let func = syms.function_at(pc).map(|(f, _)| format!("in {f}"));
+    let within: Vec<String> = var.into_iter().chain(func).collect();
+    if within.is_empty() {
+        format!("its {what} of {addr:#x}")
+    } else {
+        format!("its {what} of {addr:#x} ({})", within.join(", "))
+    }
 }
 
 /// The thread that made `step`, as (pid, tid): the last switch at or before it.
