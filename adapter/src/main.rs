@@ -2,7 +2,9 @@
 //! record the run, and inspect or replay it.
 
 mod cmd;
+mod dap;
 mod examples;
+mod gdb;
 mod progress;
 mod signals;
 mod util;
@@ -69,6 +71,10 @@ enum Command {
     Bookmark(cmd::bookmark::BookmarkArgs),
     /// A run's bookmarks, in step order.
     Bookmarks(cmd::bookmark::BookmarksArgs),
+    /// Serve a recorded run to a Debug Adapter Protocol client (stdio or --port).
+    Dap(dap::DapArgs),
+    /// Debug a run at a step with gdb: a fork that records nothing, reverse execution included.
+    Gdb(cmd::gdb::GdbArgs),
 }
 
 fn main() -> ExitCode {
@@ -148,6 +154,11 @@ fn main() -> ExitCode {
             signals::die_on_broken_pipe();
             cmd::bookmark::list(a)
         }
+        Command::Dap(a) => {
+            signals::install();
+            dap::main(a)
+        }
+        Command::Gdb(a) => cmd::gdb::main(a),
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

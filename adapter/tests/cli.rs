@@ -71,6 +71,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         schedule_until: None,
         perturb: Vec::new(),
         reseed: None,
+        points: Default::default(),
         fork_of: None,
         pct: None,
     };

@@ -72,6 +72,10 @@ impl Prot {
     fn accessible(self) -> bool {
         self.read || self.write || self.exec
     }
+    /// Whether an access of this kind is allowed (else SEGV_ACCERR).
+    pub fn allows(self, write: bool, exec: bool) -> bool {
+        self.accessible() && (!write || self.write) && (!exec || self.exec)
+    }
     fn perm(self) -> Perm {
         Perm {
             write: self.write,
@@ -134,6 +138,19 @@ impl Mm {
             return Err(ENOMEM);
         }
         Ok(())
+    }
+
+    /// Whether a restored address space is one this code could have made:
+    /// mappings ordered, inside user memory, not overlapping; brk sane.
+    pub fn is_sane(&self) -> bool {
+        let mut last = MONITOR_END;
+        for (start, v) in &self.vmas {
+            if *start < last || v.end <= *start || v.end > USER_END {
+                return false;
+            }
+            last = v.end;
+        }
+        self.vmas.len() <= MAX_MAP_COUNT && self.brk_start <= self.brk && self.brk <= USER_END
     }
 
     /// Splits VMAs so that `a` is a boundary.
@@ -254,7 +271,7 @@ impl Mm {
         let page = page_down(va);
         let (_, v) = self.vma_at(va).ok_or(Fault::Unmapped)?;
         let prot = v.prot;
-        if !prot.accessible() || (write && !prot.write) || (exec && !prot.exec) {
+        if !prot.allows(write, exec) {
             return Err(Fault::Denied);
         }
         if let Some((frame, _)) = self.pt.lookup(ram, page) {
@@ -413,7 +430,10 @@ impl Kernel<'_> {
                     f
                 }
             };
-            self.m.ram.write(frame, chunk);
+            self.m
+                .ram
+                .write(frame, chunk)
+                .map_err(|_| Fault::NoMemory)?;
         }
         Ok(())
     }

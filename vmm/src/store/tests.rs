@@ -52,6 +52,7 @@ fn manifest(image: &Image, seed: u64, stdin: &[u8]) -> Manifest {
         schedule_until: None,
         perturb: Vec::new(),
         reseed: None,
+        points: Default::default(),
         fork_of: None,
         pct: None,
     }
