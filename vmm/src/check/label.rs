@@ -104,16 +104,23 @@ pub fn effect(
 }
 
 /// What the thread that made `step` did there, from the events of the run:
-/// `its write`, `its read of 0x4c6a10 (counter, in increment)`; None when
-/// no event of that step says.
-pub fn what_it_did(events: &[Event], step: u64, tid: u32) -> Option<String> {
+/// `after its write` (a system call), `before its read of 0x4c6a10
+/// (counter, in increment)` (a memory point stops the thread before its
+/// access completes); None when no event of that step says.
+pub fn what_it_did(events: &[Event], step: u64, tid: u32, syms: &SymbolTable) -> Option<String> {
     let at: Vec<&Event> = events
         .iter()
         .filter(|e| e.step == step && e.tid == tid)
         .collect();
     at.iter().rev().find_map(|e| match &e.kind {
-        EventKind::Syscall { name, .. } => Some(format!("its {name}")),
-        EventKind::Sdk { .. } => Some("its SDK call".to_string()),
+        EventKind::Syscall { name, .. } => Some(format!("after its {name}")),
+        EventKind::Access {
+            pc, addr, access, ..
+        } => Some(format!(
+            "before {}",
+            self::access(&access.to_string(), *addr, *pc, syms)
+        )),
+        EventKind::Sdk { .. } => Some("after its SDK call".to_string()),
         _ => None,
     })
 }
@@ -147,12 +154,17 @@ pub fn thread_at(switches: &[Switch], step: u64) -> Option<(u32, u32)> {
 
 /// `switching away from thread 1000/1002 after its write`: what the
 /// deciding perturbation does, told from the run it was applied to.
-pub fn deciding(p: &Perturbed, events: &[Event], thread: Option<(u32, u32)>) -> String {
+pub fn deciding(
+    p: &Perturbed,
+    events: &[Event],
+    thread: Option<(u32, u32)>,
+    syms: &SymbolTable,
+) -> String {
     let Some((pid, tid)) = thread else {
         return format!("{} there", p.what);
     };
-    let after = what_it_did(events, p.step, tid)
-        .map(|d| format!(" after {d}"))
+    let after = what_it_did(events, p.step, tid, syms)
+        .map(|d| format!(" {d}"))
         .unwrap_or_default();
     match p.what {
         Perturbation::Reschedule => format!("switching away from thread {pid}/{tid}{after}"),
