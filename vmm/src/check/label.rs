@@ -11,7 +11,6 @@
 
 use super::property::Property;
 use super::Tried;
-use crate::kernel::symbols::SymbolTable;
 use crate::record::switches::Switch;
 use crate::record::{Event, EventKind, ExitStatus, Perturbation, Perturbed};
 
@@ -107,7 +106,7 @@ pub fn effect(
 /// `after its write` (a system call), `before its read of 0x4c6a10
 /// (counter, in increment)` (a memory point stops the thread before its
 /// access completes); None when no event of that step says.
-pub fn what_it_did(events: &[Event], step: u64, tid: u32, syms: &SymbolTable) -> Option<String> {
+pub fn what_it_did(events: &[Event], step: u64, tid: u32, syms: &Names) -> Option<String> {
     let at: Vec<&Event> = events
         .iter()
         .filter(|e| e.step == step && e.tid == tid)
@@ -125,16 +124,61 @@ pub fn what_it_did(events: &[Event], step: u64, tid: u32, syms: &SymbolTable) ->
     })
 }
 
+/// The checked program's names: functions (the `symbols` crate, ELF symbol
+/// table alone, as recorded text uses) and data objects (variables).
+#[derive(Default)]
+pub struct Names {
+    module: Option<symbols::Module>,
+    /// (start, size, name) of the ELF's data objects, sorted by start.
+    objects: Vec<(u64, u64, String)>,
+    bias: u64,
+}
+
+impl Names {
+    /// From the program's ELF bytes, loaded at `bias`.
+    pub fn from_elf(bytes: &[u8], bias: u64) -> Names {
+        use object::{Object, ObjectSymbol, SymbolKind};
+        let mut objects: Vec<(u64, u64, String)> = object::File::parse(bytes)
+            .map(|f| {
+                f.symbols()
+                    .filter(|s| s.kind() == SymbolKind::Data && s.address() != 0)
+                    .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        objects.sort();
+        Names {
+            module: symbols::Module::symbols_only(bytes).ok(),
+            objects,
+            bias,
+        }
+    }
+
+    /// The function covering `pc`.
+    pub fn function_at(&self, pc: u64) -> Option<String> {
+        let (name, _) = self.module.as_ref()?.symbol(pc.wrapping_sub(self.bias))?;
+        Some(name)
+    }
+
+    /// The variable covering `addr`, and the offset into it.
+    pub fn object_at(&self, addr: u64) -> Option<(&str, u64)> {
+        let a = addr.wrapping_sub(self.bias);
+        let i = self.objects.partition_point(|o| o.0 <= a);
+        let (start, size, name) = &self.objects[i.checked_sub(1)?];
+        (a < start + (*size).max(1)).then(|| (name.as_str(), a - start))
+    }
+}
+
 /// A memory access told for a person: `its read of 0x4c6a10 (counter, in
 /// increment)`; the variable and the function where the symbol table names
 /// them.
-pub fn access(what: &str, addr: u64, pc: u64, syms: &SymbolTable) -> String {
+pub fn access(what: &str, addr: u64, pc: u64, syms: &Names) -> String {
     let var = match syms.object_at(addr) {
         Some((name, 0)) => Some(name.to_string()),
         Some((name, off)) => Some(format!("{name}+{off:#x}")),
         None => None,
     };
-    let func = syms.function_at(pc).map(|(f, _)| format!("in {f}"));
+    let func = syms.function_at(pc).map(|f| format!("in {f}"));
     let within: Vec<String> = var.into_iter().chain(func).collect();
     if within.is_empty() {
         format!("its {what} of {addr:#x}")
@@ -158,7 +202,7 @@ pub fn deciding(
     p: &Perturbed,
     events: &[Event],
     thread: Option<(u32, u32)>,
-    syms: &SymbolTable,
+    syms: &Names,
 ) -> String {
     let Some((pid, tid)) = thread else {
         return format!("{} there", p.what);

@@ -4,7 +4,6 @@
 
 use super::label::{self, Judged, Label};
 use super::{Candidate, CheckError, Checker, Narrowed, Side, Tried};
-use crate::kernel::symbols::SymbolTable;
 use crate::record::diff::first_divergence;
 use crate::record::{Discard, Event, EventKind, Perturbation, Perturbed};
 use crate::session::{self, Limits};
@@ -225,6 +224,19 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
     let without_last = &deciding[..deciding.len().saturating_sub(1)];
     let passing = checker.try_one(&Candidate::Explicit(without_last.to_vec()))?;
     s.runs += 1;
+    // Where each thread was at the deciding step: the sentence names the
+    // place of the thread that made it, `--where` prints every thread.
+    let where_ = match deciding.last() {
+        Some(last) => {
+            let inputs = checker.inputs_for(&Candidate::Explicit(deciding.clone()));
+            let limits = Limits {
+                where_at: Some(last.step),
+                ..checker.candidate_limits()
+            };
+            session::run(&inputs, &limits, &mut Discard)?.where_at
+        }
+        _ => Vec::new(),
+    };
     let failing_events = load(checker, &failing.id)?;
     let divergence = first_divergence(&load(checker, &passing.id)?, &failing_events, CONTEXT);
     let (without, with) = sides(&passing, &failing, without_last.is_empty());
@@ -237,14 +249,17 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
     let sentence = match deciding.as_slice() {
         [one] => {
             let switches = checker.store.resolve(&failing.id)?.switches()?;
-            let what = label::deciding(
-                one,
-                &failing_events,
-                label::thread_at(&switches, one.step),
-                &symbols(checker),
-            );
+            let thread = label::thread_at(&switches, one.step);
+            let what = label::deciding(one, &failing_events, thread, &symbols(checker));
+            let place = thread
+                .and_then(|(pid, tid)| {
+                    let prefix = format!("thread {pid}/{tid}: ");
+                    let line = where_.iter().find(|l| l.starts_with(&prefix))?;
+                    crate::kernel::symbols::place_in(line)
+                })
+                .map_or_else(String::new, |p| format!(" in {p}"));
             format!(
-                "step {} decides it: {what} makes the run {effect}",
+                "step {} decides it: {what}{place} makes the run {effect}",
                 one.step
             )
         }
@@ -256,17 +271,6 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-    };
-    let where_ = match (checker.spec.want_where, deciding.last()) {
-        (true, Some(last)) => {
-            let inputs = checker.inputs_for(&Candidate::Explicit(deciding.clone()));
-            let limits = Limits {
-                where_at: Some(last.step),
-                ..checker.candidate_limits()
-            };
-            session::run(&inputs, &limits, &mut Discard)?.where_at
-        }
-        _ => Vec::new(),
     };
     Ok(Narrowed {
         deciding,
@@ -300,9 +304,9 @@ fn sides(without: &Tried, with: &Tried, without_is_schedule_0: bool) -> (Side, S
 }
 
 /// The checked program's symbols (none when its file cannot be read).
-fn symbols(checker: &Checker) -> SymbolTable {
+fn symbols(checker: &Checker) -> label::Names {
     let base = &checker.spec.base;
     crate::kernel::elf::read_program(&base.image, &base.manifest.program)
-        .map(|elf| SymbolTable::from_elf(&elf, crate::kernel::elf::load_bias(&elf)))
+        .map(|elf| label::Names::from_elf(&elf, crate::kernel::elf::load_bias(&elf)))
         .unwrap_or_default()
 }

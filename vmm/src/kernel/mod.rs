@@ -18,6 +18,7 @@ pub mod sdk;
 pub mod signal;
 pub mod snapshot;
 pub mod stack;
+pub mod support;
 pub mod symbols;
 pub mod syscall_names;
 pub mod syscalls;
@@ -349,7 +350,7 @@ impl<'r> Kernel<'r> {
                     "thread {}/{}: {what}, at {}",
                     t.pid,
                     tid,
-                    self.symbols.describe(rip)
+                    self.describe_thread(tid, rip)
                 )
             })
             .collect()
