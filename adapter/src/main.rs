@@ -49,6 +49,8 @@ enum Command {
     Cat(cmd::inspect::CatArgs),
     /// Processes and threads alive at a step, and what each was blocked in.
     Ps(cmd::inspect::PsArgs),
+    /// Where a thread was at a step: its stack, its own code's frame and source.
+    Where(cmd::where_::WhereArgs),
     /// Which thread held the CPU when, a line per stretch.
     Threads(cmd::threads::ThreadsArgs),
     /// Compare two runs event by event; exit 1 when they differ.
@@ -73,6 +75,8 @@ enum Command {
     Bookmarks(cmd::bookmark::BookmarksArgs),
     /// Serve a recorded run to a Debug Adapter Protocol client (stdio or --port).
     Dap(dap::DapArgs),
+    /// What opens a run at a step in an editor (or, with --editor, open it).
+    Open(cmd::open::OpenArgs),
     /// Debug a run at a step with gdb: a fork that records nothing, reverse execution included.
     Gdb(cmd::gdb::GdbArgs),
 }
@@ -125,6 +129,10 @@ fn main() -> ExitCode {
             cmd::inspect::cat(a)
         }
         Command::Ps(a) => cmd::inspect::ps(a),
+        Command::Where(a) => {
+            signals::die_on_broken_pipe();
+            cmd::where_::main(a)
+        }
         Command::Threads(a) => {
             signals::die_on_broken_pipe();
             cmd::threads::main(a)
@@ -158,6 +166,7 @@ fn main() -> ExitCode {
             signals::install();
             dap::main(a)
         }
+        Command::Open(a) => cmd::open::main(a),
         Command::Gdb(a) => cmd::gdb::main(a),
     };
     match result {

@@ -42,6 +42,35 @@ pub fn at_step<R>(
     Ok(look(&mut k))
 }
 
+/// Runs `inputs` to the exit that is `step` and hands the machine to `look`
+/// as that exit found it, before the monitor serves it: the thread that
+/// made it is the current one, its registers where the call or fault left
+/// them. `keyframe` must be at or before `step - 1`.
+pub fn at_exit<R>(
+    inputs: &RunInputs,
+    keyframe: Option<(&Keyframe, bool)>,
+    pages: &PageStore,
+    step: u64,
+    limits: &Limits,
+    look: impl FnOnce(&mut Kernel) -> R,
+) -> Result<R, SeekError> {
+    let Some(before) = step.checked_sub(1) else {
+        return at_step(inputs, None, pages, 0, limits, look);
+    };
+    at_step(inputs, keyframe, pages, before, limits, |k| {
+        k.run_to_next_exit().map(|()| look(k))
+    })?
+    .map_err(SeekError::Engine)
+}
+
+impl Kernel<'_> {
+    /// Runs the current thread to its next exit without serving it.
+    fn run_to_next_exit(&mut self) -> Result<(), EngineError> {
+        while let crate::machine::Exit::Interrupted = self.m.run()? {}
+        Ok(())
+    }
+}
+
 /// A thread as a debugger shows it at a step.
 #[derive(Debug, Clone)]
 pub struct ThreadAt {

@@ -296,7 +296,7 @@ fn print_report(r: &Report, spec: &CheckSpec) {
             println!("{l}");
         }
     }
-    if !n.where_.is_empty() {
+    if spec.want_where && !n.where_.is_empty() {
         println!(
             "where each thread was at step {}:",
             n.deciding.last().map_or(0, |p| p.step)
@@ -306,6 +306,14 @@ fn print_report(r: &Report, spec: &CheckSpec) {
         }
     }
     println!("narrowed in {} runs, {:.3}s", n.runs, n.wall.as_secs_f64());
+    println!(
+        "open it: {}",
+        super::open::command_line(
+            &n.with.run,
+            n.deciding.last().map(|p| p.step),
+            Some(&n.without.run)
+        )
+    );
 }
 
 /// What the first violating run is called when it was not narrowed: by the

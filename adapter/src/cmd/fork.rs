@@ -48,6 +48,10 @@ pub fn main(args: ForkArgs) -> Result<i32> {
         Some(step) => eprintln!("rewind: the fork first differs from its parent at step {step}"),
         None => eprintln!("rewind: the fork does not differ from its parent"),
     }
+    eprintln!(
+        "rewind: open it: {}",
+        super::open::command_line(&forked.run.id, Some(args.step), Some(&parent.id))
+    );
     Ok(forked.outcome.status.shell_code())
 }
 

@@ -178,6 +178,11 @@ fn parse_standard(name: &str, args: &Value) -> Result<Command, String> {
             if let (true, Ok(c)) = (empty, with(None)) {
                 return Ok(c);
             }
+            // And requests whose arguments are all optional (disconnect)
+            // without any.
+            if let (true, Ok(c)) = (args.is_null(), with(Some(&Value::Object(Map::new())))) {
+                return Ok(c);
+            }
             let msg = e.to_string();
             if msg.contains("unknown variant") {
                 Err(format!("unknown command `{name}`"))
@@ -263,6 +268,8 @@ mod tests {
         let i = parse(br#"{"seq":1,"type":"request","command":"threads"}"#);
         assert!(matches!(i, Incoming::Standard { seq: 1, .. }));
         let i = parse(br#"{"seq":2,"type":"request","command":"threads","arguments":{}}"#);
+        assert!(matches!(i, Incoming::Standard { seq: 2, .. }));
+        let i = parse(br#"{"seq":2,"type":"request","command":"disconnect"}"#);
         assert!(matches!(i, Incoming::Standard { seq: 2, .. }));
         let i =
             parse(br#"{"seq":3,"type":"request","command":"rewind/lanes","arguments":{"from":1}}"#);

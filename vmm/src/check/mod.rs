@@ -148,7 +148,7 @@ pub struct Narrowed {
     /// write makes the run violate ends-differently`.
     pub sentence: String,
     pub divergence: Option<Divergence>,
-    /// Where each thread was at the deciding step (with `want_where`).
+    /// Where each thread was at the deciding step.
     pub where_: Vec<String>,
     pub runs: u64,
     pub wall: std::time::Duration,

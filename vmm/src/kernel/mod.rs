@@ -350,7 +350,7 @@ impl<'r> Kernel<'r> {
                     "thread {}/{}: {what}, at {}",
                     t.pid,
                     tid,
-                    self.symbols.describe(rip)
+                    self.describe_thread(tid, rip)
                 )
             })
             .collect()

@@ -296,8 +296,11 @@ impl<'r> Kernel<'r> {
             keyframes: rec.wants_keyframes().then_some(clock),
             rec,
         };
-        k.symbols =
-            super::symbols::SymbolTable::from_elf(&elf_bytes, super::elf::load_bias(&elf_bytes));
+        k.symbols = super::symbols::SymbolTable::from_elf(
+            &inputs.manifest.program,
+            &elf_bytes,
+            super::elf::load_bias(&elf_bytes),
+        );
         Ok(k)
     }
 }
