@@ -67,6 +67,13 @@ pub fn main(args: ForkArgs) -> Result<i32> {
     };
     // From the last keyframe at or before the step, when the parent kept one.
     let kf = parent.usable_keyframe(&store, args.step).map(|(k, _)| k);
+    match &kf {
+        Some(k) => eprintln!("rewind: forking from the keyframe at step {}", k.step),
+        None => eprintln!(
+            "rewind: forking from step 0 (no keyframe at or before step {})",
+            args.step
+        ),
+    }
     let outcome = if args.quiet {
         let mut shown = crate::progress::Progress::new(&mut rec, "forking", parent.meta.steps);
         parent.run_fork(&store, kf.as_ref(), &inputs, &limits, &mut shown)?
