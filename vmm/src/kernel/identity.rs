@@ -122,10 +122,19 @@ pub fn sys_getrandom(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         return Err(EINVAL);
     }
     let n = a[1].min(GETRANDOM_MAX) as usize;
-    let mut buf = vec![0u8; n];
-    k.rng.fill(&mut buf);
-    k.write_user(a[0], &buf)?;
-    Ok(n as u64)
+    // A chunk at a time, stopping at the first page that cannot be written.
+    let mut done = 0usize;
+    while done < n {
+        let mut buf = vec![0u8; (n - done).min(super::uaccess::IO_CHUNK)];
+        k.rng.fill(&mut buf);
+        match k.write_user_some(a[0].wrapping_add(done as u64), &buf) {
+            Ok(w) if w == buf.len() => done += w,
+            Ok(w) => return Ok((done + w) as u64),
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(done as u64)
 }
 
 pub const RLIMIT_STACK: u64 = 3;

@@ -20,6 +20,10 @@ pub const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
 pub const MREMAP_MAYMOVE: u64 = 1;
 pub const MREMAP_FIXED: u64 = 2;
 pub const MADV_DONTNEED: u64 = 4;
+/// Most mappings one address space holds (Linux's default
+/// vm.max_map_count): a call that could pass it fails with ENOMEM, so the
+/// monitor's walks over mappings stay bounded.
+pub const MAX_MAP_COUNT: usize = 65_530;
 
 pub fn page_down(a: u64) -> u64 {
     a & !(PAGE_SIZE - 1)
@@ -27,6 +31,22 @@ pub fn page_down(a: u64) -> u64 {
 
 pub fn page_up(a: u64) -> Option<u64> {
     a.checked_add(PAGE_SIZE - 1).map(page_down)
+}
+
+/// The range a call names by address and length: `addr` page aligned, the
+/// length rounded up to pages, the end at most [`USER_END`]. Every memory
+/// call checks its arguments here, and picks its own errno.
+pub fn user_range(addr: u64, len: u64) -> Option<(u64, u64)> {
+    if addr & (PAGE_SIZE - 1) != 0 {
+        return None;
+    }
+    let end = addr.checked_add(page_up(len)?)?;
+    (end <= USER_END).then_some((addr, end))
+}
+
+/// [`user_range`], and above the monitor's region: where a mapping may be.
+pub fn mappable_range(addr: u64, len: u64) -> Option<(u64, u64)> {
+    user_range(addr, len).filter(|(a, _)| *a >= MONITOR_END)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +127,15 @@ impl Mm {
         self.vmas.iter().map(|(s, v)| (*s, v))
     }
 
+    /// ENOMEM when a call that may add two mappings (one by splitting,
+    /// one new) would pass [`MAX_MAP_COUNT`].
+    pub fn room(&self) -> SysResult<()> {
+        if self.vmas.len() + 2 > MAX_MAP_COUNT {
+            return Err(ENOMEM);
+        }
+        Ok(())
+    }
+
     /// Splits VMAs so that `a` is a boundary.
     fn split_at(&mut self, a: u64) {
         if let Some((start, v)) = self.vma_at(a).map(|(s, v)| (s, v.clone())) {
@@ -123,14 +152,20 @@ impl Mm {
         self.split_at(start);
         self.split_at(end);
         let starts: Vec<u64> = self.vmas.range(start..end).map(|(s, _)| *s).collect();
-        let mut flushed = false;
         for s in starts {
-            let v = self.vmas.remove(&s).unwrap();
-            for va in (s..v.end).step_by(PAGE_SIZE as usize) {
-                if let Some(frame) = self.pt.unmap(ram, va) {
-                    ram.free_frame(frame);
-                    flushed = true;
-                }
+            self.vmas.remove(&s);
+        }
+        self.drop_pages(ram, start, end)
+    }
+
+    /// Frees the present pages of `[start, end)`, keeping the mappings.
+    /// True when there was one (the TLB then needs a flush).
+    fn drop_pages(&mut self, ram: &mut GuestRam, start: u64, end: u64) -> bool {
+        let mut flushed = false;
+        for va in self.pt.present(ram, start, end) {
+            if let Some(frame) = self.pt.unmap(ram, va) {
+                ram.free_frame(frame);
+                flushed = true;
             }
         }
         flushed
@@ -170,24 +205,18 @@ impl Mm {
         }
         self.split_at(start);
         self.split_at(end);
-        let mut flushed = false;
-        let starts: Vec<u64> = self.vmas.range(start..end).map(|(s, _)| *s).collect();
-        for s in starts {
-            let v = self.vmas.get_mut(&s).unwrap();
+        for (_, v) in self.vmas.range_mut(start..end) {
             v.prot = prot;
-            let vend = v.end;
-            for va in (s..vend).step_by(PAGE_SIZE as usize) {
-                if self.pt.lookup(ram, va).is_some() {
-                    if prot.accessible() {
-                        self.pt.protect(ram, va, prot.perm());
-                    } else {
-                        self.pt.set_supervisor(ram, va);
-                    }
-                    flushed = true;
-                }
+        }
+        let present = self.pt.present(ram, start, end);
+        for &va in &present {
+            if prot.accessible() {
+                self.pt.protect(ram, va, prot.perm());
+            } else {
+                self.pt.set_supervisor(ram, va);
             }
         }
-        Ok(flushed)
+        Ok(!present.is_empty())
     }
 
     /// Whether `[start, end)` is wholly mapped.
@@ -329,13 +358,9 @@ pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     };
     let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
     let mm = k.mm();
+    mm.room()?;
     let start = if fixed {
-        if addr & (PAGE_SIZE - 1) != 0
-            || addr < MONITOR_END
-            || addr.checked_add(len).is_none_or(|e| e > USER_END)
-        {
-            return Err(EINVAL);
-        }
+        mappable_range(addr, len).ok_or(EINVAL)?;
         if flags & MAP_FIXED_NOREPLACE != 0 && !free_range(mm, addr, addr + len) {
             return Err(EEXIST);
         }
@@ -396,17 +421,13 @@ impl Kernel<'_> {
 
 pub fn sys_munmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (addr, len) = (a[0], a[1]);
-    if addr & (PAGE_SIZE - 1) != 0 || len == 0 {
+    if len == 0 {
         return Err(EINVAL);
     }
-    let end = page_up(len)
-        .and_then(|l| addr.checked_add(l))
-        .ok_or(EINVAL)?;
-    if end > USER_END {
-        return Err(EINVAL);
-    }
+    let (addr, end) = user_range(addr, len).ok_or(EINVAL)?;
     let pid = k.cur_pid();
     let p = k.procs.get_mut(&pid).unwrap();
+    p.mm.room()?;
     let f = p.mm.unmap_range(&mut k.m.ram, addr.max(MONITOR_END), end);
     k.flush_if(f)?;
     Ok(0)
@@ -417,17 +438,13 @@ pub fn sys_mprotect(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if addr & (PAGE_SIZE - 1) != 0 {
         return Err(EINVAL);
     }
-    let end = page_up(len)
-        .and_then(|l| addr.checked_add(l))
-        .ok_or(ENOMEM)?;
-    if end > USER_END || addr < MONITOR_END {
-        return Err(ENOMEM);
-    }
+    let (addr, end) = mappable_range(addr, len).ok_or(ENOMEM)?;
     if len == 0 {
         return Ok(0);
     }
     let pid = k.cur_pid();
     let p = k.procs.get_mut(&pid).unwrap();
+    p.mm.room()?;
     let f =
         p.mm.protect_range(&mut k.m.ram, addr, end, Prot::from_bits(prot))?;
     k.flush_if(f)?;
@@ -436,25 +453,14 @@ pub fn sys_mprotect(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 
 pub fn sys_madvise(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (addr, len, advice) = (a[0], a[1], a[2]);
-    if addr & (PAGE_SIZE - 1) != 0 {
-        return Err(EINVAL);
-    }
-    let end = page_up(len)
-        .and_then(|l| addr.checked_add(l))
-        .ok_or(EINVAL)?;
+    let (addr, end) = user_range(addr, len).ok_or(EINVAL)?;
     if advice == MADV_DONTNEED {
         let pid = k.cur_pid();
         let p = k.procs.get_mut(&pid).unwrap();
         if !p.mm.covered(addr, end) {
             return Err(ENOMEM);
         }
-        let mut flushed = false;
-        for va in (addr..end).step_by(PAGE_SIZE as usize) {
-            if let Some(f) = p.mm.pt.unmap(&mut k.m.ram, va) {
-                k.m.ram.free_frame(f);
-                flushed = true;
-            }
-        }
+        let flushed = p.mm.drop_pages(&mut k.m.ram, addr, end);
         k.flush_if(flushed)?;
     }
     Ok(0)
@@ -465,14 +471,12 @@ pub fn sys_mremap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if old & (PAGE_SIZE - 1) != 0 || new_len == 0 || flags & !(MREMAP_MAYMOVE | MREMAP_FIXED) != 0 {
         return Err(EINVAL);
     }
-    let old_len = page_up(old_len).ok_or(EINVAL)?;
+    let (old, old_end) = user_range(old, old_len).ok_or(EFAULT)?;
+    let old_len = old_end - old;
     let new_len = page_up(new_len).filter(|l| *l < USER_END).ok_or(ENOMEM)?;
-    let old_end = old
-        .checked_add(old_len)
-        .filter(|e| *e <= USER_END)
-        .ok_or(EFAULT)?;
     let pid = k.cur_pid();
     let p = k.procs.get_mut(&pid).unwrap();
+    p.mm.room()?;
     let (_, v) = p.mm.vma_at(old).ok_or(EFAULT)?;
     if old_end > v.end && !p.mm.covered(old, old_end) {
         return Err(EFAULT);
@@ -491,10 +495,8 @@ pub fn sys_mremap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         return Err(ENOMEM);
     }
     let dest = if flags & MREMAP_FIXED != 0 {
-        if new_addr & (PAGE_SIZE - 1) != 0
-            || new_addr < MONITOR_END
-            || new_addr.checked_add(new_len).is_none_or(|e| e > USER_END)
-        {
+        let (to, to_end) = mappable_range(new_addr, new_len).ok_or(EINVAL)?;
+        if to < old_end && old < to_end {
             return Err(EINVAL);
         }
         p.mm.unmap_range(&mut k.m.ram, new_addr, new_addr + new_len);
@@ -511,8 +513,9 @@ pub fn sys_mremap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         },
     );
     // Move the frames, not the bytes.
-    for off in (0..old_len).step_by(PAGE_SIZE as usize) {
-        if let Some(frame) = p.mm.pt.unmap(&mut k.m.ram, old + off) {
+    for va in p.mm.pt.present(&k.m.ram, old, old_end) {
+        let off = va - old;
+        if let Some(frame) = p.mm.pt.unmap(&mut k.m.ram, va) {
             p.mm.pt.map(&mut k.m.ram, dest + off, frame, prot.perm());
             if !prot.accessible() {
                 p.mm.pt.set_supervisor(&mut k.m.ram, dest + off);

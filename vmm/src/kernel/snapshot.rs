@@ -78,6 +78,10 @@ impl KernelState {
 pub struct KeyframeClock {
     pub last_step: u64,
     pub last_wall: Instant,
+    /// How long the last keyframe took: the wall-time rule waits at least
+    /// ten times that, so keyframes of a large state (thousands of
+    /// threads) take at most about a tenth of the run's time.
+    pub last_cost: std::time::Duration,
     /// Every page with contents and its hash, kept up to date at each keyframe.
     pub pages: BTreeMap<u64, crate::store::pages::PageHash>,
     /// Pages of file contents (`blobs`) already given to the recorder.
@@ -89,6 +93,7 @@ impl KeyframeClock {
         KeyframeClock {
             last_step: step,
             last_wall: Instant::now(),
+            last_cost: Default::default(),
             pages: BTreeMap::new(),
             blob_pages: Default::default(),
         }
@@ -98,7 +103,9 @@ impl KeyframeClock {
         let steps = step - self.last_step;
         steps >= KEYFRAME_STEPS
             || (steps >= KEYFRAME_MIN_STEPS
-                && self.last_wall.elapsed().as_millis() as u64 >= KEYFRAME_WALL_MS)
+                && self.last_wall.elapsed()
+                    >= (self.last_cost * 10)
+                        .max(std::time::Duration::from_millis(KEYFRAME_WALL_MS)))
     }
 }
 
@@ -117,6 +124,7 @@ impl Kernel<'_> {
     }
 
     pub fn take_keyframe(&mut self) -> Result<(), EngineError> {
+        let started = Instant::now();
         let Some(mut clock) = self.keyframes.take() else {
             return Ok(());
         };
@@ -159,6 +167,7 @@ impl Kernel<'_> {
         self.rec.keyframe(&kf, &new_pages);
         clock.last_step = self.step;
         clock.last_wall = Instant::now();
+        clock.last_cost = started.elapsed();
         self.keyframes = Some(clock);
         Ok(())
     }

@@ -47,6 +47,11 @@ struct CloneArgs {
     tls: u64,
 }
 
+/// Most threads a run may hold at once (as RLIMIT_NPROC would): a clone
+/// past it fails with EAGAIN, which bounds the monitor's memory for their
+/// state (each keeps its registers and a 4 KiB extended-state image).
+pub const MAX_THREADS: usize = 8192;
+
 impl Kernel<'_> {
     fn clone_thread(&mut self, c: CloneArgs) -> SysResult<u64> {
         let f = c.flags & !CSIGNAL;
@@ -54,6 +59,9 @@ impl Kernel<'_> {
         if f & thread != thread || f & !THREAD_FLAGS != 0 {
             // Processes (fork, vfork, posix_spawn) come with a later issue.
             return Err(ENOSYS);
+        }
+        if self.threads.len() >= MAX_THREADS {
+            return Err(EAGAIN);
         }
         let tid = self.alloc_id();
         let pid = self.cur_pid();

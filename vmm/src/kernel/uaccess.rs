@@ -9,15 +9,21 @@ use crate::machine::layout::PAGE_SIZE;
 /// Longest path the guest may pass (PATH_MAX).
 pub const PATH_MAX: usize = 4096;
 
+/// Most bytes the monitor copies from or to user memory at once for a
+/// read or write: a guest's length never becomes one allocation.
+pub const IO_CHUNK: usize = 64 << 10;
+
 impl Kernel<'_> {
+    /// Calls `f` on each page of `[va, va+len)` in turn; on a bad page,
+    /// the error and how many bytes came before it.
     fn user_pages(
         &mut self,
         va: u64,
         len: usize,
         write: bool,
         mut f: impl FnMut(&mut crate::machine::memory::GuestRam, u64, usize, usize),
-    ) -> SysResult<()> {
-        va.checked_add(len as u64).ok_or(EFAULT)?;
+    ) -> Result<(), (usize, Errno)> {
+        va.checked_add(len as u64).ok_or((0, EFAULT))?;
         let pid = self.cur_pid();
         let p = self.procs.get_mut(&pid).expect("current process");
         let mut done = 0usize;
@@ -26,25 +32,54 @@ impl Kernel<'_> {
             let n = ((PAGE_SIZE - (a & (PAGE_SIZE - 1))) as usize).min(len - done);
             let pa =
                 p.mm.translate(&mut self.m.ram, a, write)
-                    .map_err(|_| EFAULT)?;
+                    .map_err(|_| (done, EFAULT))?;
             f(&mut self.m.ram, pa, done, n);
             done += n;
         }
         Ok(())
     }
 
+    /// The `len` bytes at `va`. The buffer grows page by page as they are
+    /// read, so a bad pointer with a huge length costs nothing; callers
+    /// with a guest-chosen length use [`Kernel::read_user_some`].
     pub fn read_user(&mut self, va: u64, len: usize) -> SysResult<Vec<u8>> {
-        let mut out = vec![0u8; len];
-        self.user_pages(va, len, false, |ram, pa, off, n| {
-            out[off..off + n].copy_from_slice(ram.slice(pa, n))
-        })?;
+        let mut out = Vec::new();
+        self.user_pages(va, len, false, |ram, pa, _, n| {
+            out.extend_from_slice(ram.slice(pa, n))
+        })
+        .map_err(|(_, e)| e)?;
         Ok(out)
+    }
+
+    /// The bytes at `va`, at most `len`, up to the first page that cannot
+    /// be read (EFAULT when that is the first one).
+    pub fn read_user_some(&mut self, va: u64, len: usize) -> SysResult<Vec<u8>> {
+        let mut out = Vec::new();
+        match self.user_pages(va, len, false, |ram, pa, _, n| {
+            out.extend_from_slice(ram.slice(pa, n))
+        }) {
+            Err((0, e)) => Err(e),
+            _ => Ok(out),
+        }
     }
 
     pub fn write_user(&mut self, va: u64, bytes: &[u8]) -> SysResult<()> {
         self.user_pages(va, bytes.len(), true, |ram, pa, off, n| {
             ram.write(pa, &bytes[off..off + n])
         })
+        .map_err(|(_, e)| e)
+    }
+
+    /// Writes `bytes` at `va` up to the first page that cannot be written:
+    /// how many were (EFAULT when none could be).
+    pub fn write_user_some(&mut self, va: u64, bytes: &[u8]) -> SysResult<usize> {
+        match self.user_pages(va, bytes.len(), true, |ram, pa, off, n| {
+            ram.write(pa, &bytes[off..off + n])
+        }) {
+            Ok(()) => Ok(bytes.len()),
+            Err((0, e)) if !bytes.is_empty() => Err(e),
+            Err((done, _)) => Ok(done),
+        }
     }
 
     pub fn read_u32(&mut self, va: u64) -> SysResult<u32> {

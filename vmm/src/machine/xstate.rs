@@ -79,7 +79,8 @@ pub fn restore(vcpu: &VcpuFd, state: &ExtendedState) -> Result<(), EngineError> 
 impl serde::Serialize for ExtendedState {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let bytes: Vec<u8> = self.0.region.iter().flat_map(|w| w.to_le_bytes()).collect();
-        serde::Serialize::serialize(&bytes, s)
+        // The same encoding as a sequence of u8 in postcard, written at once.
+        s.serialize_bytes(&bytes)
     }
 }
 

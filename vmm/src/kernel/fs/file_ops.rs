@@ -3,6 +3,7 @@
 //! fsync, and the bytes behind a file mapping.
 
 use super::super::errno::*;
+use super::super::uaccess::IO_CHUNK;
 use super::super::Kernel;
 use super::special;
 use super::vfs::{self, FileData, Ino, Kind, Proc, MAX_FILE, S_IFDIR, S_IFREG};
@@ -192,6 +193,70 @@ fn iovecs(k: &mut Kernel, va: u64, count: u64) -> SysResult<Vec<(u64, usize)>> {
     Ok(out)
 }
 
+/// Copies `want` bytes into the guest's buffers, [`IO_CHUNK`] at a time,
+/// `chunk(k, off, n)` giving the `n` bytes at offset `off` of the read;
+/// stops at the first page that cannot be written. How many were copied
+/// (EFAULT when none could be).
+fn scatter(
+    k: &mut Kernel,
+    bufs: &[(u64, usize)],
+    want: usize,
+    mut chunk: impl FnMut(&mut Kernel, usize, usize) -> Vec<u8>,
+) -> SysResult<usize> {
+    let mut done = 0usize;
+    for &(va, len) in bufs {
+        let mut off = 0usize;
+        while off < len && done < want {
+            let n = (len - off).min(want - done).min(IO_CHUNK);
+            let bytes = chunk(k, done, n);
+            let wrote = match k.write_user_some(va.wrapping_add(off as u64), &bytes) {
+                Ok(w) => w,
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => 0,
+            };
+            done += wrote;
+            if wrote < n {
+                return Ok(done);
+            }
+            off += n;
+        }
+    }
+    Ok(done)
+}
+
+/// Hands the guest's buffers to `each`, [`IO_CHUNK`] bytes at a time,
+/// copied from user memory; stops at the first page that cannot be read or
+/// the first error of `each`. How many bytes `each` took (the error when
+/// it took none).
+fn gather(
+    k: &mut Kernel,
+    bufs: &[(u64, usize)],
+    mut each: impl FnMut(&mut Kernel, &[u8]) -> SysResult<()>,
+) -> SysResult<usize> {
+    let mut done = 0usize;
+    for &(va, len) in bufs {
+        let mut off = 0usize;
+        while off < len && done < MAX_IO {
+            let n = (len - off).min(MAX_IO - done).min(IO_CHUNK);
+            let step = k
+                .read_user_some(va.wrapping_add(off as u64), n)
+                .and_then(|bytes| each(k, &bytes).map(|()| bytes.len()));
+            match step {
+                Ok(got) => {
+                    done += got;
+                    if got < n {
+                        return Ok(done);
+                    }
+                }
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => return Ok(done),
+            }
+            off += n;
+        }
+    }
+    Ok(done)
+}
+
 /// Reads into the guest's buffers from descriptor `fd`, at `pos` or at
 /// (and advancing) the description's offset.
 fn read_into(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -> SysResult<u64> {
@@ -199,46 +264,38 @@ fn read_into(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -
     if !d.readable() {
         return Err(EBADF);
     }
-    let want: usize = bufs.iter().map(|b| b.1).sum::<usize>().min(MAX_IO);
+    let want: usize = bufs
+        .iter()
+        .fold(0usize, |t, b| t.saturating_add(b.1))
+        .min(MAX_IO);
     let at = pos.unwrap_or(d.offset);
-    let mut seekable = true;
-    let bytes: Vec<u8> = match &d.target {
+    let data = match &d.target {
         Target::Stdin => {
             if pos.is_some() {
                 return Err(ESPIPE);
             }
-            slice_at(&k.vfs.stdin, at, want)
+            k.vfs.stdin.clone()
         }
         Target::Stdout | Target::Stderr => return Err(EBADF),
-        Target::Gen { data, .. } => slice_at(data, at, want),
+        Target::Gen { data, .. } => data.clone(),
         Target::Node(ino) => match k.vfs.tree.node(*ino)?.kind.clone() {
-            Kind::File(_) => {
-                let data = k.vfs.tree.contents(*ino)?;
-                slice_at(&data, at, want)
-            }
+            Kind::File(_) => k.vfs.tree.contents(*ino)?,
             Kind::Dir(_) | Kind::Proc(Proc::FdDir) => return Err(EISDIR),
             Kind::Dev(dev) => {
-                seekable = false;
-                special::device_read(k, dev, want)
+                // Not seekable: the offset stays.
+                let want = want.min(special::DEVICE_READ_MAX);
+                return scatter(k, bufs, want, |k, _, n| special::device_read(k, dev, n))
+                    .map(|n| n as u64);
             }
             _ => return Err(EINVAL),
         },
     };
-    let mut done = 0usize;
-    for &(va, len) in bufs {
-        if done >= bytes.len() {
-            break;
-        }
-        let n = len.min(bytes.len() - done);
-        if let Err(e) = k.write_user(va, &bytes[done..done + n]) {
-            if done == 0 {
-                return Err(e);
-            }
-            break;
-        }
-        done += n;
-    }
-    if pos.is_none() && seekable {
+    let start = at.min(data.len() as u64) as usize;
+    let want = want.min(data.len() - start);
+    let done = scatter(k, bufs, want, |_, off, n| {
+        data[start + off..start + off + n].to_vec()
+    })?;
+    if pos.is_none() {
         k.desc_mut(id).offset = at + done as u64;
     }
     Ok(done as u64)
@@ -251,21 +308,18 @@ fn slice_at(data: &[u8], at: u64, want: usize) -> Vec<u8> {
 }
 
 /// Writes the guest's buffers to descriptor `fd`, at `pos` or at (and
-/// advancing) the description's offset (its end with O_APPEND).
+/// advancing) the description's offset (its end with O_APPEND), a chunk at
+/// a time: a write that faults part way is short, as on Linux.
 fn write_from(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -> SysResult<u64> {
     let (id, d) = k.desc(fd)?;
     if !d.writable() {
         return Err(EBADF);
     }
-    let mut bytes = Vec::new();
-    for &(va, len) in bufs {
-        let len = len.min(MAX_IO - bytes.len());
-        match k.read_user(va, len) {
-            Ok(b) => bytes.extend_from_slice(&b),
-            Err(e) if bytes.is_empty() => return Err(e),
-            Err(_) => break,
-        }
-    }
+    let total = || {
+        bufs.iter()
+            .fold(0usize, |t, b| t.saturating_add(b.1))
+            .min(MAX_IO)
+    };
     match &d.target {
         Target::Stdout | Target::Stderr => {
             if pos.is_some() {
@@ -276,15 +330,19 @@ fn write_from(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) 
             } else {
                 2
             };
-            k.output(to, &bytes);
-            Ok(bytes.len() as u64)
+            let n = gather(k, bufs, |k, bytes| {
+                k.output(to, bytes);
+                Ok(())
+            })?;
+            Ok(n as u64)
         }
         Target::Stdin | Target::Gen { .. } => Err(EBADF),
         Target::Node(ino) => {
             let ino = *ino;
             match k.vfs.tree.node(ino)?.kind.clone() {
                 Kind::File(_) => {}
-                Kind::Dev(dev) => return special::device_write(dev, bytes.len()),
+                // Like Linux's, the devices do not look at the bytes.
+                Kind::Dev(dev) => return special::device_write(dev, total()),
                 Kind::Dir(_) => return Err(EISDIR),
                 _ => return Err(EINVAL),
             }
@@ -293,25 +351,31 @@ fn write_from(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) 
             } else {
                 pos.unwrap_or(d.offset)
             };
-            let end = at.checked_add(bytes.len() as u64).ok_or(EFBIG)?;
-            if end > MAX_FILE {
+            if at.checked_add(total() as u64).is_none() {
                 return Err(EFBIG);
             }
-            if !bytes.is_empty() {
+            let mut end = at;
+            gather(k, bufs, |k, bytes| {
+                let (from, to) = (end, end + bytes.len() as u64);
+                if to > MAX_FILE {
+                    return Err(EFBIG);
+                }
                 let now = k.fs_now();
-                let max = end.max(k.vfs.tree.node(ino)?.size);
+                let max = to.max(k.vfs.tree.node(ino)?.size);
                 k.vfs.tree.modify(ino, now, max, |v| {
-                    if (v.len() as u64) < end {
-                        v.resize(end as usize, 0);
+                    if (v.len() as u64) < to {
+                        v.resize(to as usize, 0);
                     }
-                    v[at as usize..end as usize].copy_from_slice(&bytes);
+                    v[from as usize..to as usize].copy_from_slice(bytes);
                     Ok(())
                 })?;
-            }
+                end = to;
+                Ok(())
+            })?;
             if pos.is_none() {
                 k.desc_mut(id).offset = end;
             }
-            Ok(bytes.len() as u64)
+            Ok(end - at)
         }
     }
 }
