@@ -172,3 +172,52 @@ fn interrupted_run_leaves_no_finished_run() {
         );
     }
 }
+
+/// A manifest.json edited by hand (or by an attacker) is checked before
+/// anything is built from it: replay, fork and seek give one line naming
+/// the bad value, never a panic.
+#[test]
+fn a_tampered_manifest_is_one_line_error() {
+    for (field, from, to, says) in [
+        (
+            "mem",
+            r#""mem": 2147483648"#,
+            r#""mem": 4096"#,
+            "manifest: mem 4096",
+        ),
+        (
+            "cores",
+            r#""cores": 1"#,
+            r#""cores": 0"#,
+            "manifest: cores 0",
+        ),
+        (
+            "quantum_ns",
+            r#""quantum_ns": 5000"#,
+            r#""quantum_ns": 0"#,
+            "manifest: quantum_ns 0",
+        ),
+        ("image", r#""image": ""#, r#""image": "../"#, "image"),
+    ] {
+        let home = Home::new();
+        let run = home.run(&["-q", "--example", "bank"]);
+        let path = home.path().join("runs").join(&run.id).join("manifest.json");
+        let json = std::fs::read_to_string(&path).unwrap();
+        assert!(json.contains(from), "{field}: {json}");
+        std::fs::write(&path, json.replacen(from, to, 1)).unwrap();
+        for args in [
+            vec!["replay", run.id.as_str()],
+            vec!["fork", run.id.as_str(), "10", "--schedule", "2", "-q"],
+            vec!["cat", run.id.as_str(), "10", "/etc/passwd"],
+        ] {
+            let out = home.rewind(&args);
+            assert_ne!(out.code, 0, "{field}: {args:?}\n{out}");
+            let lines = out.stderr_lines();
+            assert!(
+                lines.len() == 1 && lines[0].contains(says) && !out.stderr.contains("panicked"),
+                "{field}: `rewind {}` should say {says:?} in one line:\n{out}",
+                args.join(" ")
+            );
+        }
+    }
+}

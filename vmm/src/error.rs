@@ -35,6 +35,10 @@ pub enum EngineError {
     UnexpectedExit(String),
     #[error("keyframe: {0}")]
     BadKeyframe(String),
+    #[error("manifest: {0}")]
+    Manifest(#[from] crate::record::manifest::ManifestError),
+    #[error(transparent)]
+    OutOfRange(#[from] crate::machine::memory::OutOfRange),
     #[error("guest memory exhausted while loading the program")]
     OutOfMemory,
 }

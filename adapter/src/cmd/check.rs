@@ -7,12 +7,16 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use vmm::check::label::{labels, Judged, Label};
 use vmm::check::property::Property;
-use vmm::check::{CheckSpec, Checker, Parent, Progress, Report, Strategy, Tried};
+use vmm::check::{CheckSpec, Checker, Parent, Progress, Report, Side, Strategy, Tried};
 use vmm::session::Limits;
 
 /// Schedules tried when `--schedules` is not given.
 pub const DEFAULT_SCHEDULES: u64 = 64;
+/// The strategy when `--strategy` is not given (chosen by the numbers in
+/// docs/design.md, "Search strategies").
+pub const DEFAULT_STRATEGY: StrategyArg = StrategyArg::Random;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StrategyArg {
@@ -20,6 +24,8 @@ pub enum StrategyArg {
     Random,
     /// Every schedule with one reschedule in the window, then every pair.
     Bounded,
+    /// PCT: random thread priorities, DEPTH-1 priority change points (--depth).
+    Pct,
 }
 
 #[derive(Args, Debug)]
@@ -52,8 +58,15 @@ pub struct CheckArgs {
     #[arg(long = "where")]
     pub where_: bool,
     /// How schedules are chosen.
-    #[arg(long, value_enum, default_value_t = StrategyArg::Random)]
+    #[arg(long, value_enum, default_value_t = DEFAULT_STRATEGY)]
     pub strategy: StrategyArg,
+    /// PCT's depth: DEPTH-1 priority change points a schedule.
+    #[arg(long, value_name = "DEPTH", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub depth: u32,
+    /// Which seeded schedules to try: with N schedules, seed S tries
+    /// schedules S*N+1 to S*N+N.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub check_seed: u64,
     /// Check from a recorded run: schedules equal to RUN up to --schedule-from.
     #[arg(long = "run", value_name = "RUN")]
     pub from_run: Option<String>,
@@ -142,8 +155,8 @@ fn properties(args: &CheckArgs) -> Result<Vec<Property>> {
 }
 
 pub fn main(args: CheckArgs) -> Result<i32> {
-    if args.run.schedule != 0 {
-        usage!("--schedule is for `rewind run`; `rewind check` tries schedules itself");
+    if args.run.schedule != 0 || args.run.pct.is_some() {
+        usage!("--schedule and --pct are for `rewind run`; `rewind check` tries schedules itself (--strategy)");
     }
     let props = properties(&args)?;
     let store = super::store()?;
@@ -177,6 +190,7 @@ pub fn main(args: CheckArgs) -> Result<i32> {
         (Some(_), _) => Strategy::Seeds,
         (None, StrategyArg::Random) => Strategy::Random,
         (None, StrategyArg::Bounded) => Strategy::Bounded,
+        (None, StrategyArg::Pct) => Strategy::Pct,
     };
     let spec = CheckSpec {
         base,
@@ -193,6 +207,8 @@ pub fn main(args: CheckArgs) -> Result<i32> {
         narrow: !args.no_narrow,
         properties: props,
         strategy,
+        depth: args.depth,
+        check_seed: args.check_seed,
         from: args.run.schedule_from,
         until: args.run.schedule_until,
         want_where: args.where_,
@@ -258,31 +274,13 @@ fn print_report(r: &Report, spec: &CheckSpec) {
         if r.base.violated() {
             println!("schedule 0 itself violates it: no perturbation is needed");
         }
-        println!("failing: run {}", bad.id);
+        println!("{}: run {}", unnarrowed_label(r, bad), bad.id);
         return;
     };
-    match n.deciding.as_slice() {
-        [] => println!(
-            "{} decides it: the run with it violates {} where schedule 0 does not",
-            bad.label.trim(),
-            n.property
-        ),
-        [one] => println!(
-            "step {} decides it: {} there makes the run violate {}",
-            one.step, one.what, n.property
-        ),
-        set => println!(
-            "no single step decides it; these {} together make the run violate {}: {}",
-            set.len(),
-            n.property,
-            set.iter()
-                .map(|p| p.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    println!("{}", n.sentence);
+    for side in n.sides() {
+        println!("{}: run {}", side.label, side.run);
     }
-    println!("passing: run {}", n.passing);
-    println!("failing: run {}", n.failing);
     if let Some(d) = &n.divergence {
         for l in d.lines() {
             println!("{l}");
@@ -298,6 +296,24 @@ fn print_report(r: &Report, spec: &CheckSpec) {
         }
     }
     println!("narrowed in {} runs, {:.3}s", n.runs, n.wall.as_secs_f64());
+}
+
+/// What the first violating run is called when it was not narrowed: by the
+/// same rule as a narrowed pair, against schedule 0.
+fn unnarrowed_label(r: &Report, bad: &Tried) -> Label {
+    if bad.id == r.base.id {
+        // Schedule 0 itself violates a property (not ends-differently).
+        return Label::Failing;
+    }
+    labels(Judged::of(&r.base), Judged::of(bad), true).1
+}
+
+fn side_json(s: &Side) -> serde_json::Value {
+    serde_json::json!({
+        "run": s.run,
+        "status": s.status.to_string(),
+        "label": s.label,
+    })
 }
 
 fn tried_json(t: &Tried) -> serde_json::Value {
@@ -320,11 +336,18 @@ fn json_report(r: &Report) -> serde_json::Value {
         "tried": r.tried.iter().map(tried_json).collect::<Vec<_>>(),
         "violations": r.violations(),
         "exhausted": r.exhausted,
+        "first_violation": r.first_violation().map(|bad| serde_json::json!({
+            "run": bad.id,
+            "label": unnarrowed_label(r, bad),
+        })),
         "narrowed": r.narrowed.as_ref().map(|n| serde_json::json!({
             "deciding": vmm::record::json::perturbations(&n.deciding),
             "property": n.property,
-            "passing": n.passing,
-            "failing": n.failing,
+            "sentence": n.sentence,
+            "without": side_json(&n.without),
+            "with": side_json(&n.with),
+            "passing": n.run_called(Label::Passing),
+            "failing": n.run_called(Label::Failing),
             "divergence": n.divergence.as_ref().map(|d| serde_json::json!({
                 "left_step": d.left_step(),
                 "right_step": d.right_step(),

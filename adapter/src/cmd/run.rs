@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use vmm::image::Image;
 use vmm::record::manifest::{guest_env, stdin_hash};
-use vmm::record::{ExitStatus, Manifest, Perturbation, Perturbed};
+use vmm::record::{ExitStatus, Manifest, Pct, Perturbation, Perturbed};
 use vmm::session::{self, Limits, Outcome, RunInputs};
 use vmm::store::{RunDetails, Store};
 
@@ -75,6 +75,15 @@ pub struct RunArgs {
     /// Stall the running thread at this step for NS virtual nanoseconds (repeatable).
     #[arg(long, value_name = "STEP:NS", value_parser = parse_stall)]
     pub stall_at: Vec<(u64, u64)>,
+    /// After this step thread TID takes the CPU (repeatable; what a PCT
+    /// schedule's choices replay as).
+    #[arg(long, value_name = "STEP:TID", value_parser = parse_switch)]
+    pub switch_at: Vec<(u64, u32)>,
+    /// Make --schedule N a PCT schedule: DEPTH-1 priority change points
+    /// among STEPS steps from --schedule-from (what `rewind check
+    /// --strategy pct` runs).
+    #[arg(long, value_name = "DEPTH:STEPS", value_parser = parse_pct)]
+    pub pct: Option<Pct>,
     /// Reseed the guest's randomness at this step (what `rewind check --seeds` runs).
     #[arg(long, value_name = "STEP:SEED", value_parser = parse_pair)]
     pub reseed: Option<(u64, u64)>,
@@ -233,6 +242,12 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
         schedule_until: args.schedule_until.filter(|_| args.schedule != 0),
         perturb: explicit_perturbations(args)?,
         reseed: args.reseed,
+        pct: match (args.pct, args.schedule) {
+            (Some(_), 0) => {
+                usage!("--pct makes --schedule N (N > 0) a PCT schedule: give --schedule")
+            }
+            (p, _) => p,
+        },
         ..defaults
     };
     Ok(Prepared {
@@ -360,6 +375,22 @@ fn parse_stall(s: &str) -> Result<(u64, u64), String> {
     parse_pair(s)
 }
 
+fn parse_switch(s: &str) -> Result<(u64, u32), String> {
+    let (step, tid) = parse_pair(s)?;
+    let tid = u32::try_from(tid).map_err(|_| format!("`{s}`: no thread has id {tid}"))?;
+    Ok((step, tid))
+}
+
+fn parse_pct(s: &str) -> Result<Pct, String> {
+    let (depth, steps) = parse_pair(s)?;
+    match u32::try_from(depth) {
+        Ok(depth @ 1..=64) if steps > 0 => Ok(Pct { depth, steps }),
+        _ => Err(format!(
+            "`{s}`: expected DEPTH:STEPS, DEPTH from 1 to 64 and STEPS above 0"
+        )),
+    }
+}
+
 /// The perturbations given with --reschedule-at and --stall-at, in step order.
 fn explicit_perturbations(args: &RunArgs) -> Result<Vec<Perturbed>> {
     let mut out: Vec<Perturbed> = args
@@ -373,10 +404,14 @@ fn explicit_perturbations(args: &RunArgs) -> Result<Vec<Perturbed>> {
             step,
             what: Perturbation::Stall { ns },
         }))
+        .chain(args.switch_at.iter().map(|&(step, tid)| Perturbed {
+            step,
+            what: Perturbation::Switch { tid },
+        }))
         .collect();
     out.sort();
     if out.windows(2).any(|w| w[0].step == w[1].step) {
-        usage!("one perturbation a step: --reschedule-at and --stall-at name the same step");
+        usage!("one perturbation a step: --reschedule-at, --stall-at and --switch-at name the same step");
     }
     Ok(out)
 }

@@ -12,6 +12,7 @@ use anyhow::Result;
 use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use vmm::check::label::{labels, Judged, Label};
 use vmm::record::fork::{fork_manifest, ForkWith};
 use vmm::record::manifest::ENGINE_VERSION;
 use vmm::record::manifest::{guest_env, DEFAULT_ENV, DEFAULT_MEM, QUANTUM_NS};
@@ -170,11 +171,15 @@ fn run_flags(
         if let Some(u) = m.schedule_until {
             flag("--schedule-until", u.to_string());
         }
+        if let Some(p) = m.pct {
+            flag("--pct", format!("{}:{}", p.depth, p.steps));
+        }
     }
     for p in &m.perturb {
         match p.what {
             Perturbation::Reschedule => flag("--reschedule-at", p.step.to_string()),
             Perturbation::Stall { ns } => flag("--stall-at", format!("{}:{ns}", p.step)),
+            Perturbation::Switch { tid } => flag("--switch-at", format!("{}:{tid}", p.step)),
         }
     }
     if let Some((step, seed)) = m.reseed {
@@ -384,6 +389,7 @@ fn check_line(run: &Run) -> Option<Line> {
     base.manifest.schedule = 0;
     base.manifest.schedule_from = None;
     base.manifest.schedule_until = None;
+    base.manifest.pct = None;
     if base.manifest.fork_of.is_some() {
         return None;
     }
@@ -391,6 +397,53 @@ fn check_line(run: &Run) -> Option<Line> {
     let mut argv = vec!["rewind".to_string(), "check".to_string()];
     argv.extend(flags);
     Some(Line::new(argv, cwd, stdin_of(run)))
+}
+
+/// A run narrowing made (explicit perturbations), and the run without its
+/// last perturbation, when this store has it: the pair `rewind check`
+/// printed, each with what a person calls it (by exit status alone: the
+/// properties it was checked with are not kept with the run).
+pub struct Pair {
+    pub this: Label,
+    pub other: Label,
+    pub other_run: Run,
+    /// What this run adds to the other: `a reschedule at step 36`.
+    pub added: String,
+}
+
+pub fn narrowing_pair(store: &Store, run: &Run) -> Option<Pair> {
+    let m = &run.manifest;
+    if m.fork_of.is_some() || m.schedule != 0 {
+        return None;
+    }
+    let mut without = m.clone();
+    let (added, rest) = match (m.reseed, m.perturb.split_last()) {
+        // `rewind check --seeds`: schedule 0 reseeded.
+        (Some((step, seed)), _) => {
+            without.reseed = None;
+            (
+                format!("its randomness reseeded with {seed} at step {step}"),
+                &m.perturb[..],
+            )
+        }
+        (None, Some((added, rest))) => {
+            without.perturb = rest.to_vec();
+            (added.to_string(), rest)
+        }
+        (None, None) => return None,
+    };
+    let other_run = Run::load(&store.runs_dir().join(without.id())).ok()?;
+    let judged = |r: &Run| Judged {
+        status: r.meta.exit,
+        other_violation: None,
+    };
+    let (other, this) = labels(judged(&other_run), judged(run), rest.is_empty());
+    Some(Pair {
+        this,
+        other,
+        other_run,
+        added,
+    })
 }
 
 fn image_line(loc: &ImageLocation) -> String {
@@ -434,6 +487,7 @@ pub fn main(args: ShowArgs) -> Result<i32> {
         });
     }
     let check = r.why_not.as_ref().and_then(|_| check_line(&run));
+    let pair = narrowing_pair(&store, &run);
     let stdin_path: Option<PathBuf> = m.stdin.as_ref().map(|_| run.dir.join("stdin.bin"));
 
     if args.json {
@@ -452,6 +506,13 @@ pub fn main(args: ShowArgs) -> Result<i32> {
             "reproducible": r.why_not.is_none(),
             "why_not": r.why_not,
             "check_command": check,
+            "narrowing": pair.as_ref().map(|p| serde_json::json!({
+                "label": p.this,
+                "other_run": p.other_run.id,
+                "other_label": p.other,
+                "other_status": p.other_run.meta.status,
+                "added": p.added,
+            })),
             "notes": notes,
         });
         println!("{v}");
@@ -467,6 +528,13 @@ pub fn main(args: ShowArgs) -> Result<i32> {
     )?;
     if let Some(f) = &m.fork_of {
         writeln!(o, "fork of {} at step {}", f.parent, f.step)?;
+    }
+    if let Some(p) = &pair {
+        writeln!(
+            o,
+            "{}: run {} ({}, {}) with {} added; `rewind check` narrows to this pair",
+            p.this, p.other_run.id, p.other, p.other_run.meta.status, p.added,
+        )?;
     }
     writeln!(o)?;
     writeln!(o, "inputs:")?;
@@ -514,7 +582,15 @@ pub fn main(args: ShowArgs) -> Result<i32> {
             u.map_or(String::new(), |u| u.to_string())
         ),
     };
-    kv(&mut o, "schedule", format!("{}{window}", m.schedule))?;
+    let pct = match m.pct {
+        Some(p) if m.schedule != 0 => format!(
+            ", PCT: {} priority change points among {} steps",
+            p.depth - 1,
+            p.steps
+        ),
+        _ => String::new(),
+    };
+    kv(&mut o, "schedule", format!("{}{window}{pct}", m.schedule))?;
     if !m.perturb.is_empty() {
         let list: Vec<String> = m.perturb.iter().map(|p| p.to_string()).collect();
         kv(&mut o, "perturb", list.join(", "))?;

@@ -5,6 +5,7 @@
 //! property (or all of them, with `all`). Runs go into the store like any
 //! other, so every id a check prints can be replayed, diffed or forked.
 
+pub mod label;
 pub mod narrow;
 pub mod property;
 pub mod schedule;
@@ -12,7 +13,7 @@ pub mod schedule;
 use crate::record::diff::Divergence;
 use crate::record::fork::{fork_manifest, ForkWith};
 use crate::record::keyframe::Keyframe;
-use crate::record::{Event, ExitStatus, Perturbation, Perturbed};
+use crate::record::{Event, ExitStatus, Pct, Perturbation, Perturbed};
 use crate::session::{self, Limits, Outcome, RunInputs};
 use crate::store::{RunDetails, Store, StoreError};
 use crate::EngineError;
@@ -40,6 +41,8 @@ const SPIN_FLOOR: std::time::Duration = std::time::Duration::from_secs(10);
 pub enum Strategy {
     /// Seeded schedules 1..=N.
     Random,
+    /// PCT schedules 1..=N (`CheckSpec::depth`).
+    Pct,
     /// Every schedule with one reschedule in the window, in step order, then every pair.
     Bounded,
     /// Schedule 0 reseeded: the run's own randomness and N other seeds.
@@ -50,6 +53,8 @@ pub enum Strategy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Candidate {
     Seeded(u64),
+    /// A PCT schedule: its seed.
+    Pct(u64),
     Explicit(Vec<Perturbed>),
     Seed(u64),
 }
@@ -57,7 +62,7 @@ pub enum Candidate {
 impl Candidate {
     pub fn label(&self) -> String {
         match self {
-            Candidate::Seeded(n) => format!("schedule {n:>3}"),
+            Candidate::Seeded(n) | Candidate::Pct(n) => format!("schedule {n:>3}"),
             Candidate::Explicit(p) => {
                 let steps: Vec<String> = p.iter().map(|p| p.step.to_string()).collect();
                 format!("reschedule at {}", steps.join("+"))
@@ -78,6 +83,11 @@ pub struct CheckSpec {
     pub narrow: bool,
     pub properties: Vec<Property>,
     pub strategy: Strategy,
+    /// PCT's depth: `depth` - 1 priority change points a schedule.
+    pub depth: u32,
+    /// Which schedules a seeded strategy tries: with N schedules, check
+    /// seed S tries S*N+1..=S*N+N (0: 1..=N).
+    pub check_seed: u64,
     pub from: Option<u64>,
     pub until: Option<u64>,
     /// Note where each thread was at the deciding step.
@@ -116,13 +126,27 @@ impl Tried {
     }
 }
 
+/// One run of the pair narrowing compares.
+#[derive(Debug, Clone)]
+pub struct Side {
+    pub run: String,
+    pub status: ExitStatus,
+    /// What a person calls it (`label`).
+    pub label: label::Label,
+}
+
 #[derive(Debug, Clone)]
 pub struct Narrowed {
     /// The smallest set of perturbations found that makes the run violate; one when a single step decides it.
     pub deciding: Vec<Perturbed>,
     pub property: String,
-    pub passing: String,
-    pub failing: String,
+    /// The run without the deciding step (schedule 0's when one step decides it).
+    pub without: Side,
+    /// The run with it.
+    pub with: Side,
+    /// `step 36 decides it: switching away from thread 1000/1001 after its
+    /// write makes the run violate ends-differently`.
+    pub sentence: String,
     pub divergence: Option<Divergence>,
     /// Where each thread was at the deciding step (with `want_where`).
     pub where_: Vec<String>,
@@ -141,6 +165,20 @@ pub struct Report {
     pub properties: Vec<Property>,
     /// `sometimes` messages that held in no run of the check.
     pub never_held: Vec<String>,
+}
+
+impl Narrowed {
+    /// The two runs, the one without the deciding step first.
+    pub fn sides(&self) -> [&Side; 2] {
+        [&self.without, &self.with]
+    }
+    /// The run called `label`, if either is.
+    pub fn run_called(&self, label: label::Label) -> Option<&str> {
+        self.sides()
+            .into_iter()
+            .find(|s| s.label == label)
+            .map(|s| s.run.as_str())
+    }
 }
 
 impl Report {
@@ -173,6 +211,8 @@ pub struct Checker<'a> {
     properties: Vec<Property>,
     /// Schedule 0's wall time (for `candidate_limits`).
     base_wall: std::time::Duration,
+    /// Schedule 0's steps (PCT draws its change points among them).
+    base_steps: u64,
     /// The keyframe a check from a recorded run starts its forks from.
     parent_keyframe: std::sync::OnceLock<Option<Keyframe>>,
 }
@@ -186,26 +226,41 @@ impl<'a> Checker<'a> {
             properties: spec.properties.clone(),
             parent_keyframe: std::sync::OnceLock::new(),
             base_wall: std::time::Duration::ZERO,
+            base_steps: 0,
+        }
+    }
+
+    /// PCT's parameters: change points among the window's steps of schedule 0.
+    fn pct(&self) -> Pct {
+        let from = self.spec.from.unwrap_or(0);
+        let until = self.spec.until.unwrap_or(u64::MAX).min(self.base_steps);
+        Pct {
+            depth: self.spec.depth.max(1),
+            steps: until.saturating_sub(from).max(1),
         }
     }
 
     fn inputs_for(&self, c: &Candidate) -> RunInputs {
         let mut i = self.spec.base.clone();
-        if let (Some(p), Candidate::Seeded(n) | Candidate::Seed(n)) = (&self.spec.parent, c) {
+        if let (Some(p), Candidate::Seeded(n) | Candidate::Pct(n) | Candidate::Seed(n)) =
+            (&self.spec.parent, c)
+        {
             let with = match c {
-                Candidate::Seeded(_) => ForkWith::Schedule(*n),
+                Candidate::Seeded(_) | Candidate::Pct(_) => ForkWith::Schedule(*n),
                 _ => ForkWith::Seed(*n),
             };
             let step = self.spec.from.unwrap_or(0);
             i.manifest = fork_manifest(&p.id, &i.manifest, &p.applied, step, with);
+            i.manifest.pct = matches!(c, Candidate::Pct(_)).then(|| self.pct());
             return i;
         }
         let m = &mut i.manifest;
         match c {
-            Candidate::Seeded(n) => {
+            Candidate::Seeded(n) | Candidate::Pct(n) => {
                 m.schedule = *n;
                 m.schedule_from = self.spec.from;
                 m.schedule_until = self.spec.until;
+                m.pct = matches!(c, Candidate::Pct(_)).then(|| self.pct());
             }
             Candidate::Explicit(p) => {
                 m.perturb = p.clone();
@@ -325,6 +380,7 @@ impl<'a> Checker<'a> {
         let (id, o, events) = self.record(&base_inputs, &self.spec.limits)?;
         self.base_status = Some(o.status);
         self.base_wall = o.wall;
+        self.base_steps = o.steps;
         if property::uses_sdk(&events) && !self.properties.contains(&Property::Sdk) {
             self.properties.push(Property::Sdk);
         }
@@ -383,8 +439,11 @@ impl<'a> Checker<'a> {
     /// reschedules up to which they are every schedule there is.
     fn candidates(&self, base_steps: u64) -> (Vec<Candidate>, Option<u32>) {
         let n = self.spec.schedules;
+        let first = self.spec.check_seed.saturating_mul(n).saturating_add(1);
+        let seeded = (0..n).map(|i| first.saturating_add(i));
         match self.spec.strategy {
-            Strategy::Random => ((1..=n).map(Candidate::Seeded).collect(), None),
+            Strategy::Random => (seeded.map(Candidate::Seeded).collect(), None),
+            Strategy::Pct => (seeded.map(Candidate::Pct).collect(), None),
             Strategy::Seeds => {
                 let own = self.spec.base.manifest.seed;
                 let seeds = (1..).filter(|s| *s != own).take(n as usize);

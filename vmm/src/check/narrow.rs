@@ -2,7 +2,8 @@
 //! each applied perturbation alone first (a single step usually decides a
 //! race), then delta debugging (ddmin) for the smallest set.
 
-use super::{Candidate, CheckError, Checker, Narrowed, Tried};
+use super::label::{self, Judged, Label};
+use super::{Candidate, CheckError, Checker, Narrowed, Side, Tried};
 use crate::record::diff::first_divergence;
 use crate::record::{Discard, Event, Perturbation, Perturbed};
 use crate::session::{self, Limits};
@@ -31,7 +32,9 @@ impl Search<'_, '_> {
     /// When several perturbations together decide it, one reschedule at a
     /// nearby step often does too (the schedule's own perturbations are only
     /// where its dice fell): tries each step from the set's last back to
-    /// `NEAR` steps before its first, latest first.
+    /// `NEAR` steps before its first, latest first, then the `NEAR` steps
+    /// after its last (a PCT schedule's switches lead threads to where one
+    /// reschedule of the policy's order would decide it later).
     fn single_near(
         &mut self,
         set: &[Perturbed],
@@ -40,7 +43,8 @@ impl Search<'_, '_> {
             return Ok(None);
         };
         let lowest = first.step.saturating_sub(NEAR).max(1);
-        for step in (lowest..=last.step).rev() {
+        let after = last.step + 1..=last.step + NEAR;
+        for step in (lowest..=last.step).rev().chain(after) {
             let one = Perturbed {
                 step,
                 what: Perturbation::Reschedule,
@@ -110,11 +114,27 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
         let base = checker.try_one(&Candidate::Explicit(Vec::new()))?;
         let divergence =
             first_divergence(&load(checker, &base.id)?, &load(checker, &bad.id)?, CONTEXT);
+        let (without, with) = sides(&base, bad, true);
+        let who = bad.label.trim();
+        let sentence = match with.label {
+            Label::Failing => format!(
+                "{who} decides it: the run with it violates {property} where schedule 0 does not"
+            ),
+            Label::Passing => format!(
+                "{who} decides it: the run with it passes: it ends {} where schedule 0 ends {}",
+                with.status, without.status
+            ),
+            _ => format!(
+                "{who} decides it: the run with it ends {} where schedule 0 ends {} (neither passes; it violates {property})",
+                with.status, without.status
+            ),
+        };
         return Ok(Narrowed {
             deciding: Vec::new(),
             property,
-            passing: base.id,
-            failing: bad.id.clone(),
+            without,
+            with,
+            sentence,
             divergence,
             where_: Vec::new(),
             runs: 1,
@@ -147,11 +167,33 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
     let without_last = &deciding[..deciding.len().saturating_sub(1)];
     let passing = checker.try_one(&Candidate::Explicit(without_last.to_vec()))?;
     s.runs += 1;
-    let divergence = first_divergence(
-        &load(checker, &passing.id)?,
-        &load(checker, &failing.id)?,
-        CONTEXT,
-    );
+    let failing_events = load(checker, &failing.id)?;
+    let divergence = first_divergence(&load(checker, &passing.id)?, &failing_events, CONTEXT);
+    let (without, with) = sides(&passing, &failing, without_last.is_empty());
+    let other = match without.label {
+        Label::Schedule0 => "schedule 0",
+        _ if without_last.is_empty() => "schedule 0",
+        _ => "the run without it",
+    };
+    let effect = label::effect(&property, other, without.status, (with.label, with.status));
+    let sentence = match deciding.as_slice() {
+        [one] => {
+            let switches = checker.store.resolve(&failing.id)?.switches()?;
+            let what = label::deciding(one, &failing_events, label::thread_at(&switches, one.step));
+            format!(
+                "step {} decides it: {what} makes the run {effect}",
+                one.step
+            )
+        }
+        set => format!(
+            "no single step decides it; these {} together make the run {effect}: {}",
+            set.len(),
+            set.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     let where_ = match (checker.spec.want_where, deciding.last()) {
         (true, Some(last)) => {
             let inputs = checker.inputs_for(&Candidate::Explicit(deciding.clone()));
@@ -166,8 +208,9 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
     Ok(Narrowed {
         deciding,
         property,
-        passing: passing.id,
-        failing: failing.id,
+        without,
+        with,
+        sentence,
         divergence,
         where_,
         runs: s.runs,
@@ -180,4 +223,15 @@ fn load(checker: &Checker, id: &str) -> Result<Vec<Event>, CheckError> {
     let run = checker.store.resolve(id)?;
     run.events()
         .map_err(|e| CheckError::Trace(id.into(), e.to_string()))
+}
+
+/// The pair's sides, each with what a person calls it.
+fn sides(without: &Tried, with: &Tried, without_is_schedule_0: bool) -> (Side, Side) {
+    let (a, b) = label::labels(Judged::of(without), Judged::of(with), without_is_schedule_0);
+    let side = |t: &Tried, label| Side {
+        run: t.id.clone(),
+        status: t.status,
+        label,
+    };
+    (side(without, a), side(with, b))
 }

@@ -7,10 +7,47 @@
 //! time while the others run. A perturbation is applied (and recorded) only
 //! when another thread is runnable: alone, it would change nothing. An
 //! explicit schedule applies exactly the listed perturbations (narrowing).
+//!
+//! A PCT schedule (the manifest's `pct`, Burckhardt et al., ASPLOS 2010)
+//! gives each thread a random priority when it is first seen and always runs
+//! the highest-priority runnable thread; at `depth` - 1 change points, drawn
+//! among the window's first `steps` steps, the thread that made that step
+//! drops to priority 1..depth-1, below every initial one. A yielding thread
+//! gives way to any other. Where its choice differs from what the policy
+//! would run, it is recorded as a switch to that thread, so the applied list
+//! replays the same run as an explicit schedule (forks, narrowing).
 
 use crate::kernel::Rng;
 use crate::record::{Manifest, Perturbation, Perturbed};
 use std::collections::BTreeMap;
+
+/// What the scheduler knows after a step, for a plan that picks threads.
+pub struct Point<'a> {
+    pub step: u64,
+    /// The thread that made the step.
+    pub cur: u32,
+    pub cur_runnable: bool,
+    /// It asked to give up the CPU (sched_yield).
+    pub yielding: bool,
+    /// The other runnable threads, in run-queue order.
+    pub waiting: &'a [u32],
+}
+
+impl Point<'_> {
+    /// The thread the policy alone would run next, if any.
+    fn policy_pick(&self) -> Option<u32> {
+        if self.cur_runnable && !self.yielding {
+            return Some(self.cur);
+        }
+        self.waiting
+            .first()
+            .copied()
+            .or(self.cur_runnable.then_some(self.cur))
+    }
+}
+
+/// Initial PCT priorities are above this; change points give 1..depth-1.
+const PCT_BASE: u64 = 1 << 32;
 
 /// One step in this many is a reschedule, in a seeded schedule's window.
 pub const RESCHEDULE_ONE_IN: u64 = 8;
@@ -30,6 +67,17 @@ enum Plan {
         prefix: BTreeMap<u64, Perturbation>,
     },
     Explicit(BTreeMap<u64, Perturbation>),
+    /// PCT within the window; before it, the explicit prefix.
+    Pct {
+        rng: Rng,
+        from: u64,
+        until: u64,
+        prefix: BTreeMap<u64, Perturbation>,
+        /// Change points: step -> the priority the thread making it drops to.
+        change: BTreeMap<u64, u64>,
+        /// Each thread's priority, drawn when it is first seen.
+        prio: BTreeMap<u32, u64>,
+    },
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -44,7 +92,23 @@ impl Perturber {
     pub fn from_manifest(m: &Manifest) -> Option<Perturber> {
         let explicit: BTreeMap<u64, Perturbation> =
             m.perturb.iter().map(|p| (p.step, p.what)).collect();
-        let plan = if m.schedule != 0 {
+        let plan = if let (true, Some(pct)) = (m.schedule != 0, m.pct) {
+            let mut rng = Rng::new(m.schedule.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x0050_4354);
+            let from = m.schedule_from.unwrap_or(0);
+            let mut change = BTreeMap::new();
+            for i in 1..pct.depth.max(1) as u64 {
+                let at = from + rng.next_u64() % pct.steps.max(1);
+                change.entry(at).or_insert(i);
+            }
+            Plan::Pct {
+                rng,
+                from,
+                until: m.schedule_until.unwrap_or(u64::MAX),
+                prefix: explicit,
+                change,
+                prio: BTreeMap::new(),
+            }
+        } else if m.schedule != 0 {
             Plan::Seeded {
                 rng: Rng::new(m.schedule.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
                 from: m.schedule_from.unwrap_or(0),
@@ -62,12 +126,41 @@ impl Perturber {
         })
     }
 
-    /// The perturbation planned for `step`, if any. Seeded plans draw at
-    /// every step of the window, whether or not it is applied, so that the
-    /// draw sequence depends on the step count alone.
-    pub fn planned(&mut self, step: u64) -> Option<Perturbation> {
+    /// The perturbation planned after a step, if any. Seeded plans draw at
+    /// every step of the window at which the running thread is still
+    /// runnable, whether or not it is applied.
+    pub fn planned(&mut self, pt: &Point) -> Option<Perturbation> {
+        let step = pt.step;
         match &mut self.plan {
             Plan::Explicit(map) => map.get(&step).copied(),
+            Plan::Pct {
+                rng,
+                from,
+                until,
+                prefix,
+                change,
+                prio,
+            } => {
+                if step < *from {
+                    return prefix.get(&step).copied();
+                }
+                if step > *until {
+                    return None;
+                }
+                for t in std::iter::once(pt.cur).chain(pt.waiting.iter().copied()) {
+                    prio.entry(t)
+                        .or_insert_with(|| PCT_BASE + (rng.next_u64() >> 32));
+                }
+                if let Some(&p) = change.get(&step) {
+                    prio.insert(pt.cur, p);
+                }
+                let keeps = pt.cur_runnable && (!pt.yielding || pt.waiting.is_empty());
+                let best = std::iter::once(pt.cur)
+                    .filter(|_| keeps)
+                    .chain(pt.waiting.iter().copied().filter(|t| *t != pt.cur))
+                    .max_by_key(|t| (prio[t], std::cmp::Reverse(*t)))?;
+                (Some(best) != pt.policy_pick()).then_some(Perturbation::Switch { tid: best })
+            }
             Plan::Seeded {
                 rng,
                 from,
@@ -77,7 +170,7 @@ impl Perturber {
                 if step < *from {
                     return prefix.get(&step).copied();
                 }
-                if step > *until {
+                if step > *until || !pt.cur_runnable {
                     return None;
                 }
                 let r = rng.next_u64();

@@ -98,20 +98,32 @@ pub fn save(bytes: &[u8]) -> Stored {
     })
 }
 
-pub fn load(stored: Stored) -> Result<Vec<u8>, String> {
+/// Why saved byte strings cannot be loaded back.
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    #[error("file contents in pages, but no page store")]
+    NoStore,
+    #[error("file of {len} bytes longer than its {pages} pages")]
+    TooLong { len: u64, pages: usize },
+    #[error("file contents: {0}")]
+    Page(String),
+}
+
+pub fn load(stored: Stored) -> Result<Vec<u8>, BlobError> {
     match stored {
         Stored::Inline(b) => Ok(b),
         Stored::Pages { len, pages } => SOURCE.with(|s| {
             let s = s.borrow();
-            let store = s
-                .as_ref()
-                .ok_or("file contents in pages, but no page store")?;
+            let store = s.as_ref().ok_or(BlobError::NoStore)?;
             if len > pages.len() as u64 * PAGE_BYTES as u64 {
-                return Err("file longer than its pages".into());
+                return Err(BlobError::TooLong {
+                    len,
+                    pages: pages.len(),
+                });
             }
             let mut out = Vec::with_capacity(len as usize);
             for h in &pages {
-                out.extend(store.get(h).map_err(|e| e.to_string())?);
+                out.extend(store.get(h).map_err(|e| BlobError::Page(e.to_string()))?);
             }
             out.truncate(len as usize);
             Ok(out)

@@ -136,6 +136,19 @@ impl Mm {
         Ok(())
     }
 
+    /// Whether a restored address space is one this code could have made:
+    /// mappings ordered, inside user memory, not overlapping; brk sane.
+    pub fn is_sane(&self) -> bool {
+        let mut last = MONITOR_END;
+        for (start, v) in &self.vmas {
+            if *start < last || v.end <= *start || v.end > USER_END {
+                return false;
+            }
+            last = v.end;
+        }
+        self.vmas.len() <= MAX_MAP_COUNT && self.brk_start <= self.brk && self.brk <= USER_END
+    }
+
     /// Splits VMAs so that `a` is a boundary.
     fn split_at(&mut self, a: u64) {
         if let Some((start, v)) = self.vma_at(a).map(|(s, v)| (s, v.clone())) {
@@ -413,7 +426,10 @@ impl Kernel<'_> {
                     f
                 }
             };
-            self.m.ram.write(frame, chunk);
+            self.m
+                .ram
+                .write(frame, chunk)
+                .map_err(|_| Fault::NoMemory)?;
         }
         Ok(())
     }

@@ -105,6 +105,7 @@ impl<'r> Kernel<'r> {
     /// Builds the machine and loads the program as the first process.
     pub fn boot(inputs: &RunInputs, rec: &'r mut dyn Recorder) -> Result<Kernel<'r>, EngineError> {
         let man = &inputs.manifest;
+        man.validate()?;
         let elf_bytes = elf::read_program(&inputs.image, &man.program)?;
         let m = Machine::new(man.mem)?;
         let mut k = Kernel {

@@ -157,9 +157,7 @@ impl Kernel<'_> {
         let cur = self.sched.current;
         let cur_alive = self.threads.contains_key(&cur);
         let mut cur_runnable = cur_alive && self.threads[&cur].state == ThreadState::Runnable;
-        if cur_runnable {
-            cur_runnable = self.perturb(cur);
-        }
+        cur_runnable = self.perturb(cur, cur_runnable);
         if cur_runnable && !std::mem::take(&mut self.sched.yield_now) {
             return Ok(());
         }
@@ -210,29 +208,61 @@ impl Kernel<'_> {
 
     /// Applies the schedule's perturbation at this step, if any. Returns
     /// whether the current thread is still runnable.
-    fn perturb(&mut self, cur: Tid) -> bool {
+    fn perturb(&mut self, cur: Tid, cur_runnable: bool) -> bool {
         let step = self.step;
         let Some(p) = self.sched.perturber.as_mut() else {
-            return true;
+            return cur_runnable;
         };
-        let Some(what) = p.planned(step) else {
-            return true;
+        let waiting: Vec<Tid> = self
+            .sched
+            .runq
+            .iter()
+            .copied()
+            .filter(|t| {
+                *t != cur
+                    && self
+                        .threads
+                        .get(t)
+                        .is_some_and(|t| t.state == ThreadState::Runnable)
+            })
+            .collect();
+        let point = crate::check::schedule::Point {
+            step,
+            cur,
+            cur_runnable,
+            yielding: self.sched.yield_now,
+            waiting: &waiting,
         };
+        let Some(what) = p.planned(&point) else {
+            return cur_runnable;
+        };
+        // As before PCT: any runnable thread in the queue counts.
         let others = self.sched.runq.iter().any(|t| {
             self.threads
                 .get(t)
                 .is_some_and(|t| t.state == ThreadState::Runnable)
         });
-        if !others {
-            return true;
-        }
-        p.record(step, what);
         match what {
+            Perturbation::Switch { tid } => {
+                // `tid` takes the CPU: to the front of the queue, and the
+                // current thread (if runnable) behind the others.
+                if !waiting.contains(&tid) {
+                    return cur_runnable;
+                }
+                p.record(step, what);
+                self.sched.runq.retain(|t| *t != tid);
+                self.sched.runq.push_front(tid);
+                self.sched.yield_now |= cur_runnable;
+                cur_runnable
+            }
+            _ if !cur_runnable || !others => cur_runnable,
             Perturbation::Reschedule => {
+                p.record(step, what);
                 self.sched.yield_now = true;
                 true
             }
             Perturbation::Stall { ns } => {
+                p.record(step, what);
                 let deadline = self.clock.now().saturating_add(ns);
                 self.threads.get_mut(&cur).unwrap().state = ThreadState::Blocked {
                     wait: Wait::Stall,

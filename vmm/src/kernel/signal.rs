@@ -119,7 +119,7 @@ const SYNCHRONOUS: u64 = (1 << (SIGSEGV - 1))
     | (1 << (SIGSYS - 1));
 
 /// At most this many signals wait in one queue (Linux's RLIMIT_SIGPENDING, smaller).
-const MAX_QUEUED: usize = 1024;
+pub(crate) const MAX_QUEUED: usize = 1024;
 
 const NR_PAUSE: u32 = 34;
 const NR_NANOSLEEP: u32 = 35;

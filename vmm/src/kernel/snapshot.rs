@@ -69,6 +69,39 @@ impl KernelState {
         {
             return Err(format!("a missing thread {t} is runnable"));
         }
+        // Values that later index an array, shift a mask or size a loop.
+        use super::signal::{SigInfo, MAX_QUEUED, NSIG};
+        let bad_queue = |q: &[SigInfo]| {
+            q.len() > MAX_QUEUED || q.iter().any(|s| !(1..=NSIG as i32).contains(&s.signo))
+        };
+        for t in self.threads.values() {
+            if bad_queue(&t.signals.pending) {
+                return Err(format!("thread {} has a bad queued signal", t.tid));
+            }
+            let a = t.signals.altstack;
+            if a.sp.checked_add(a.size).is_none() {
+                return Err(format!("thread {} has a bad alternate stack", t.tid));
+            }
+        }
+        for p in self.procs.values() {
+            let fatal = p.signals.fatal.as_ref().map(|(_, s)| *s);
+            if bad_queue(&p.signals.shared) || fatal.is_some_and(|s| bad_queue(&[s])) {
+                return Err(format!("process {} has a bad queued signal", p.pid));
+            }
+            if !p.mm.is_sane() {
+                return Err(format!("process {} has a bad address space", p.pid));
+            }
+        }
+        if self.threads.len() > super::thread::MAX_THREADS {
+            return Err(format!("{} threads", self.threads.len()));
+        }
+        let top = self.threads.keys().chain(self.procs.keys()).max().copied();
+        if top.is_some_and(|id| id >= self.next_id) || self.next_id == u32::MAX {
+            return Err(format!("the next id {} is already taken", self.next_id));
+        }
+        if !self.clock.is_sane() {
+            return Err("the clock is before its start".into());
+        }
         Ok(())
     }
 }
@@ -131,7 +164,7 @@ impl Kernel<'_> {
         let dirty = self.m.take_dirty_pages()?;
         let mut new_pages: Vec<(crate::store::pages::PageHash, &[u8])> = Vec::new();
         for pa in &dirty {
-            let bytes = self.m.ram.slice(*pa, PAGE);
+            let bytes = self.m.ram.slice(*pa, PAGE)?;
             let h = hash_page(bytes);
             if clock.pages.insert(*pa, h) != Some(h) {
                 new_pages.push((h, bytes));
@@ -195,6 +228,7 @@ impl<'r> Kernel<'r> {
         rec: &'r mut dyn Recorder,
     ) -> Result<Kernel<'r>, EngineError> {
         let man = &inputs.manifest;
+        man.validate()?;
         let elf_bytes = super::elf::read_program(&inputs.image, &man.program)?;
         let mut m = Machine::new(man.mem)?;
         let mut clock = KeyframeClock::new(kf.step);
@@ -202,15 +236,15 @@ impl<'r> Kernel<'r> {
             let bytes = pages
                 .get(h)
                 .map_err(|e| EngineError::BadKeyframe(format!("page {pa:#x}: {e}")))?;
-            if pa
-                .checked_add(PAGE as u64)
-                .is_none_or(|end| end > m.ram.size())
-            {
+            if bytes.len() != PAGE {
                 return Err(EngineError::BadKeyframe(format!(
-                    "page {pa:#x} lies outside guest memory"
+                    "page {pa:#x} holds {} bytes",
+                    bytes.len()
                 )));
             }
-            m.ram.write(*pa, &bytes);
+            m.ram
+                .write(*pa, &bytes)
+                .map_err(|e| EngineError::BadKeyframe(format!("page {pa:#x}: {e}")))?;
             clock.pages.insert(*pa, *h);
         }
         if !m.ram.set_allocator(kf.allocator.clone()) {

@@ -41,13 +41,18 @@ impl Clock {
         self.now
     }
     pub fn realtime(&self) -> u64 {
-        self.epoch_ns + (self.now - MONOTONIC_START_NS)
+        self.epoch_ns.saturating_add(self.elapsed_ns())
     }
     pub fn elapsed_ns(&self) -> u64 {
-        self.now - MONOTONIC_START_NS
+        self.now.saturating_sub(MONOTONIC_START_NS)
     }
     pub fn tick(&mut self) {
-        self.now += self.quantum;
+        // A sleep of u64::MAX ns may have jumped the clock to the end of time.
+        self.now = self.now.saturating_add(self.quantum);
+    }
+    /// Whether a restored clock is one this code could have made.
+    pub fn is_sane(&self) -> bool {
+        self.now >= MONOTONIC_START_NS && (1..=1_000_000_000).contains(&self.quantum)
     }
     pub fn advance_to(&mut self, t: u64) {
         self.now = self.now.max(t);

@@ -21,7 +21,12 @@ impl Kernel<'_> {
         va: u64,
         len: usize,
         write: bool,
-        mut f: impl FnMut(&mut crate::machine::memory::GuestRam, u64, usize, usize),
+        mut f: impl FnMut(
+            &mut crate::machine::memory::GuestRam,
+            u64,
+            usize,
+            usize,
+        ) -> Result<(), crate::machine::memory::OutOfRange>,
     ) -> Result<(), (usize, Errno)> {
         va.checked_add(len as u64).ok_or((0, EFAULT))?;
         let pid = self.cur_pid();
@@ -33,7 +38,7 @@ impl Kernel<'_> {
             let pa =
                 p.mm.translate(&mut self.m.ram, a, write)
                     .map_err(|_| (done, EFAULT))?;
-            f(&mut self.m.ram, pa, done, n);
+            f(&mut self.m.ram, pa, done, n).map_err(|_| (done, EFAULT))?;
             done += n;
         }
         Ok(())
@@ -45,7 +50,8 @@ impl Kernel<'_> {
     pub fn read_user(&mut self, va: u64, len: usize) -> SysResult<Vec<u8>> {
         let mut out = Vec::new();
         self.user_pages(va, len, false, |ram, pa, _, n| {
-            out.extend_from_slice(ram.slice(pa, n))
+            out.extend_from_slice(ram.slice(pa, n)?);
+            Ok(())
         })
         .map_err(|(_, e)| e)?;
         Ok(out)
@@ -56,7 +62,8 @@ impl Kernel<'_> {
     pub fn read_user_some(&mut self, va: u64, len: usize) -> SysResult<Vec<u8>> {
         let mut out = Vec::new();
         match self.user_pages(va, len, false, |ram, pa, _, n| {
-            out.extend_from_slice(ram.slice(pa, n))
+            out.extend_from_slice(ram.slice(pa, n)?);
+            Ok(())
         }) {
             Err((0, e)) => Err(e),
             _ => Ok(out),

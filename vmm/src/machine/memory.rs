@@ -8,6 +8,19 @@ use super::layout::{PAGE_SIZE, USER_FRAMES_START};
 use crate::EngineError;
 use vm_memory::{GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
+/// An access outside guest memory: an address from a file or the guest
+/// that does not fit `--mem`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("guest physical range {pa:#x}+{len:#x} is outside the {size:#x} bytes of guest memory")]
+pub struct OutOfRange {
+    pub pa: u64,
+    pub len: usize,
+    pub size: u64,
+}
+
+/// Least guest memory a machine is built with: the monitor's region and room for the program.
+pub const MIN_MEM: u64 = 16 << 20;
+
 pub struct GuestRam {
     /// Owns the mapping `base` points into; dropped with the RAM.
     _mmap: GuestMemoryMmap,
@@ -31,6 +44,12 @@ unsafe impl Send for GuestRam {}
 
 impl GuestRam {
     pub fn new(size: u64) -> Result<GuestRam, EngineError> {
+        if size < MIN_MEM || !size.is_multiple_of(PAGE_SIZE) {
+            return Err(EngineError::Memory(
+                size,
+                format!("guest memory must be whole 4 KiB pages, at least {MIN_MEM} bytes"),
+            ));
+        }
         let mmap = GuestMemoryMmap::from_ranges(&[(GuestAddress(0), size as usize)])
             .map_err(|e| EngineError::Memory(size, e.to_string()))?;
         let base = mmap
@@ -54,34 +73,57 @@ impl GuestRam {
         self.base as u64
     }
 
-    /// The bytes at `[pa, pa+len)`, which must lie inside memory.
-    pub fn slice(&self, pa: u64, len: usize) -> &[u8] {
-        assert!(pa.checked_add(len as u64).is_some_and(|e| e <= self.size));
-        // SAFETY: bounds checked above; the mapping lives as long as self.
-        unsafe { std::slice::from_raw_parts(self.base.add(pa as usize), len) }
+    fn check(&self, pa: u64, len: usize) -> Result<(), OutOfRange> {
+        if pa.checked_add(len as u64).is_some_and(|e| e <= self.size) {
+            Ok(())
+        } else {
+            Err(OutOfRange {
+                pa,
+                len,
+                size: self.size,
+            })
+        }
     }
 
-    pub fn slice_mut(&mut self, pa: u64, len: usize) -> &mut [u8] {
-        assert!(pa.checked_add(len as u64).is_some_and(|e| e <= self.size));
+    /// The bytes at `[pa, pa+len)`, or an error when they are not all in memory.
+    pub fn slice(&self, pa: u64, len: usize) -> Result<&[u8], OutOfRange> {
+        self.check(pa, len)?;
+        // SAFETY: bounds checked above; the mapping lives as long as self.
+        Ok(unsafe { std::slice::from_raw_parts(self.base.add(pa as usize), len) })
+    }
+
+    pub fn slice_mut(&mut self, pa: u64, len: usize) -> Result<&mut [u8], OutOfRange> {
+        self.check(pa, len)?;
         if len > 0 {
             for page in pa / PAGE_SIZE..=(pa + len as u64 - 1) / PAGE_SIZE {
                 self.dirty[(page / 64) as usize] |= 1 << (page % 64);
             }
         }
         // SAFETY: bounds checked above; &mut self gives exclusive access.
-        unsafe { std::slice::from_raw_parts_mut(self.base.add(pa as usize), len) }
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.base.add(pa as usize), len) })
     }
 
+    /// A word of the monitor's own structures (page tables, the ring-0
+    /// stack), at an address the monitor checked or placed itself: guest
+    /// memory is at least [`MIN_MEM`] and tables are checked with
+    /// `in_ram` first. Outside memory it panics, as a monitor bug would.
     pub fn read_u64(&self, pa: u64) -> u64 {
-        u64::from_le_bytes(self.slice(pa, 8).try_into().unwrap())
+        let b = self
+            .slice(pa, 8)
+            .expect("a monitor word inside guest memory");
+        u64::from_le_bytes(b.try_into().expect("8 bytes"))
     }
 
+    /// See [`GuestRam::read_u64`].
     pub fn write_u64(&mut self, pa: u64, v: u64) {
-        self.slice_mut(pa, 8).copy_from_slice(&v.to_le_bytes());
+        self.slice_mut(pa, 8)
+            .expect("a monitor word inside guest memory")
+            .copy_from_slice(&v.to_le_bytes());
     }
 
-    pub fn write(&mut self, pa: u64, bytes: &[u8]) {
-        self.slice_mut(pa, bytes.len()).copy_from_slice(bytes);
+    pub fn write(&mut self, pa: u64, bytes: &[u8]) -> Result<(), OutOfRange> {
+        self.slice_mut(pa, bytes.len())?.copy_from_slice(bytes);
+        Ok(())
     }
 
     /// A zeroed frame, or None when memory is exhausted.
@@ -95,7 +137,7 @@ impl GuestRam {
             }
             None => return None,
         };
-        self.slice_mut(pa, PAGE_SIZE as usize).fill(0);
+        self.slice_mut(pa, PAGE_SIZE as usize).ok()?.fill(0);
         Some(pa)
     }
 

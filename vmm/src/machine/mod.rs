@@ -80,7 +80,7 @@ impl Machine {
         let xcr0 = xstate::set_cpuid(&kvm, &vcpu)?;
 
         for (pa, bytes) in trampoline::code() {
-            ram.write(pa, &bytes);
+            ram.write(pa, &bytes)?;
         }
         for (i, e) in gdt::entries().iter().enumerate() {
             ram.write_u64(gdt::GDT_BASE + i as u64 * 8, *e);
@@ -281,7 +281,8 @@ impl Machine {
         let va = after.wrapping_sub(2);
         let byte = pt
             .lookup(&mut self.ram, layout_page(va))
-            .map(|(frame, _)| self.ram.slice(frame + (va & 0xfff), 1)[0]);
+            .and_then(|(frame, _)| self.ram.slice(frame + (va & 0xfff), 1).ok())
+            .map(|b| b[0]);
         match byte {
             Some(0xe4..=0xe7) => va,
             _ => after.wrapping_sub(1),

@@ -37,6 +37,7 @@ pub fn fork_manifest(
             m.schedule = 0;
             m.schedule_from = None;
             m.schedule_until = None;
+            m.pct = None;
             m.reseed = Some((step + 1, seed));
         }
     }
@@ -68,6 +69,7 @@ mod tests {
             perturb: vec![],
             reseed: None,
             fork_of: None,
+            pct: None,
         }
     }
 

@@ -325,10 +325,18 @@ mod tests {
                 step: 40,
                 what: Perturbation::Stall { ns: 40_000 },
             },
+            Perturbed {
+                step: 41,
+                what: Perturbation::Switch { tid: 1002 },
+            },
         ];
         assert_eq!(
             perturbations(&ps),
-            json!([{"step": 36, "what": "reschedule"}, {"step": 40, "what": "stall", "ns": 40000}])
+            json!([
+                {"step": 36, "what": "reschedule"},
+                {"step": 40, "what": "stall", "ns": 40000},
+                {"step": 41, "what": "switch", "tid": 1002}
+            ])
         );
     }
 }

@@ -82,6 +82,18 @@ pub struct Manifest {
     /// The run this one was forked from, and the last step they share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork_of: Option<ForkOf>,
+    /// A seeded schedule (`schedule` N > 0) is PCT's rather than random
+    /// perturbations (`rewind check --strategy pct`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct: Option<Pct>,
+}
+
+/// PCT's parameters (Burckhardt et al., ASPLOS 2010): `depth` - 1 priority
+/// change points drawn among `steps` steps from the window's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pct {
+    pub depth: u32,
+    pub steps: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +110,9 @@ pub enum Perturbation {
     Reschedule,
     /// Taken off the CPU for this many virtual nanoseconds while others run.
     Stall { ns: u64 },
+    /// Thread `tid` takes the CPU (a PCT schedule's choice); the running
+    /// thread, if still runnable, goes behind the others.
+    Switch { tid: u32 },
 }
 
 /// A perturbation a schedule applied, and the step at which it did.
@@ -113,6 +128,7 @@ impl std::fmt::Display for Perturbation {
         match self {
             Perturbation::Reschedule => write!(f, "a reschedule"),
             Perturbation::Stall { ns } => write!(f, "a stall of {}us", ns / 1000),
+            Perturbation::Switch { tid } => write!(f, "a switch to thread {tid}"),
         }
     }
 }
@@ -152,6 +168,7 @@ impl Manifest {
             perturb: Vec::new(),
             reseed: None,
             fork_of: None,
+            pct: None,
         }
     }
 }
@@ -161,5 +178,166 @@ impl Manifest {
     pub fn id(&self) -> String {
         let json = serde_json::to_vec(self).expect("a manifest always serializes");
         blake3::hash(&json).to_hex()[..16].to_string()
+    }
+}
+
+/// Most CPUs a run may say it has (`--cores`).
+pub const MAX_CORES: u32 = 1024;
+/// Most guest memory a run may have (`--mem`).
+pub const MAX_MEM: u64 = 1 << 40;
+/// Most bytes argv and env may hold together (Linux's ARG_MAX for an 8 MiB stack).
+pub const MAX_ARG_BYTES: usize = 2 << 20;
+/// Latest epoch a run may start at (the clock counts nanoseconds in 64 bits).
+pub const MAX_EPOCH: u64 = 1 << 32;
+
+/// Why a manifest cannot be run: it came from a file, and a file can say anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    #[error("mem {0}: must be whole 4 KiB pages from 16 MiB to 1 TiB")]
+    Mem(u64),
+    #[error("cores {0}: must be 1 to {MAX_CORES}")]
+    Cores(u32),
+    #[error("quantum_ns {0}: must be 1 ns to 1 s")]
+    Quantum(u64),
+    #[error("epoch {0}: must be at most {MAX_EPOCH}")]
+    Epoch(u64),
+    #[error("{field} `{value}`: not a BLAKE3 hash (64 lowercase hex digits)")]
+    Hash { field: &'static str, value: String },
+    #[error("fork_of.parent `{0}`: not a run id (16 lowercase hex digits)")]
+    Parent(String),
+    #[error("{field} `{value}`: not an absolute guest path")]
+    Path { field: &'static str, value: String },
+    #[error("argv is empty")]
+    NoArgv,
+    #[error("{0} holds a NUL byte")]
+    Nul(&'static str),
+    #[error("argv and env hold {0} bytes, more than {MAX_ARG_BYTES}")]
+    ArgsTooLong(usize),
+}
+
+fn is_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+impl Manifest {
+    /// Checks every value the engine later sizes, indexes or joins into a
+    /// path with: called on boot, restore, replay and import, so that no
+    /// manifest file makes the monitor panic, allocate without bound, or
+    /// name a path outside the store.
+    pub fn validate(&self) -> Result<(), ManifestError> {
+        use ManifestError as E;
+        if self.mem < crate::machine::memory::MIN_MEM
+            || self.mem > MAX_MEM
+            || !self.mem.is_multiple_of(4096)
+        {
+            return Err(E::Mem(self.mem));
+        }
+        if !(1..=MAX_CORES).contains(&self.cores) {
+            return Err(E::Cores(self.cores));
+        }
+        if !(1..=1_000_000_000).contains(&self.quantum_ns) {
+            return Err(E::Quantum(self.quantum_ns));
+        }
+        if self.epoch > MAX_EPOCH {
+            return Err(E::Epoch(self.epoch));
+        }
+        if !is_hex(&self.image, 64) {
+            return Err(E::Hash {
+                field: "image",
+                value: self.image.clone(),
+            });
+        }
+        if let Some(h) = self.stdin.as_ref().filter(|h| !is_hex(h, 64)) {
+            return Err(E::Hash {
+                field: "stdin",
+                value: h.clone(),
+            });
+        }
+        if let Some(f) = self.fork_of.as_ref().filter(|f| !is_hex(&f.parent, 16)) {
+            return Err(E::Parent(f.parent.clone()));
+        }
+        for (field, value) in [("program", &self.program), ("cwd", &self.cwd)] {
+            if !value.starts_with('/') {
+                return Err(E::Path {
+                    field,
+                    value: value.clone(),
+                });
+            }
+        }
+        if self.argv.is_empty() {
+            return Err(E::NoArgv);
+        }
+        for (field, list) in [("argv", &self.argv), ("env", &self.env)] {
+            if list.iter().any(|s| s.contains('\0')) {
+                return Err(E::Nul(field));
+            }
+        }
+        for (field, s) in [("program", &self.program), ("cwd", &self.cwd)] {
+            if s.contains('\0') {
+                return Err(E::Nul(field));
+            }
+        }
+        let bytes: usize = self.argv.iter().chain(&self.env).map(|s| s.len() + 1).sum();
+        if bytes > MAX_ARG_BYTES {
+            return Err(E::ArgsTooLong(bytes));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A manifest as `rewind run` writes it.
+    fn good() -> Manifest {
+        let json = format!(
+            r#"{{"engine":"{ENGINE_VERSION}","program":"/bin/p","argv":["/bin/p"],
+            "env":["HOME=/root"],"cwd":"/","image":"{}","stdin":null,"epoch":1700000000,
+            "seed":0,"cores":1,"mem":2147483648,"quantum_ns":5000,"schedule":0}}"#,
+            "ab".repeat(32)
+        );
+        serde_json::from_str(&json).unwrap()
+    }
+
+    #[test]
+    fn a_manifest_the_cli_makes_is_valid() {
+        assert_eq!(good().validate(), Ok(()));
+    }
+
+    #[test]
+    fn every_value_the_engine_sizes_or_joins_is_checked() {
+        type Spoil = fn(&mut Manifest);
+        let bad: Vec<(Spoil, &str)> = vec![
+            (|m| m.mem = 4096, "mem 4096"),
+            (|m| m.mem = (16 << 20) + 1, "mem"),
+            (|m| m.mem = !4095, "mem"),
+            (|m| m.cores = 0, "cores 0"),
+            (|m| m.cores = u32::MAX, "cores"),
+            (|m| m.quantum_ns = 0, "quantum_ns 0"),
+            (|m| m.epoch = u64::MAX, "epoch"),
+            (|m| m.image = "../../etc".into(), "image `../../etc`"),
+            (|m| m.stdin = Some("AB".repeat(32)), "stdin"),
+            (
+                |m| {
+                    m.fork_of = Some(ForkOf {
+                        parent: "../x".into(),
+                        step: 1,
+                    })
+                },
+                "fork_of.parent",
+            ),
+            (|m| m.program = "p".into(), "program `p`"),
+            (|m| m.cwd = "".into(), "cwd"),
+            (|m| m.argv.clear(), "argv is empty"),
+            (|m| m.argv.push("a\0b".into()), "argv holds a NUL"),
+            (|m| m.env.push("A".repeat(3 << 20)), "argv and env hold"),
+        ];
+        for (spoil, want) in bad {
+            let mut m = good();
+            spoil(&mut m);
+            let e = m.validate().expect_err(want).to_string();
+            assert!(e.contains(want), "{e:?} does not say {want:?}");
+        }
     }
 }

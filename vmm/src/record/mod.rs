@@ -10,7 +10,7 @@ pub mod switches;
 pub mod trace;
 
 pub use event::{Event, EventKind, ExitStatus, SdkKind};
-pub use manifest::{ForkOf, Manifest, Perturbation, Perturbed};
+pub use manifest::{ForkOf, Manifest, Pct, Perturbation, Perturbed};
 
 /// Where a running machine sends what it records.
 pub trait Recorder {

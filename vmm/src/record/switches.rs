@@ -31,19 +31,40 @@ pub fn encode(switches: &[Switch]) -> Vec<u8> {
     out
 }
 
-pub fn decode(bytes: &[u8]) -> Result<Vec<Switch>, String> {
+/// Why a switches file cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SwitchesError {
+    #[error("not a switches file")]
+    NotSwitches,
+    #[error("switches version {0}, this rewind reads {VERSION}")]
+    Version(u32),
+    #[error("switches file is truncated")]
+    Truncated,
+    #[error("switches file is out of order")]
+    OutOfOrder,
+    #[error("{path}: {source}")]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    In {
+        path: std::path::PathBuf,
+        source: Box<SwitchesError>,
+    },
+}
+
+pub fn decode(bytes: &[u8]) -> Result<Vec<Switch>, SwitchesError> {
     if bytes.len() < 8 || &bytes[..4] != MAGIC {
-        return Err("not a switches file".into());
+        return Err(SwitchesError::NotSwitches);
     }
     let version = u32::from_le_bytes(bytes[4..8].try_into().unwrap());
     if version != VERSION {
-        return Err(format!(
-            "switches version {version}, this rewind reads {VERSION}"
-        ));
+        return Err(SwitchesError::Version(version));
     }
     let body = &bytes[8..];
     if !body.len().is_multiple_of(RECORD) {
-        return Err("switches file is truncated".into());
+        return Err(SwitchesError::Truncated);
     }
     let out: Vec<Switch> = body
         .chunks(RECORD)
@@ -54,14 +75,20 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Switch>, String> {
         })
         .collect();
     if out.windows(2).any(|w| w[0].step > w[1].step) {
-        return Err("switches file is out of order".into());
+        return Err(SwitchesError::OutOfOrder);
     }
     Ok(out)
 }
 
-pub fn read(path: &Path) -> Result<Vec<Switch>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    decode(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+pub fn read(path: &Path) -> Result<Vec<Switch>, SwitchesError> {
+    let bytes = std::fs::read(path).map_err(|source| SwitchesError::Io {
+        path: path.into(),
+        source,
+    })?;
+    decode(&bytes).map_err(|e| SwitchesError::In {
+        path: path.into(),
+        source: Box::new(e),
+    })
 }
 
 /// Stretches of `[first, last]` steps each thread held, clipped to `from..=to`.

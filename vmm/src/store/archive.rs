@@ -871,6 +871,9 @@ impl Check {
         }
         let manifest: Manifest = serde_json::from_slice(self.manifest.as_deref().unwrap_or(b""))
             .or_else(|e| refused(format!("refused: run/manifest.json: {e}")))?;
+        if let Err(e) = manifest.validate() {
+            return refused(format!("refused: run/manifest.json: {e}"));
+        }
         let meta: Meta = serde_json::from_slice(self.meta.as_deref().unwrap_or(b""))
             .or_else(|e| refused(format!("refused: run/meta.json: {e}")))?;
         let id = manifest.id();

@@ -526,7 +526,10 @@ impl Run {
     /// Which thread held the CPU when.
     pub fn switches(&self) -> Result<Vec<crate::record::switches::Switch>, StoreError> {
         let path = self.dir.join(writer::SWITCHES_FILE);
-        crate::record::switches::read(&path).map_err(|what| StoreError::Corrupt { path, what })
+        crate::record::switches::read(&path).map_err(|e| StoreError::Corrupt {
+            path,
+            what: e.to_string(),
+        })
     }
 
     /// Every event of the run.

@@ -145,8 +145,8 @@ impl From<FileData> for FileDataRepr {
 }
 
 impl TryFrom<FileDataRepr> for FileData {
-    type Error = String;
-    fn try_from(r: FileDataRepr) -> Result<FileData, String> {
+    type Error = crate::kernel::blobs::BlobError;
+    fn try_from(r: FileDataRepr) -> Result<FileData, Self::Error> {
         Ok(FileData {
             dirty: r.bytes.is_some(),
             bytes: r

@@ -1,0 +1,133 @@
+//! `rewind check --strategy pct`: PCT schedules find bank's lost deposit,
+//! each is a pure function of its manifest (`rewind show` prints a `rewind
+//! run --schedule N --pct D:K` command that makes the same run again, and
+//! replay is identical), a fork of a PCT run replays identically, and the
+//! fixed twin passes. `--check-seed` tries another set of schedules. Every
+//! run recorded here is replayed.
+
+use rewind_tests::Home;
+
+fn check_json(h: &Home, args: &[&str]) -> serde_json::Value {
+    let mut full = vec!["check", "--json"];
+    full.extend_from_slice(args);
+    let out = h.rewind(&full);
+    assert!(out.code == 0 || out.code == 1, "{out}");
+    serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The first command `rewind show --json` gives for a run, as arguments after `rewind`.
+fn remake_args(h: &Home, id: &str) -> Vec<String> {
+    let out = h.ok(&["show", "--json", id]);
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let cmds = v["commands"].as_array().unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(cmds.len(), 1, "{v:#}");
+    cmds[0]["argv"].as_array().unwrap()[2..]
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn pct_finds_bank_and_its_schedules_are_made_again_by_the_command_show_prints() {
+    let h = Home::new();
+    let v = check_json(&h, &["--example", "bank", "--strategy", "pct"]);
+    assert_eq!(v["violations"], 1, "{v:#}");
+    let tried = v["tried"].as_array().unwrap();
+    let bad = tried.last().unwrap();
+    assert_eq!(bad["status"], "exited:2", "{v:#}");
+    let id = bad["run"].as_str().unwrap();
+    // The PCT schedule, made again from the command show prints.
+    let args = remake_args(&h, id);
+    assert!(args.contains(&"--pct".to_string()), "{args:?}");
+    let args: Vec<&str> = args.iter().map(String::as_str).chain(["-q"]).collect();
+    let again = h.run(&args);
+    assert_eq!(again.id, id, "{}", again.out);
+    assert_eq!(again.status, "exited:2");
+    // Narrowed to one step, whose failing run the show command remakes too.
+    let n = &v["narrowed"];
+    assert_eq!(n["deciding"].as_array().unwrap().len(), 1, "{n:#}");
+    let failing = n["failing"].as_str().unwrap();
+    let args = remake_args(&h, failing);
+    let args: Vec<&str> = args.iter().map(String::as_str).chain(["-q"]).collect();
+    assert_eq!(h.run(&args).id, failing);
+    for t in tried {
+        h.replay_identical(t["run"].as_str().unwrap());
+    }
+    h.replay_identical(n["passing"].as_str().unwrap());
+    h.replay_identical(failing);
+}
+
+#[test]
+fn a_fork_of_a_pct_run_replays_identically() {
+    let h = Home::new();
+    // Schedule 3 of bank under PCT: its choices are switches, kept as the fork's prefix.
+    let parent = h.run(&[
+        "-q",
+        "--example",
+        "bank",
+        "--schedule",
+        "3",
+        "--pct",
+        "3:50",
+    ]);
+    let show = h.ok(&["show", &parent.id]).stdout;
+    assert!(
+        show.contains("PCT: 2 priority change points among 50 steps"),
+        "{show}"
+    );
+    let fork = h.rewind(&["fork", &parent.id, "30", "--schedule", "7", "-q"]);
+    let forked = fork
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("rewind: run "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{fork}"));
+    h.replay_identical(&parent.id);
+    h.replay_identical(forked);
+}
+
+#[test]
+fn pct_passes_bank_fixed_and_check_seeds_try_other_schedules() {
+    let h = Home::new();
+    let a = check_json(
+        &h,
+        &[
+            "--example",
+            "bank-fixed",
+            "--strategy",
+            "pct",
+            "--schedules",
+            "8",
+        ],
+    );
+    assert_eq!(a["violations"], 0, "{a:#}");
+    let b = check_json(
+        &h,
+        &[
+            "--example",
+            "bank-fixed",
+            "--strategy",
+            "pct",
+            "--schedules",
+            "8",
+            "--check-seed",
+            "1",
+        ],
+    );
+    let labels = |v: &serde_json::Value| -> Vec<String> {
+        v["tried"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["label"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(labels(&a)[0], "schedule   1");
+    assert_eq!(labels(&b)[0], "schedule   9");
+    assert_eq!(labels(&b).len(), 8);
+    for v in [&a, &b] {
+        for t in v["tried"].as_array().unwrap() {
+            h.replay_identical(t["run"].as_str().unwrap());
+        }
+    }
+}
