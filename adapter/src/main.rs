@@ -3,6 +3,7 @@
 
 mod cmd;
 mod examples;
+mod gdb;
 mod progress;
 mod signals;
 mod util;
@@ -69,6 +70,8 @@ enum Command {
     Bookmark(cmd::bookmark::BookmarkArgs),
     /// A run's bookmarks, in step order.
     Bookmarks(cmd::bookmark::BookmarksArgs),
+    /// Debug a run at a step with gdb: a fork that records nothing, reverse execution included.
+    Gdb(cmd::gdb::GdbArgs),
 }
 
 fn main() -> ExitCode {
@@ -148,6 +151,7 @@ fn main() -> ExitCode {
             signals::die_on_broken_pipe();
             cmd::bookmark::list(a)
         }
+        Command::Gdb(a) => cmd::gdb::main(a),
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

@@ -40,14 +40,14 @@ fn main() {
     let (mut exit_us, mut step_us, mut steps_per_call) = (f64::MAX, f64::MAX, 0.0);
     for _ in 0..5 {
         exit_us = exit_us.min(bare_syscalls(&bare, 20_000));
-        let (us, per) = differential(&home, "getpid", 2_000, 20_000);
+        let (us, per) = differential(&home, &[], "getpid", 2_000, 20_000);
         step_us = step_us.min(us);
         steps_per_call = per;
     }
     let (mut fault_us, mut page_us, mut steps_per_page) = (f64::MAX, f64::MAX, 0.0);
     for round in 0..FAULT_ROUNDS {
         fault_us = fault_us.min(bare_faults(&bare, round, 8_000));
-        let (us, per) = differential(&home, "pages", 1_000, 9_000);
+        let (us, per) = differential(&home, &[], "pages", 1_000, 9_000);
         page_us = page_us.min(us);
         steps_per_page = per;
     }
@@ -69,6 +69,23 @@ fn main() {
     println!(
         "    engine fault rate / bare fault rate:                     {:6.1} %",
         100.0 * fault_us / page_us
+    );
+
+    // A shared access under memory points: `counter N` adds to a shared
+    // total from two threads; nearly every extra step is a memory point.
+    let (mut exit_us2, mut access_us) = (f64::MAX, f64::MAX);
+    for _ in 0..3 {
+        exit_us2 = exit_us2.min(bare_syscalls(&bare, 20_000));
+        let (us, per) = differential(&home, &["--points", "memory"], "counter", 200, 2_000);
+        access_us = access_us.min(us / per);
+    }
+    println!(
+        "(e) engine, a shared access (memory point, counter):        {access_us:7.2} us  = {:>9.0} accesses/s",
+        1e6 / access_us
+    );
+    println!(
+        "    shared access / bare exit round trip:                    {:6.2} x   (goal: at most 3 x)",
+        access_us / exit_us.min(exit_us2)
     );
 
     let mut native_lost = 0;
@@ -161,12 +178,16 @@ fn wall_of(line: &str) -> Option<f64> {
         .and_then(|n| n.parse().ok())
 }
 
-/// Runs `guest N` under the engine at two sizes; returns microseconds per
-/// unit of N and steps per unit of N, from the differences.
-fn differential(home: &Home, guest: &str, small: u64, large: u64) -> (f64, f64) {
+/// Runs `rewind run RUN_ARGS -- guest N` at two sizes; returns microseconds
+/// per unit of N and steps per unit of N, from the differences.
+fn differential(home: &Home, run_args: &[&str], guest: &str, small: u64, large: u64) -> (f64, f64) {
     let prog = guest_arg(guest);
     let measure = |n: u64| -> (f64, u64) {
-        let (elapsed, out) = timed(home, Some("rewind"), &["run", "--", &prog, &n.to_string()]);
+        let n = n.to_string();
+        let mut args = vec!["run"];
+        args.extend_from_slice(run_args);
+        args.extend(["--", prog.as_str(), n.as_str()]);
+        let (elapsed, out) = timed(home, Some("rewind"), &args);
         let run = parse_status(&out).unwrap_or_else(|| panic!("rewind run {guest} {n}: {out}"));
         assert_eq!(run.status, "exited:0", "{out}");
         (elapsed, run.steps.expect("the status line gives steps"))

@@ -8,6 +8,7 @@
 //! one recorded run.
 
 pub mod check;
+pub mod debug;
 pub mod error;
 pub mod image;
 pub mod inspect;

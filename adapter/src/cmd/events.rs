@@ -13,6 +13,10 @@ pub struct EventsArgs {
     /// text form also marks where the run's schedule intervened.)
     #[arg(long)]
     pub json: bool,
+    /// Show memory accesses too (the points of a `--points memory` run),
+    /// which are hidden by default (`--json` always carries them).
+    #[arg(long)]
+    pub accesses: bool,
 }
 
 pub fn main(args: EventsArgs) -> Result<i32> {
@@ -33,6 +37,9 @@ pub fn main(args: EventsArgs) -> Result<i32> {
         .peekable();
     for ev in trace.events_in(from, to) {
         let ev = ev.with_context(|| format!("run {}", run.id))?;
+        if ev.kind.is_access() && !args.accesses && !args.json {
+            continue;
+        }
         if args.json {
             serde_json::to_writer(&mut out, &vmm::record::json::event(&ev))?;
             out.write_all(b"\n")?;

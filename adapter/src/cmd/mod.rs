@@ -8,6 +8,7 @@ pub mod events;
 pub mod export;
 pub mod fork;
 pub mod gc;
+pub mod gdb;
 pub mod import;
 pub mod inspect;
 pub mod log;

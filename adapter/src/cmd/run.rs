@@ -87,6 +87,11 @@ pub struct RunArgs {
     /// Reseed the guest's randomness at this step (what `rewind check --seeds` runs).
     #[arg(long, value_name = "STEP:SEED", value_parser = parse_pair)]
     pub reseed: Option<(u64, u64)>,
+    /// Scheduling points: `syscalls` (system calls and faults) or `memory`
+    /// (also every access to memory more than one thread touches) [default:
+    /// syscalls for run, memory for check].
+    #[arg(long, value_name = "syscalls|memory")]
+    pub points: Option<vmm::record::Points>,
     /// Keep no keyframes (seeks and forks of this run then rerun from step 0).
     #[arg(long)]
     pub no_keyframes: bool,
@@ -242,6 +247,7 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
         schedule_until: args.schedule_until.filter(|_| args.schedule != 0),
         perturb: explicit_perturbations(args)?,
         reseed: args.reseed,
+        points: args.points.unwrap_or_default(),
         pct: match (args.pct, args.schedule) {
             (Some(_), 0) => {
                 usage!("--pct makes --schedule N (N > 0) a PCT schedule: give --schedule")

@@ -35,12 +35,18 @@ impl Kernel<'_> {
         let rip = self.m.regs().rip;
         let (signo, code, addr) = match vector {
             VEC_PAGE_FAULT => {
+                if self.memory_point(error_code, cr2) {
+                    return;
+                }
                 let pid = self.cur_pid();
                 let p = self.procs.get_mut(&pid).unwrap();
                 let write = error_code & PF_WRITE != 0;
                 let exec = error_code & PF_FETCH != 0;
                 match p.mm.fault_in(&mut self.m.ram, cr2, write, exec) {
-                    Ok(_) => return,
+                    Ok(_) => {
+                        self.points_fresh_page(cr2);
+                        return;
+                    }
                     // No mapping is MAPERR even where the monitor's own pages are present.
                     Err(Fault::Unmapped) => (SIGSEGV, SEGV_MAPERR, cr2),
                     Err(Fault::Denied) => (SIGSEGV, SEGV_ACCERR, cr2),

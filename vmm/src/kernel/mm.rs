@@ -72,6 +72,10 @@ impl Prot {
     fn accessible(self) -> bool {
         self.read || self.write || self.exec
     }
+    /// Whether an access of this kind is allowed (else SEGV_ACCERR).
+    pub fn allows(self, write: bool, exec: bool) -> bool {
+        self.accessible() && (!write || self.write) && (!exec || self.exec)
+    }
     fn perm(self) -> Perm {
         Perm {
             write: self.write,
@@ -267,7 +271,7 @@ impl Mm {
         let page = page_down(va);
         let (_, v) = self.vma_at(va).ok_or(Fault::Unmapped)?;
         let prot = v.prot;
-        if !prot.accessible() || (write && !prot.write) || (exec && !prot.exec) {
+        if !prot.allows(write, exec) {
             return Err(Fault::Denied);
         }
         if let Some((frame, _)) = self.pt.lookup(ram, page) {

@@ -11,6 +11,7 @@ pub mod fs;
 pub mod futex;
 pub mod identity;
 pub mod mm;
+pub mod points;
 pub mod render;
 pub mod sched;
 pub mod sdk;
@@ -86,6 +87,8 @@ pub struct Kernel<'r> {
     /// Files: the tree (image and overlay), open descriptions, standard input.
     pub vfs: fs::Vfs,
     next_id: u32,
+    /// Memory scheduling points: which pages trap, and the access in flight.
+    pub points: points::MemPoints,
     /// Every thread's name, kept after it exits.
     pub names: BTreeMap<Tid, String>,
     /// Each regular file written, and by which (pid, tid).
@@ -125,6 +128,7 @@ impl<'r> Kernel<'r> {
             symbols: symbols::SymbolTable::default(),
             vfs: fs::Vfs::new(&inputs.image, inputs.stdin.clone(), man.epoch, man.cores),
             next_id: FIRST_PID,
+            points: points::MemPoints::new(man.points == crate::record::Points::Memory),
             names: BTreeMap::new(),
             writers: BTreeMap::new(),
             recorded: Default::default(),
@@ -262,20 +266,9 @@ impl<'r> Kernel<'r> {
                 self.finish(ExitStatus::TimedOut);
                 break;
             }
-            match self.m.run()? {
+            match self.run_guest()? {
                 Exit::Interrupted => continue,
-                Exit::Syscall => {
-                    self.tick();
-                    self.syscall();
-                }
-                Exit::Exception {
-                    vector,
-                    error_code,
-                    cr2,
-                } => {
-                    self.tick();
-                    self.exception(vector, error_code, cr2);
-                }
+                exit => self.serve(exit),
             }
             if self.status.is_some() {
                 break;
@@ -283,8 +276,7 @@ impl<'r> Kernel<'r> {
             if limits.where_at == Some(self.step) {
                 notes.where_at = self.where_threads_are();
             }
-            self.fire_timers();
-            if let Err(dead) = self.signals_and_schedule() {
+            if let Err(dead) = self.schedule_next() {
                 notes.stuck = dead;
                 self.finish(ExitStatus::Deadlocked);
                 break;
@@ -295,6 +287,42 @@ impl<'r> Kernel<'r> {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Serves one exit of the guest: the step it is (an interruption is none).
+    pub fn serve(&mut self, exit: Exit) {
+        match exit {
+            Exit::Interrupted => {}
+            Exit::Syscall => {
+                self.tick();
+                self.syscall();
+            }
+            Exit::Exception {
+                vector,
+                error_code,
+                cr2,
+            } => {
+                self.tick();
+                self.exception(vector, error_code, cr2);
+            }
+        }
+    }
+
+    /// After a served exit: timers, signals, and the thread that runs next.
+    /// Err: every thread is blocked for good, with where each one waits.
+    pub fn schedule_next(&mut self) -> Result<(), Vec<String>> {
+        self.fire_timers();
+        self.signals_and_schedule()
+    }
+
+    /// How the run ended, once it has.
+    pub fn status(&self) -> Option<ExitStatus> {
+        self.status
+    }
+
+    /// A failure of the monitor met while serving an exit, taken once.
+    pub fn take_failure(&mut self) -> Option<EngineError> {
+        self.failure.take()
     }
 
     fn tick(&mut self) {

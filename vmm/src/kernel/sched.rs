@@ -158,6 +158,9 @@ impl Kernel<'_> {
         let cur_alive = self.threads.contains_key(&cur);
         let mut cur_runnable = cur_alive && self.threads[&cur].state == ThreadState::Runnable;
         cur_runnable = self.perturb(cur, cur_runnable);
+        if cur_runnable && self.points_yield() {
+            self.sched.yield_now = true;
+        }
         if cur_runnable && !std::mem::take(&mut self.sched.yield_now) {
             return Ok(());
         }
@@ -275,6 +278,7 @@ impl Kernel<'_> {
     }
 
     fn switch(&mut self, from: Option<Tid>, to: Tid) -> Result<(), crate::EngineError> {
+        self.points_switch(from, to)?;
         if let Some(from) = from {
             let ctx = Context {
                 regs: self.m.regs(),

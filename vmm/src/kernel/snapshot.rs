@@ -30,6 +30,7 @@ struct KernelState {
     names: BTreeMap<Tid, String>,
     writers: BTreeMap<String, std::collections::BTreeSet<(Pid, Tid)>>,
     next_id: u32,
+    points: super::points::MemPoints,
 }
 
 impl KernelState {
@@ -182,6 +183,7 @@ impl Kernel<'_> {
             names: self.names.clone(),
             writers: self.writers.clone(),
             next_id: self.next_id,
+            points: self.points.clone(),
         };
         let (kernel, blobs) =
             super::blobs::saving(&mut clock.blob_pages, || postcard::to_allocvec(&state));
@@ -285,6 +287,7 @@ impl<'r> Kernel<'r> {
             symbols: super::symbols::SymbolTable::default(),
             vfs: st.vfs,
             next_id: st.next_id,
+            points: st.points,
             names: st.names,
             writers: st.writers,
             status: None,

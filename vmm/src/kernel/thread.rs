@@ -103,6 +103,9 @@ impl Kernel<'_> {
         };
         self.threads.insert(tid, t);
         self.cur_proc().threads.push(tid);
+        let tls = if f & CLONE_SETTLS != 0 { c.tls } else { 0 };
+        let parent = self.cur_tid();
+        self.points_clone(parent, tid, pid, tls);
         if f & CLONE_CHILD_SETTID != 0 {
             // Same address space: writing it now is what the child would see.
             self.write_u32(c.child_tid, tid)?;
@@ -135,6 +138,7 @@ impl Kernel<'_> {
     }
 
     fn remove_thread(&mut self, tid: Tid) {
+        self.points_forget(tid);
         if let Some(t) = self.threads.remove(&tid) {
             self.names.insert(tid, t.name.clone());
             if let ThreadState::Blocked { wait, deadline } = t.state {

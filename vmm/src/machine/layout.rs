@@ -12,6 +12,11 @@ pub const SYSCALL_ENTRY: u64 = 0x1000;
 /// Exception vector `v` lands at `IDT_STUBS + v * IDT_STUB_SIZE`: one `out`.
 pub const IDT_STUBS: u64 = 0x2000;
 pub const IDT_STUB_SIZE: u64 = 4;
+/// The slots the in-guest #DB handler shares with the monitor (memory
+/// points): see `trampoline::debug_handler`.
+pub const POINT_SLOTS: u64 = 0x4000;
+/// The in-guest #DB handler (vector 1), after the one-`out` stubs.
+pub const DEBUG_HANDLER: u64 = 0x2400;
 /// Top of the ring-0 stack (TSS.RSP0): the CPU pushes exception frames here.
 pub const RING0_STACK_TOP: u64 = 0x8000;
 /// The one page table for 0..2 MiB, shared by every address space.
@@ -19,6 +24,15 @@ pub const LOW_PAGE_TABLE: u64 = 0x13000;
 pub const GDT: u64 = 0x20000;
 pub const IDT: u64 = 0x21000;
 pub const TSS: u64 = 0x30000;
+/// All of guest memory, mapped supervisor-only at this address in every
+/// address space (PML4 slot 256) with 2 MiB pages, so that guest ring-0
+/// code can write a page-table entry by its physical address.
+pub const DIRECT_MAP: u64 = 0xffff_8000_0000_0000;
+/// The direct map's page-directory-pointer table, and its page directories
+/// (one per GiB of guest memory) from `DIRECT_MAP_PDS` to the end of the
+/// monitor's region.
+pub const DIRECT_MAP_PDPT: u64 = 0x14000;
+pub const DIRECT_MAP_PDS: u64 = 0x40000;
 /// End of the monitor's identity-mapped region; user mappings start above.
 pub const MONITOR_END: u64 = 0x20_0000;
 /// First frame of the pool for user pages and page tables.

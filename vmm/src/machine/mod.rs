@@ -88,6 +88,7 @@ impl Machine {
         let (rsp0_at, rsp0) = gdt::tss_rsp0();
         ram.write_u64(rsp0_at, rsp0);
         paging::init_low_table(&mut ram);
+        paging::init_direct_map(&mut ram);
 
         vcpu.set_msrs(&msr::syscall_msrs())
             .map_err(EngineError::kvm("KVM_SET_MSRS"))?;
@@ -264,6 +265,35 @@ impl Machine {
             error_code: 0,
             cr2,
         })
+    }
+
+    /// Arms a memory point: the page whose leaf entry is at `pte` (made
+    /// user-accessible by the caller) becomes inaccessible again right after
+    /// the next instruction, by the in-guest #DB handler, without an exit.
+    /// None: only the trap flag is set (the monitor re-protects at the #DB exit).
+    pub fn arm_point(&mut self, pte: Option<u64>) {
+        let at = pte.map_or(0, paging::direct_map_va);
+        self.ram.write_u64(trampoline::slot::ARMED_PTE, at);
+        self.regs_mut().rflags |= regs::RFLAGS_TF;
+    }
+
+    /// Whether an armed point's instruction has not completed yet.
+    pub fn point_armed(&self) -> bool {
+        self.ram.read_u64(trampoline::slot::ARMED_PTE) != 0
+    }
+
+    /// Undoes `arm_point` (the instruction did not complete).
+    pub fn disarm_point(&mut self) {
+        if self.point_armed() {
+            self.ram.write_u64(trampoline::slot::ARMED_PTE, 0);
+        }
+        self.regs_mut().rflags &= !regs::RFLAGS_TF;
+    }
+
+    /// Whether every #DB exits to the monitor, a memory point's too (a
+    /// debugger single-stepping with RFLAGS.TF); see `trampoline::debug_handler`.
+    pub fn set_debug_exits(&mut self, on: bool) {
+        self.ram.write_u64(trampoline::slot::DEBUG_EXITS, on as u64);
     }
 
     /// Where the port I/O instruction that exited begins. KVM reports the

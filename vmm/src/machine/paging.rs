@@ -1,6 +1,9 @@
 //! Four-level page tables, built and edited by the monitor in guest memory.
 
-use super::layout::{LOW_PAGE_TABLE, MONITOR_END, PAGE_SIZE, SYSCALL_ENTRY};
+use super::layout::{
+    DIRECT_MAP, DIRECT_MAP_PDPT, DIRECT_MAP_PDS, LOW_PAGE_TABLE, MONITOR_END, PAGE_SIZE,
+    SYSCALL_ENTRY,
+};
 use super::memory::GuestRam;
 
 pub const PTE_PRESENT: u64 = 1;
@@ -40,6 +43,36 @@ pub fn init_low_table(ram: &mut GuestRam) {
     }
 }
 
+/// PML4 slot of the direct map.
+const DIRECT_MAP_SLOT: u64 = (DIRECT_MAP >> 39) & 511;
+const PDE_LARGE: u64 = 1 << 7;
+const GIB: u64 = 1 << 30;
+
+/// Writes the direct map's tables: every 2 MiB of guest memory, supervisor,
+/// writable, not executable (as much as the monitor's region holds tables for).
+pub fn init_direct_map(ram: &mut GuestRam) {
+    let max_pds = (MONITOR_END - DIRECT_MAP_PDS) / PAGE_SIZE;
+    for g in 0..ram.size().div_ceil(GIB).min(max_pds) {
+        let pd = DIRECT_MAP_PDS + g * PAGE_SIZE;
+        ram.write_u64(DIRECT_MAP_PDPT + g * 8, pd | PTE_PRESENT | PTE_WRITE);
+        for i in 0..512 {
+            let pa = g * GIB + i * (2 << 20);
+            if pa >= ram.size() {
+                break;
+            }
+            ram.write_u64(
+                pd + i * 8,
+                pa | PTE_PRESENT | PTE_WRITE | PDE_LARGE | PTE_NX,
+            );
+        }
+    }
+}
+
+/// Where guest ring-0 code reaches physical address `pa`.
+pub fn direct_map_va(pa: u64) -> u64 {
+    DIRECT_MAP + pa
+}
+
 /// Whether a whole page at `pa` lies in guest memory.
 fn in_ram(ram: &GuestRam, pa: u64) -> bool {
     pa.saturating_add(PAGE_SIZE) <= ram.size()
@@ -65,6 +98,10 @@ impl PageTables {
         ram.write_u64(pml4, pdpt | TABLE_FLAGS);
         ram.write_u64(pdpt, pd | TABLE_FLAGS);
         ram.write_u64(pd, LOW_PAGE_TABLE | TABLE_FLAGS);
+        ram.write_u64(
+            pml4 + DIRECT_MAP_SLOT * 8,
+            DIRECT_MAP_PDPT | PTE_PRESENT | PTE_WRITE,
+        );
         Some(pt)
     }
 
@@ -112,6 +149,37 @@ impl PageTables {
         }
     }
 
+    /// The physical address of the leaf entry of a present page at `va`.
+    pub fn leaf_of_present(&self, ram: &mut GuestRam, va: u64) -> Option<u64> {
+        let e = self.leaf(ram, va, false)?;
+        (ram.read_u64(e) & PTE_PRESENT != 0).then_some(e)
+    }
+
+    /// Whether ring 3 may reach the present page at `va` (None: not present).
+    pub fn user_access(&self, ram: &mut GuestRam, va: u64) -> Option<bool> {
+        let e = self.leaf_of_present(ram, va)?;
+        Some(ram.read_u64(e) & PTE_USER != 0)
+    }
+
+    /// Lets ring 3 reach the present page at `va`, or not, keeping its frame
+    /// and permissions (a memory point's hidden page). True when it changed.
+    /// Taking access away needs a flush of cached translations.
+    pub fn set_user_access(&self, ram: &mut GuestRam, va: u64, user: bool) -> bool {
+        let Some(e) = self.leaf_of_present(ram, va) else {
+            return false;
+        };
+        let pte = ram.read_u64(e);
+        let new = if user {
+            pte | PTE_USER
+        } else {
+            pte & !PTE_USER
+        };
+        if new != pte {
+            ram.write_u64(e, new);
+        }
+        new != pte
+    }
+
     /// Unmaps the page at `va`, returning its frame.
     pub fn unmap(&self, ram: &mut GuestRam, va: u64) -> Option<u64> {
         let e = self.leaf(ram, va, false)?;
@@ -129,6 +197,21 @@ impl PageTables {
             let pte = ram.read_u64(e);
             if pte & PTE_PRESENT != 0 {
                 ram.write_u64(e, (pte & PTE_ADDR) | perm.bits());
+            }
+        }
+    }
+
+    /// The leaf entry for `va` as it is, when its tables exist (a debugger's view).
+    pub fn entry(&self, ram: &mut GuestRam, va: u64) -> Option<u64> {
+        let e = self.leaf(ram, va, false)?;
+        Some(ram.read_u64(e))
+    }
+
+    /// Sets the leaf entry of a present page (a debugger's page protection).
+    pub fn set_entry(&self, ram: &mut GuestRam, va: u64, pte: u64) {
+        if let Some(e) = self.leaf(ram, va, false) {
+            if ram.read_u64(e) & PTE_PRESENT != 0 {
+                ram.write_u64(e, pte);
             }
         }
     }
@@ -193,7 +276,8 @@ impl PageTables {
         w.out
     }
 
-    /// Frees the table frames (not the low table, which every space shares).
+    /// Frees the table frames (not the low table nor the direct map, which
+    /// every space shares).
     /// The leaves must already be unmapped.
     pub fn release(&self, ram: &mut GuestRam) {
         fn walk(ram: &mut GuestRam, table: u64, level: u32) {
@@ -203,7 +287,8 @@ impl PageTables {
             for i in 0..512 {
                 let e = ram.read_u64(table + i * 8);
                 let t = e & PTE_ADDR;
-                if e & PTE_PRESENT != 0 && t != LOW_PAGE_TABLE && in_ram(ram, t) {
+                let shared = t == LOW_PAGE_TABLE || t == DIRECT_MAP_PDPT;
+                if e & PTE_PRESENT != 0 && !shared && in_ram(ram, t) {
                     walk(ram, t, level - 1);
                     ram.free_frame(t);
                 }

@@ -45,6 +45,42 @@ pub enum EventKind {
         cond: bool,
         message: String,
     },
+    /// An access to shared memory: a memory scheduling point (`--points
+    /// memory`). `at` is the instruction, with its symbol when known.
+    Access {
+        pc: u64,
+        addr: u64,
+        size: u32,
+        access: Access,
+        at: String,
+    },
+}
+
+impl EventKind {
+    /// Whether this is a memory access (hidden from `rewind events` by default).
+    pub fn is_access(&self) -> bool {
+        matches!(self, EventKind::Access { .. })
+    }
+}
+
+/// What an instruction did to shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Read,
+    Write,
+    /// A locked read-modify-write (`lock` prefix, or `xchg` with memory).
+    Atomic,
+}
+
+impl std::fmt::Display for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Access::Read => "read",
+            Access::Write => "write",
+            Access::Atomic => "atomic",
+        })
+    }
 }
 
 /// What an SDK call was.
@@ -108,6 +144,13 @@ impl std::fmt::Display for Event {
                 crate::kernel::signal_name(*signo)
             ),
             EventKind::ProcessExit { status } => write!(f, "process {status}"),
+            EventKind::Access {
+                addr,
+                size,
+                access,
+                at,
+                ..
+            } => write!(f, "{access} {addr:#x} ({size} bytes) at {at}"),
             EventKind::Sdk {
                 kind: SdkKind::Bookmark,
                 message,

@@ -68,6 +68,7 @@ mod tests {
             schedule_until: None,
             perturb: vec![],
             reseed: None,
+            points: Default::default(),
             fork_of: None,
             pct: None,
         }

@@ -186,6 +186,13 @@ mod tests {
                 cond: false,
                 message: "seats".into(),
             },
+            EventKind::Access {
+                pc: 0x401136,
+                addr: 0x4c6a10,
+                size: 8,
+                access: crate::record::Access::Write,
+                at: "0x401136 in add+0x16".into(),
+            },
         ];
         for k in &kinds {
             match k {
@@ -194,7 +201,8 @@ mod tests {
                 | EventKind::ThreadExit { .. }
                 | EventKind::Signal { .. }
                 | EventKind::ProcessExit { .. }
-                | EventKind::Sdk { .. } => {}
+                | EventKind::Sdk { .. }
+                | EventKind::Access { .. } => {}
             }
         }
         kinds
@@ -241,6 +249,10 @@ mod tests {
             with(
                 48,
                 json!({"kind": "sdk", "what": "always", "cond": false, "message": "seats"}),
+            ),
+            with(
+                49,
+                json!({"kind": "access", "pc": 0x401136, "addr": 0x4c6a10, "size": 8, "access": "write", "at": "0x401136 in add+0x16"}),
             ),
         ];
         assert_eq!(got, want);

@@ -79,6 +79,10 @@ pub struct Manifest {
     /// Reseed the guest's randomness at a step: (step, new seed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reseed: Option<(u64, u64)>,
+    /// Where the scheduler may switch threads: at system calls and faults
+    /// only, or at shared-memory accesses too.
+    #[serde(default, skip_serializing_if = "Points::is_syscalls")]
+    pub points: Points,
     /// The run this one was forked from, and the last step they share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork_of: Option<ForkOf>,
@@ -94,6 +98,42 @@ pub struct Manifest {
 pub struct Pct {
     pub depth: u32,
     pub steps: u64,
+}
+
+/// A run's scheduling points: every exit is one; `Memory` adds an exit at
+/// every access to memory more than one thread has touched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Points {
+    #[default]
+    Syscalls,
+    Memory,
+}
+
+impl Points {
+    pub fn is_syscalls(&self) -> bool {
+        *self == Points::Syscalls
+    }
+}
+
+impl std::fmt::Display for Points {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Points::Syscalls => "syscalls",
+            Points::Memory => "memory",
+        })
+    }
+}
+
+impl std::str::FromStr for Points {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Points, String> {
+        match s {
+            "syscalls" => Ok(Points::Syscalls),
+            "memory" => Ok(Points::Memory),
+            _ => Err(format!("`{s}`: one of syscalls, memory")),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,6 +207,7 @@ impl Manifest {
             schedule_until: None,
             perturb: Vec::new(),
             reseed: None,
+            points: Default::default(),
             fork_of: None,
             pct: None,
         }

@@ -9,8 +9,8 @@ pub mod manifest;
 pub mod switches;
 pub mod trace;
 
-pub use event::{Event, EventKind, ExitStatus, SdkKind};
-pub use manifest::{ForkOf, Manifest, Pct, Perturbation, Perturbed};
+pub use event::{Access, Event, EventKind, ExitStatus, SdkKind};
+pub use manifest::{ForkOf, Manifest, Pct, Perturbation, Perturbed, Points};
 
 /// Where a running machine sends what it records.
 pub trait Recorder {

@@ -1,0 +1,152 @@
+//! `rewind gdb`: a fork of a run at a step, served to the system's gdb with
+//! the program's symbols loaded; reverse execution replays the recording.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use vmm::debug::{DebugError, Origin, Session};
+
+#[derive(Args, Debug)]
+pub struct GdbArgs {
+    /// The run: id, unique id prefix, @, @N or name.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// The step after which the session starts.
+    #[arg(value_name = "STEP")]
+    pub step: u64,
+    /// The process to debug (default: the one on the CPU at STEP).
+    #[arg(long, value_name = "P")]
+    pub pid: Option<u32>,
+    /// The thread gdb starts in (default: the one on the CPU at STEP).
+    #[arg(long, value_name = "T")]
+    pub tid: Option<u32>,
+    /// The frame gdb selects first (0 is the innermost).
+    #[arg(long, value_name = "N")]
+    pub frame: Option<u32>,
+    /// Listen here and print the gdb command line that connects, instead
+    /// of starting gdb.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Passed to gdb (after `--`).
+    #[arg(last = true, value_name = "GDB_ARGS")]
+    pub gdb_args: Vec<String>,
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+fn shell_word(w: &str) -> String {
+    if !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
+    {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
+}
+
+pub fn main(args: GdbArgs) -> Result<i32> {
+    let run = super::resolve(&args.run)?;
+    if args.step > run.meta.steps {
+        crate::util::usage!(
+            "step {} is past the end of run {} ({} steps)",
+            args.step,
+            run.id,
+            run.meta.steps
+        );
+    }
+    let store = super::store()?;
+    let origin =
+        Origin::of_run(&run, &store).with_context(|| format!("cannot debug run {}", run.id))?;
+    let session = match Session::open(origin, args.step, args.pid) {
+        Ok(s) => s,
+        Err(DebugError::Ended(at)) => anyhow::bail!(
+            "run {} has no live process after step {} (it ended at step {at})",
+            run.id,
+            args.step
+        ),
+        Err(e) => return Err(e.into()),
+    };
+    let first = match args.tid {
+        Some(t) if session.threads().contains(&t) => t,
+        Some(t) => crate::util::usage!(
+            "no thread {t} in process {} at step {} of run {}",
+            session.pid(),
+            args.step,
+            run.id
+        ),
+        None => session.current_thread(),
+    };
+
+    // The program's file, from the run's image, for gdb's symbols.
+    let dir = tempfile::Builder::new()
+        .prefix("rewind-gdb-")
+        .tempdir()
+        .context("a temporary directory for the program")?;
+    let name = std::path::Path::new(&run.manifest.program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "program".into());
+    let prog = dir.path().join(name);
+    std::fs::write(&prog, session.program()?)
+        .with_context(|| format!("cannot write {}", prog.display()))?;
+
+    let listener = TcpListener::bind(args.listen.as_deref().unwrap_or("127.0.0.1:0"))
+        .with_context(|| {
+            format!(
+                "cannot listen on {}",
+                args.listen.as_deref().unwrap_or("127.0.0.1:0")
+            )
+        })?;
+    let addr = listener.local_addr()?;
+    let mut gdb_words: Vec<String> = vec![
+        "gdb".into(),
+        "-q".into(),
+        prog.to_string_lossy().into_owned(),
+        "-ex".into(),
+        format!("target remote {addr}"),
+    ];
+    if let Some(n) = args.frame {
+        gdb_words.extend(["-ex".into(), format!("frame {n}")]);
+    }
+    gdb_words.extend(args.gdb_args.iter().cloned());
+
+    let mut child = None;
+    if args.listen.is_some() {
+        let line: Vec<String> = gdb_words.iter().map(|w| shell_word(w)).collect();
+        println!("{}", line.join(" "));
+        eprintln!(
+            "rewind: serving run {} at step {} on {addr}; the program's file is kept until gdb disconnects",
+            run.id, args.step
+        );
+    } else {
+        child = Some(
+            Command::new(&gdb_words[0])
+                .args(&gdb_words[1..])
+                .spawn()
+                .context("cannot start gdb (is it installed?)")?,
+        );
+    }
+    let (stream, _) = listener.accept().context("waiting for gdb")?;
+    serve(session, first, stream)?;
+    match child {
+        Some(mut c) => {
+            let st = c.wait()?;
+            Ok(st.code().unwrap_or(1))
+        }
+        None => Ok(0),
+    }
+}
+
+/// Serves one gdb connection until it detaches or the process ends.
+fn serve(session: Session, first: u32, stream: TcpStream) -> Result<()> {
+    stream.set_nodelay(true)?;
+    let conn: Box<dyn gdbstub::conn::ConnectionExt<Error = std::io::Error>> = Box::new(stream);
+    let mut stub = crate::gdb::Stub::new(session, first);
+    let gdb = gdbstub::stub::GdbStub::new(conn);
+    match gdb.run_blocking::<crate::gdb::EventLoop>(&mut stub) {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_connection_error() => Ok(()),
+        Err(e) => Err(anyhow::anyhow!("gdb stub: {e}")),
+    }
+}

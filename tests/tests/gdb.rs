@@ -1,0 +1,184 @@
+//! `rewind gdb` with Debian's real gdb in batch mode, on the failing run of
+//! the `pool` example (a worker dies of SIGSEGV on the queue main freed):
+//! a breakpoint, `bt` in every thread, `p` of a local and of a struct,
+//! `watch -l` and `rwatch -l` on the queue pointer, `reverse-continue`,
+//! `reverse-next` and `reverse-step`; the run replays identically after.
+
+use rewind_tests::{Home, Output};
+
+/// The failing run `rewind check --example pool` finds.
+fn failing_pool(home: &Home) -> String {
+    let out = home.rewind(&["check", "--example", "pool"]);
+    assert_eq!(out.code, 1, "check finds the pool's crash:\n{out}");
+    out.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("failing: run "))
+        .unwrap_or_else(|| panic!("no failing run in:\n{out}"))
+        .trim()
+        .to_string()
+}
+
+/// The step of the first event whose line contains `what`.
+fn step_of(home: &Home, id: &str, what: &str) -> String {
+    home.events(id)
+        .lines()
+        .find(|l| l.contains(what))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no event with {what}"))
+        .to_string()
+}
+
+/// `rewind gdb RUN STEP -- -nx -batch -ex CMD...`.
+fn gdb(home: &Home, id: &str, step: &str, cmds: &[&str]) -> Output {
+    let mut args = vec!["gdb", id, step, "--", "-nx", "-batch"];
+    for c in cmds {
+        args.extend(["-ex", c]);
+    }
+    let out = home.rewind(&args);
+    assert_eq!(out.code, 0, "rewind gdb failed:\n{out}");
+    out
+}
+
+fn assert_has(out: &Output, want: &str) {
+    assert!(
+        out.stdout.contains(want),
+        "gdb's output lacks `{want}`:\n{out}"
+    );
+}
+
+#[test]
+fn breakpoint_backtraces_and_values() {
+    let home = Home::new();
+    let id = failing_pool(&home);
+    let out = gdb(
+        &home,
+        &id,
+        "24",
+        &[
+            "break worker",
+            "continue",
+            "info threads",
+            "thread apply all bt",
+            "next",
+            "p me",
+            "p pool",
+            "p pool.queue[3]",
+            "p $fs_base != 0",
+            "set var pool.len = 5",
+            "reverse-stepi",
+        ],
+    );
+    assert_has(&out, "Breakpoint 1, worker (arg=0x0) at ");
+    assert_has(&out, "pool.c:");
+    // Both threads, each with its frames.
+    assert_has(&out, "Thread 1.1000");
+    assert_has(&out, "Thread 1.1001");
+    assert!(
+        out.stdout.contains("in main () at ") || out.stdout.contains(" main () at "),
+        "main's frame:\n{out}"
+    );
+    assert_has(&out, "$1 = 0");
+    assert_has(&out, "stop = 0, queue = 0x");
+    assert_has(&out, "len = 100}");
+    assert_has(&out, "$3 = {id = 3, cost = 3}");
+    assert_has(&out, "$4 = 1");
+    // Written by gdb: the session is no longer the recording, and says so.
+    assert!(
+        out.stderr.contains("no longer the recording"),
+        "reverse execution after a write:\n{out}"
+    );
+    home.replay_identical(&id);
+}
+
+#[test]
+fn watchpoints_and_reverse_execution() {
+    let home = Home::new();
+    let id = failing_pool(&home);
+    let at = step_of(&home, &id, "main: shutting down");
+    let out = gdb(
+        &home,
+        &id,
+        &at,
+        &[
+            "watch -l pool.queue",
+            "continue",
+            "bt 1",
+            "rwatch -l pool.queue",
+            "continue",
+            "bt 1",
+            "delete",
+            "continue",
+            "bt 1",
+            "rwatch -l pool.queue",
+            "reverse-continue",
+            "bt 1",
+        ],
+    );
+    let text = &out.stdout;
+    // main clears the pointer, then the worker reads it, then dies.
+    let cleared = text.find("New value = (struct job *) 0x0").expect(text);
+    let main_frame = text[cleared..].find("#0  main () at").expect(text) + cleared;
+    let read = text[main_frame..]
+        .find("Value = (struct job *) 0x0")
+        .expect(text)
+        + main_frame;
+    let worker_frame = text[read..].find("worker (arg=0x1)").expect(text) + read;
+    let segv = text[worker_frame..]
+        .find("received signal SIGSEGV")
+        .expect(text)
+        + worker_frame;
+    // reverse-continue is back at the read in the worker.
+    let back = text[segv..].find("Value = (struct job *) 0x0").expect(text) + segv;
+    assert!(text[back..].contains("in worker (arg=0x1)"), "{out}");
+    home.replay_identical(&id);
+}
+
+/// gdb's own line stepping backwards (it drives `bs` and `bc` itself) on a
+/// program whose lines each keep their own code: on pool's -O1 code, gdb
+/// 13's reverse-next goes astray the same way under its own `record full`.
+#[test]
+fn reverse_next_reverse_step_and_reverse_finish_over_lines() {
+    let home = Home::new();
+    let run = home.run_guest("lines", &[]);
+    assert_eq!(run.status, "exited:0");
+    let out = gdb(
+        &home,
+        &run.id,
+        "3",
+        &[
+            "break lines.c:21",
+            "continue",
+            "reverse-next",
+            "reverse-next",
+            "reverse-step",
+            "reverse-step",
+            "p a + b",
+            "reverse-finish",
+            "next",
+            "next",
+            "p total",
+        ],
+    );
+    // The source lines gdb shows: `NN\tcode`.
+    let numbers: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(n, _)| n)
+        .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    // 21 (the breakpoint), back over write to 20, to 19, into the loop's
+    // condition 17, into add's last line 12, out to its call 18, then
+    // forward to 17 and 19.
+    assert_eq!(
+        numbers,
+        ["21", "20", "19", "17", "12", "18", "17", "19"],
+        "{out}"
+    );
+    assert_has(&out, "$1 = 135");
+    // reverse-finish lands mid-line at the call, in main.
+    let after = out.stdout.split("$1 = 135").nth(1).unwrap_or_default();
+    assert!(after.contains(" in main () at "), "{out}");
+    assert_has(&out, "$2 = 0");
+    home.replay_identical(&run.id);
+}

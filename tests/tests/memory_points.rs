@@ -1,0 +1,180 @@
+//! Memory scheduling points (`--points memory`, issue 7): every access to a
+//! page two threads touch is a step at which the schedule may switch, so a
+//! race with no system call in its window is found, narrowed to the access
+//! that decides it, and made again by `--reschedule-at`. Programs from
+//! `guest/tests/`: `counter` (`total = total + 1` from two threads, and its
+//! `--locked` twin) and `spin-flag` (two threads waiting on plain flags).
+//! Every recorded run replays identically.
+
+use rewind_tests::{assert_lines, guest_arg, Home};
+
+/// A fixed epoch: the same inputs, the same ids, whenever the test runs.
+const EPOCH: &str = "1700000000";
+
+fn memory_run(h: &Home, extra: &[&str], prog: &str, args: &[&str]) -> rewind_tests::Run {
+    let prog = guest_arg(prog);
+    let mut full = vec!["-q", "--epoch", EPOCH, "--points", "memory"];
+    full.extend_from_slice(extra);
+    full.extend(["--", prog.as_str()]);
+    full.extend_from_slice(args);
+    h.run(&full)
+}
+
+#[test]
+fn a_race_without_a_system_call_is_found_and_narrowed_to_one_access() {
+    let h = Home::new();
+    let prog = guest_arg("counter");
+    let out = h.rewind(&[
+        "check", "--json", "--epoch", EPOCH, "--points", "memory", "--", &prog, "50",
+    ]);
+    assert_eq!(out.code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let n = &v["narrowed"];
+    let deciding = n["deciding"].as_array().unwrap();
+    assert_eq!(deciding.len(), 1, "one step decides it: {n:#}");
+    let step = deciding[0]["step"].as_u64().unwrap();
+    // The deciding step is a memory access of `add`, not a system call.
+    let failing = n["failing"].as_str().unwrap();
+    let at_step: Vec<serde_json::Value> = h
+        .events_json(failing)
+        .into_iter()
+        .filter(|e| e["step"] == step)
+        .collect();
+    assert!(
+        at_step
+            .iter()
+            .any(|e| e["kind"] == "access"
+                && e["at"].as_str().is_some_and(|a| a.contains("in add+"))),
+        "step {step} is no access of `add`: {at_step:?}"
+    );
+    // The step is real: that reschedule alone loses an update, none does not.
+    let step = step.to_string();
+    let alone = memory_run(&h, &["--reschedule-at", &step], "counter", &["50"]);
+    let none = memory_run(&h, &[], "counter", &["50"]);
+    assert_eq!(alone.status, "exited:1", "{}", alone.out);
+    assert_eq!(none.status, "exited:0", "{}", none.out);
+    assert_eq!(alone.id, failing);
+    assert_eq!(none.id, n["passing"].as_str().unwrap());
+    assert_lines(&h.log(&none.id), &["total 100, expected 100"]);
+    h.replay_identical(&alone.id);
+    h.replay_identical(&none.id);
+    // With system-call points only there is no step inside the window.
+    let syscalls = h.rewind(&[
+        "check",
+        "--epoch",
+        EPOCH,
+        "--points",
+        "syscalls",
+        "--schedules",
+        "16",
+        "--",
+        &prog,
+        "50",
+    ]);
+    assert_eq!(syscalls.code, 0, "{syscalls}");
+}
+
+#[test]
+fn the_lock_protected_twin_is_not_flagged() {
+    let h = Home::new();
+    let prog = guest_arg("counter");
+    let out = h.rewind(&[
+        "check", "--all", "--epoch", EPOCH, "--points", "memory", "--", &prog, "--locked", "5",
+    ]);
+    assert_eq!(out.code, 0, "{out}");
+    let base = memory_run(&h, &[], "counter", &["--locked", "5"]);
+    assert_eq!(base.status, "exited:0", "{}", base.out);
+    let accesses = h
+        .events_json(&base.id)
+        .iter()
+        .filter(|e| e["kind"] == "access")
+        .count();
+    assert!(
+        accesses > 20,
+        "only {accesses} memory points:\n{}",
+        base.out
+    );
+    h.replay_identical(&base.id);
+}
+
+#[test]
+fn a_spin_wait_on_a_plain_flag_ends_under_schedule_0() {
+    let h = Home::new();
+    let run = memory_run(&h, &["--timeout", "60"], "spin-flag", &[]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    assert_lines(&h.log(&run.id), &["both finished"]);
+    h.replay_identical(&run.id);
+}
+
+#[test]
+fn accesses_are_events_shown_on_request() {
+    let h = Home::new();
+    let run = memory_run(&h, &[], "counter", &["10"]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    let plain = h.events(&run.id);
+    assert!(
+        !plain.contains(" in add+"),
+        "accesses shown by default:\n{plain}"
+    );
+    let all = h.ok(&["events", &run.id, "--accesses"]).stdout;
+    let access = all
+        .lines()
+        .find(|l| l.contains("write 0x") && l.contains(" in add+"))
+        .unwrap_or_else(|| panic!("no write access in add:\n{all}"));
+    assert!(access.contains("(8 bytes)"), "{access}");
+    let json = h.events_json(&run.id);
+    let a = json
+        .iter()
+        .find(|e| {
+            e["kind"] == "access"
+                && e["access"] == "write"
+                && e["at"].as_str().is_some_and(|at| at.contains(" in add+"))
+        })
+        .expect("a write access in --json");
+    assert_eq!(a["size"], 8, "{a}");
+    // Same inputs, same run: the same id and the same points.
+    let again = memory_run(&h, &[], "counter", &["10"]);
+    assert_eq!(again.id, run.id);
+    assert_eq!(h.events_json(&again.id), json);
+    // The points mode is an input: it changes the run id.
+    let syscalls = h.run(&["-q", "--epoch", EPOCH, "--", &guest_arg("counter"), "10"]);
+    assert_ne!(syscalls.id, run.id);
+    h.replay_identical(&run.id);
+}
+
+#[test]
+fn forks_at_a_memory_point_and_keyframes_between_points_replay_identically() {
+    let h = Home::new();
+    // Long enough for keyframes (every 250 ms of wall time past 1000 steps).
+    let run = memory_run(&h, &[], "counter", &["3000"]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    h.replay_identical(&run.id);
+    let events = h.events_json(&run.id);
+    let points: Vec<u64> = events
+        .iter()
+        .filter(|e| e["kind"] == "access")
+        .map(|e| e["step"].as_u64().unwrap())
+        .collect();
+    assert!(points.len() > 10_000, "{} points", points.len());
+    // A fork at a late memory point with schedule 0 runs exactly as its
+    // parent: the trap state came through the keyframe.
+    let late = points[points.len() * 3 / 4].to_string();
+    let same = h.ok(&["fork", &run.id, &late, "--schedule", "0", "-q"]);
+    assert!(
+        same.stderr.contains("does not differ from its parent"),
+        "{same}"
+    );
+    // Another schedule from there, and it replays.
+    let other = h.ok(&["fork", &run.id, &late, "--schedule", "3", "-q"]);
+    let id = other
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("rewind: run "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no status line:\n{other}"))
+        .to_string();
+    h.replay_identical(&id);
+    // A seek to a point sees the machine then.
+    let ps = h.ok(&["ps", &run.id, "--at", &late]);
+    assert!(ps.stdout.contains("in add"), "{ps}");
+}

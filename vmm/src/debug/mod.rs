@@ -1,0 +1,360 @@
+//! Debugging a recorded run: a session opens the run at a step as a fork
+//! that records nothing (the recorded run is never changed), and then reads
+//! and writes registers and memory, steps one instruction, continues to
+//! breakpoints and watchpoints, and goes backwards, for the gdb stub and the
+//! DAP server alike. Kept apart from recording, as rr keeps its session
+//! types apart.
+//!
+//! - A **debug trap** (an `int3` the monitor wrote, a single step by
+//!   RFLAGS.TF, a page the monitor protected for a watchpoint) is served
+//!   here and is never a step: the kernel never sees it, so the fork runs
+//!   exactly as the recording did. Debug registers are not used (they are
+//!   not honoured on the paravirtual hosts the engine is built on).
+//! - A **position** between two exits is (step, pc, hit): the hit-th time the
+//!   instruction at pc was about to run since step `step` was served.
+//!   Nothing preempts a thread between exits, so that names one moment.
+//!   The hit is counted only for addresses that carry an `int3` for the whole
+//!   span; otherwise it is found when asked for by replaying the span
+//!   from its start along the route that led here (`Session::position`).
+//! - **Reverse execution** restores a keyframe, replays, and stops at the
+//!   previous instruction or the previous breakpoint or watchpoint hit.
+//!   After memory or registers were written, the session is no longer the
+//!   recording and reverse execution says so instead of lying.
+
+mod exec;
+mod memory;
+mod reverse;
+
+use crate::kernel::task::{Pid, Tid};
+use crate::kernel::Kernel;
+use crate::record::keyframe::Keyframe;
+use crate::record::{Discard, ExitStatus};
+use crate::session::{Limits, RunInputs};
+use crate::store::pages::PageStore;
+use crate::EngineError;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
+
+pub use memory::ThreadRegs;
+
+/// The frame bits of a page-table entry.
+const PTE_ADDR: u64 = 0x000f_ffff_ffff_f000;
+
+/// Why a debugging request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DebugError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("the run ended at step {0}, before that step")]
+    Ended(u64),
+    #[error("no thread {0} in the process")]
+    NoThread(Tid),
+    #[error("no process {0} at that step")]
+    NoProcess(Pid),
+    #[error("memory at {0:#x} is not mapped")]
+    BadAddress(u64),
+    #[error(
+        "the session is no longer the recording (memory or registers were written), \
+         so it cannot go backwards"
+    )]
+    Diverged,
+    #[error("the process has ended")]
+    Exited,
+    #[error("position {0} is not in the run")]
+    NoSuchPosition(Position),
+}
+
+/// A moment between two exits: before the `hit`-th run of the instruction at
+/// `pc` since step `step` was served (hit 1 is the first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Position {
+    pub step: u64,
+    pub pc: u64,
+    pub hit: u64,
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "step {} pc {:#x} hit {}", self.step, self.pc, self.hit)
+    }
+}
+
+/// What a watchpoint watches for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WatchKind {
+    Write,
+    Read,
+    Access,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Watch {
+    pub addr: u64,
+    pub len: u64,
+    pub kind: WatchKind,
+}
+
+/// Why the machine stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// One instruction ran (or one system call: the step it was).
+    Stepped { tid: Tid },
+    /// At a breakpoint, before its instruction runs.
+    Breakpoint { tid: Tid, pc: u64 },
+    /// Just after an instruction that touched a watched range.
+    Watch { tid: Tid, watch: Watch, addr: u64 },
+    /// A fault about to become this signal (not yet delivered).
+    Signal { tid: Tid, signo: i32 },
+    /// The process ended.
+    Exited(ExitStatus),
+    /// Reverse execution reached the start of the run.
+    Beginning { tid: Tid },
+}
+
+/// Where the session can start again: the run's inputs and keyframes.
+pub struct Origin {
+    pub inputs: RunInputs,
+    /// Keyframes to restore from, in step order, each with whether it is
+    /// the run's own (`Kernel::restore`'s `same_run`).
+    pub keyframes: Vec<(Keyframe, bool)>,
+    pub pages: PageStore,
+}
+
+impl Origin {
+    /// Every keyframe usable for `run` (its own, and its parents' up to the
+    /// fork), in step order.
+    pub fn of_run(
+        run: &crate::store::Run,
+        store: &crate::store::Store,
+    ) -> Result<Origin, DebugError> {
+        let inputs = run
+            .inputs()
+            .map_err(|e| EngineError::BadKeyframe(format!("the run's inputs: {e}")))?;
+        let mut keyframes = Vec::new();
+        let mut step = run.meta.steps;
+        while let Ok(Some((kf, own))) = run.best_keyframe(store, step) {
+            let at = kf.step;
+            keyframes.push((kf, own));
+            if at == 0 {
+                break;
+            }
+            step = at - 1;
+        }
+        keyframes.reverse();
+        Ok(Origin {
+            inputs,
+            keyframes,
+            pages: store.pages(),
+        })
+    }
+
+    /// Keyframe steps at or before `step`, latest first, then 0 (a boot).
+    fn starts_before(&self, step: u64) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .keyframes
+            .iter()
+            .map(|(k, _)| k.step)
+            .filter(|s| *s <= step && *s > 0)
+            .collect();
+        v.reverse();
+        v.push(0);
+        v
+    }
+
+    /// A kernel right after step `step` was served, restored from the last
+    /// keyframe at or before it (or booted) and run forward.
+    fn kernel_at(&self, step: u64) -> Result<Kernel<'static>, DebugError> {
+        // Discard is a unit: leaking one allocates nothing.
+        let rec: &'static mut Discard = Box::leak(Box::new(Discard));
+        let kf = self.keyframes.iter().rev().find(|(k, _)| k.step <= step);
+        let mut k = match kf {
+            Some((kf, own)) if kf.step > 0 => {
+                Kernel::restore(&self.inputs, kf, &self.pages, *own, rec)?
+            }
+            _ => Kernel::boot(&self.inputs, rec)?,
+        };
+        if k.step < step {
+            k.run_to(step, &Limits::default())?;
+        }
+        if k.is_finished() {
+            return Err(DebugError::Ended(k.step));
+        }
+        Ok(k)
+    }
+}
+
+/// One route step from a span's start to a stop (see `Session::position`).
+#[derive(Debug, Clone)]
+enum Op {
+    Step,
+    /// A continue, with the breakpoints and watchpoints of that moment.
+    Continue(BTreeSet<u64>, Vec<Watch>),
+    Arrive(Position),
+}
+
+/// The machine of a session: a fork at some position.
+struct Live {
+    k: Kernel<'static>,
+    /// `int3`s in memory: address -> (physical address, the byte under it).
+    inserted: BTreeMap<u64, (u64, u8)>,
+    /// Addresses whose hits are counted besides breakpoints (positions).
+    tracked: BTreeSet<u64>,
+    /// Breakpoints removed during this span, still counted until it ends
+    /// (gdb takes its breakpoints out at every stop and puts them back).
+    ghosts: BTreeSet<u64>,
+    /// Hits since the span began, for addresses trapped since it began.
+    counts: HashMap<u64, u64>,
+    /// Count every instruction (while stepping through a whole span).
+    count_all: bool,
+    /// The operations since the span began that led here.
+    route: Vec<Op>,
+    /// A fault seen and not yet served (a stop before its signal).
+    pending: Option<crate::machine::Exit>,
+    /// Pages protected for watchpoints: page -> the entry the monitor set.
+    protected: BTreeMap<u64, u64>,
+    ended: Option<ExitStatus>,
+}
+
+/// A debugging session on one process of a run.
+pub struct Session {
+    origin: Rc<Origin>,
+    live: Live,
+    pid: Pid,
+    breakpoints: BTreeSet<u64>,
+    watches: Vec<Watch>,
+    /// Set when memory or registers were written: no longer the recording.
+    modified: bool,
+}
+
+impl Session {
+    /// Opens the run at `step` (after that step was served), on process `pid`
+    /// (default: the process of the thread on the CPU).
+    pub fn open(origin: Origin, step: u64, pid: Option<Pid>) -> Result<Session, DebugError> {
+        let origin = Rc::new(origin);
+        let k = origin.kernel_at(step)?;
+        let pid = match pid {
+            Some(p) if k.procs.contains_key(&p) => p,
+            Some(p) => return Err(DebugError::NoProcess(p)),
+            None => k.cur_pid(),
+        };
+        let mut s = Session {
+            origin,
+            live: Live::new(k),
+            pid,
+            breakpoints: BTreeSet::new(),
+            watches: Vec::new(),
+            modified: false,
+        };
+        s.span_started();
+        Ok(s)
+    }
+
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// The step last served.
+    pub fn step(&self) -> u64 {
+        self.live.k.step
+    }
+
+    /// The thread on the CPU.
+    pub fn current_thread(&self) -> Tid {
+        self.live.k.cur_tid()
+    }
+
+    /// Whether gdb (or the client) wrote memory or registers.
+    pub fn is_modified(&self) -> bool {
+        self.modified
+    }
+
+    /// How the process ended, once it has.
+    pub fn ended(&self) -> Option<ExitStatus> {
+        self.live.ended
+    }
+
+    /// The live threads of the process, in creation order.
+    pub fn threads(&self) -> Vec<Tid> {
+        match self.live.k.procs.get(&self.pid) {
+            Some(p) if self.live.ended.is_none() => p
+                .threads
+                .iter()
+                .copied()
+                .filter(|t| self.live.k.threads.contains_key(t))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A thread's name (prctl PR_SET_NAME, else the program's).
+    pub fn thread_name(&self, tid: Tid) -> Option<String> {
+        self.live.k.threads.get(&tid).map(|t| t.name.clone())
+    }
+
+    /// The kernel, to read what else it knows (symbols, files, processes).
+    pub fn kernel(&mut self) -> &mut Kernel<'static> {
+        &mut self.live.k
+    }
+
+    /// The ELF bytes of the program the run started.
+    pub fn program(&self) -> Result<Vec<u8>, DebugError> {
+        let i = &self.origin.inputs;
+        Ok(crate::kernel::elf::read_program(
+            &i.image,
+            &i.manifest.program,
+        )?)
+    }
+
+    pub fn breakpoints(&self) -> impl Iterator<Item = u64> + '_ {
+        self.breakpoints.iter().copied()
+    }
+
+    pub fn add_breakpoint(&mut self, addr: u64) {
+        self.breakpoints.insert(addr);
+        self.sync_traps();
+    }
+
+    pub fn remove_breakpoint(&mut self, addr: u64) -> bool {
+        let had = self.breakpoints.remove(&addr);
+        if self.live.counts.contains_key(&addr) {
+            self.live.ghosts.insert(addr);
+        }
+        self.sync_traps();
+        had
+    }
+
+    pub fn watches(&self) -> &[Watch] {
+        &self.watches
+    }
+
+    pub fn add_watch(&mut self, w: Watch) {
+        if !self.watches.contains(&w) {
+            self.watches.push(w);
+        }
+        self.sync_traps();
+    }
+
+    pub fn remove_watch(&mut self, w: Watch) -> bool {
+        let n = self.watches.len();
+        self.watches.retain(|x| *x != w);
+        self.sync_traps();
+        n != self.watches.len()
+    }
+}
+
+impl Live {
+    fn new(k: Kernel<'static>) -> Live {
+        Live {
+            k,
+            inserted: BTreeMap::new(),
+            tracked: BTreeSet::new(),
+            ghosts: BTreeSet::new(),
+            counts: HashMap::new(),
+            count_all: false,
+            route: Vec::new(),
+            pending: None,
+            protected: BTreeMap::new(),
+            ended: None,
+        }
+    }
+}

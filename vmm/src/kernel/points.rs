@@ -1,0 +1,403 @@
+//! Memory scheduling points (`--points memory`): every access to a page more
+//! than one thread has touched is an exit, and so a step at which the
+//! schedule may hand the CPU to another thread.
+//!
+//! Which pages are shared is learned as the run goes, from its own history:
+//!
+//! - Each writable data page of a process has an owner: the thread that
+//!   first touched it, or `Shared` once a second thread has.
+//! - Only the running thread's own pages are user-accessible. At every switch
+//!   the monitor walks the present pages of the process and takes ring-3
+//!   access (the PTE's U bit) away from every writable data page the incoming
+//!   thread does not own, then drops KVM's cached translations (a host-side
+//!   PTE edit is not seen otherwise). Its own pages it gives back.
+//! - A thread touching a page it cannot reach faults (#PF, present). A page
+//!   with no owner (never attributed, or its owner exited) becomes its own,
+//!   silently. A page of another thread, or a shared one, becomes `Shared`
+//!   and the access is a point: recorded as an `Access` event, then
+//!   completed when the thread next runs (`Kernel::run_guest`).
+//! - Completing an access: the monitor gives the page back to ring 3 (a
+//!   host-side PTE write that grants access needs no flush), sets RFLAGS.TF,
+//!   and resumes. The instruction completes; its #DB goes to the in-guest
+//!   handler (`machine::trampoline::debug_handler`), which clears U in the
+//!   PTE itself (a guest ring-0 PTE write, which KVM sees) and returns to
+//!   ring 3: one exit per shared access. An instruction that needs more than
+//!   one hidden page (a page-crossing access, `movs` between two shared
+//!   pages) exits at its #DB instead, and the monitor re-protects its pages.
+//!
+//! - At `clone`, every data page the creator has touched but its own stack
+//!   becomes shared, so that the new thread's first window already has
+//!   points (and a creator spinning on a flag yields). Pages faulted in
+//!   afterwards belong to the thread that touched them first.
+//!
+//! Code and read-only pages never trap (nothing races on them), nor do a
+//! thread's own stack and TLS: at `clone` the new thread owns the pages
+//! around its thread pointer (glibc and musl put its TCB there, which its
+//! creator wrote). A single-threaded process never switches, so it pays
+//! nothing. The state is part of the kernel's, so keyframes carry it.
+
+use super::mm::{page_down, Prot};
+use super::task::{Pid, Tid};
+use super::Kernel;
+use crate::machine::layout::{MONITOR_END, PAGE_SIZE, USER_END};
+use crate::machine::Exit;
+use crate::record::{Access, EventKind};
+use crate::EngineError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Points in a row (reads and atomics, without a system call or a plain
+/// write between them) after which schedule 0 lets the other threads run: a
+/// thread spinning on a shared flag or lock word must let its writer run.
+pub const SPIN_POINTS: u32 = 64;
+
+/// Pages around a new thread's thread pointer that it owns from the start.
+const TLS_PAGES_BELOW: u64 = 2;
+const TLS_PAGES_ABOVE: u64 = 1;
+
+const PF_PRESENT: u64 = 1;
+const PF_WRITE: u64 = 2;
+const VECTOR_DEBUG: u8 = crate::machine::trampoline::VECTOR_DEBUG;
+
+/// Who has touched a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Owner {
+    Thread(Tid),
+    Shared,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MemPoints {
+    /// Memory points are on (the manifest says `points: memory`).
+    pub on: bool,
+    /// Owner of each writable data page that has one: (process, page).
+    owners: BTreeMap<(Pid, u64), Owner>,
+    /// A thread's access at these pages waits to complete when it next runs.
+    pending: Option<(Tid, Vec<u64>)>,
+    /// Pages open to ring 3 for the instruction in flight.
+    armed: Vec<u64>,
+    /// Points in a row of the running thread: reads and atomics, without a
+    /// system call or a plain write.
+    pub streak: u32,
+}
+
+/// Whether accesses to pages of this protection can race: data that can be
+/// written. Code never traps (a fetch would be a point).
+fn traps(prot: Prot) -> bool {
+    prot.read && prot.write && !prot.exec
+}
+
+impl MemPoints {
+    pub fn new(on: bool) -> MemPoints {
+        MemPoints {
+            on,
+            ..Default::default()
+        }
+    }
+
+    /// Pages known shared, for reports and tests.
+    pub fn shared_pages(&self) -> usize {
+        self.owners
+            .values()
+            .filter(|o| **o == Owner::Shared)
+            .count()
+    }
+}
+
+impl Kernel<'_> {
+    /// Runs the guest to its next exit that is a step, completing memory
+    /// points on the way. Every way of running the guest goes through here.
+    pub fn run_guest(&mut self) -> Result<Exit, EngineError> {
+        loop {
+            self.arm_pending();
+            let exit = self.m.run()?;
+            if exit == Exit::Syscall {
+                self.points.streak = 0;
+            }
+            if self.points.armed.is_empty() {
+                return Ok(exit);
+            }
+            let one = self.points.armed.len() == 1;
+            if one && !self.m.point_armed() {
+                // The handler re-protected the page: the access completed.
+                self.points.armed.clear();
+                return Ok(exit);
+            }
+            if !one && matches!(exit, Exit::Exception { vector, .. } if vector == VECTOR_DEBUG) {
+                // Several pages: the #DB came to the monitor. Part of the point, not a step.
+                let pages = std::mem::take(&mut self.points.armed);
+                self.hide(&pages)?;
+                self.m.disarm_point();
+                continue;
+            }
+            // The instruction stopped before completing (a fault on another
+            // page, a timeout): undo, and complete it when the thread runs again.
+            let pages = std::mem::take(&mut self.points.armed);
+            self.hide(&pages)?;
+            self.m.disarm_point();
+            let tid = self.cur_tid();
+            self.points.pending = Some((tid, pages));
+            return Ok(exit);
+        }
+    }
+
+    /// Opens the pages of the running thread's pending access for one instruction.
+    fn arm_pending(&mut self) {
+        let tid = self.cur_tid();
+        if !matches!(&self.points.pending, Some((t, _)) if *t == tid) {
+            return;
+        }
+        let (_, pages) = self.points.pending.take().unwrap();
+        let pid = self.cur_pid();
+        let pt = self.procs[&pid].mm.pt;
+        let mut armed = Vec::new();
+        for page in pages {
+            // Unmapped meanwhile: the instruction faults again, as it should.
+            if pt.user_access(&mut self.m.ram, page).is_some() {
+                pt.set_user_access(&mut self.m.ram, page, true);
+                armed.push(page);
+            }
+        }
+        match armed.as_slice() {
+            [] => {}
+            [page] => {
+                let pte = pt.leaf_of_present(&mut self.m.ram, *page);
+                self.m.arm_point(pte);
+            }
+            _ => self.m.arm_point(None),
+        }
+        self.points.armed = armed;
+    }
+
+    /// Takes ring-3 access away from the current process's `pages` again.
+    fn hide(&mut self, pages: &[u64]) -> Result<(), EngineError> {
+        let pid = self.cur_pid();
+        let pt = self.procs[&pid].mm.pt;
+        let mut changed = false;
+        for page in pages {
+            changed |= pt.set_user_access(&mut self.m.ram, *page, false);
+        }
+        if changed {
+            self.m.flush_tlb()?;
+        }
+        Ok(())
+    }
+
+    /// A #PF from ring 3 that memory points explain: a page hidden from the
+    /// running thread. True when handled (the thread goes on, or waits to
+    /// complete its access as a point).
+    pub(super) fn memory_point(&mut self, error_code: u64, cr2: u64) -> bool {
+        if !self.points.on || error_code & PF_PRESENT == 0 {
+            return false;
+        }
+        let (pid, tid, page) = (self.cur_pid(), self.cur_tid(), page_down(cr2));
+        let p = &self.procs[&pid];
+        if !p.mm.vma_at(cr2).is_some_and(|(_, v)| traps(v.prot)) {
+            return false;
+        }
+        let pt = p.mm.pt;
+        if pt.user_access(&mut self.m.ram, page) != Some(false) {
+            return false;
+        }
+        match self.points.owners.get(&(pid, page)) {
+            None => {
+                self.points.owners.insert((pid, page), Owner::Thread(tid));
+                pt.set_user_access(&mut self.m.ram, page, true);
+                return true;
+            }
+            Some(Owner::Thread(t)) if *t == tid => {
+                pt.set_user_access(&mut self.m.ram, page, true);
+                return true;
+            }
+            _ => {}
+        }
+        self.points.owners.insert((pid, page), Owner::Shared);
+        let rip = self.m.regs().rip;
+        let (size, access) = self.decode_access(rip, error_code);
+        let at = self.symbols.describe(rip);
+        self.emit(EventKind::Access {
+            pc: rip,
+            addr: cr2,
+            size,
+            access,
+            at,
+        });
+        // A plain write ends a spin: counting only reads and atomics lets a
+        // thread spinning on a flag or a lock word yield, and never splits a
+        // thread's own read-modify-write sequence under schedule 0.
+        if access == Access::Write {
+            self.points.streak = 0;
+        } else {
+            self.points.streak += 1;
+        }
+        match &mut self.points.pending {
+            Some((t, pages)) if *t == tid => {
+                if !pages.contains(&page) {
+                    pages.push(page);
+                }
+            }
+            pending => *pending = Some((tid, vec![page])),
+        }
+        true
+    }
+
+    /// The access the instruction at `rip` makes: its size, and whether it
+    /// reads, writes or is atomic (from the #PF's error code when the
+    /// instruction cannot be read or decoded).
+    fn decode_access(&mut self, rip: u64, error_code: u64) -> (u32, Access) {
+        use iced_x86::{Decoder, DecoderOptions, InstructionInfoFactory, Mnemonic, OpAccess};
+        let fallback = if error_code & PF_WRITE != 0 {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        // Up to 15 bytes, not past the end of a mapping.
+        let mut bytes = Vec::with_capacity(15);
+        for i in 0..15 {
+            match self.read_user(rip + i, 1) {
+                Ok(b) => bytes.extend(b),
+                Err(_) => break,
+            }
+        }
+        let mut d = Decoder::with_ip(64, &bytes, rip, DecoderOptions::NONE);
+        let insn = d.decode();
+        if insn.is_invalid() {
+            return (0, fallback);
+        }
+        let mut factory = InstructionInfoFactory::new();
+        let info = factory.info(&insn);
+        let Some(mem) = info.used_memory().first() else {
+            return (0, fallback);
+        };
+        let size = mem.memory_size().size() as u32;
+        let atomic = insn.has_lock_prefix() || insn.mnemonic() == Mnemonic::Xchg;
+        let access = match mem.access() {
+            _ if atomic => Access::Atomic,
+            OpAccess::Read | OpAccess::CondRead => Access::Read,
+            OpAccess::Write
+            | OpAccess::CondWrite
+            | OpAccess::ReadWrite
+            | OpAccess::ReadCondWrite => Access::Write,
+            _ => fallback,
+        };
+        (size, access)
+    }
+
+    /// Before `to` runs: only its own pages of its process stay open to ring 3.
+    pub(super) fn points_switch(&mut self, from: Option<Tid>, to: Tid) -> Result<(), EngineError> {
+        self.points.streak = 0;
+        if !self.points.on {
+            return Ok(());
+        }
+        let pid = self.threads[&to].pid;
+        let from = from.filter(|f| self.threads.get(f).is_some_and(|t| t.pid == pid));
+        let mm = &self.procs[&pid].mm;
+        let pt = mm.pt;
+        let mut hid = false;
+        for page in pt.present(&self.m.ram, MONITOR_END, USER_END) {
+            if !mm.vma_at(page).is_some_and(|(_, v)| traps(v.prot)) {
+                continue;
+            }
+            let owner = match self.points.owners.get(&(pid, page)) {
+                Some(o) => Some(*o),
+                // Made present while `from` ran (by it, or the monitor for it).
+                None => from.map(Owner::Thread),
+            };
+            if let Some(o) = owner {
+                self.points.owners.insert((pid, page), o);
+            }
+            let mine = owner == Some(Owner::Thread(to));
+            hid |= pt.set_user_access(&mut self.m.ram, page, mine) && !mine;
+        }
+        if hid {
+            self.m.flush_tlb()?;
+        }
+        Ok(())
+    }
+
+    /// At `clone`: every data page the creator has touched, but its own
+    /// stack, is shared from now on (and trapping, at once), since the new
+    /// thread may reach any of it; the new thread owns the pages around its
+    /// thread pointer (TCB, static TLS), which its creator wrote.
+    ///
+    /// Without the first part a thread would run free on a page until a
+    /// second thread touched it: a creator spinning on a flag its new thread
+    /// has yet to set would never yield, and the first window of a race
+    /// would have no points.
+    pub(super) fn points_clone(&mut self, parent: Tid, child: Tid, pid: Pid, tls: u64) {
+        if !self.points.on {
+            return;
+        }
+        let rsp = self.m.regs().rsp;
+        let mm = &self.procs[&pid].mm;
+        let pt = mm.pt;
+        let stack = mm.vma_at(rsp).map(|(s, v)| s..v.end);
+        let mut hid = false;
+        for page in pt.present(&self.m.ram, MONITOR_END, USER_END) {
+            if stack.as_ref().is_some_and(|s| s.contains(&page))
+                || !mm.vma_at(page).is_some_and(|(_, v)| traps(v.prot))
+            {
+                continue;
+            }
+            let owner = self
+                .points
+                .owners
+                .entry((pid, page))
+                .or_insert(Owner::Shared);
+            if *owner == Owner::Thread(parent) {
+                *owner = Owner::Shared;
+            }
+            if *owner == Owner::Shared {
+                hid |= pt.set_user_access(&mut self.m.ram, page, false);
+            }
+        }
+        if tls != 0 {
+            let at = page_down(tls);
+            let first = at.saturating_sub(TLS_PAGES_BELOW * PAGE_SIZE);
+            let last = at.saturating_add(TLS_PAGES_ABOVE * PAGE_SIZE);
+            for page in (first..=last).step_by(PAGE_SIZE as usize) {
+                if mm.vma_at(page).is_some_and(|(_, v)| traps(v.prot)) {
+                    self.points.owners.insert((pid, page), Owner::Thread(child));
+                    hid |= pt.set_user_access(&mut self.m.ram, page, false);
+                }
+            }
+        }
+        if hid {
+            if let Err(e) = self.m.flush_tlb() {
+                self.engine_failure(e);
+            }
+        }
+    }
+
+    /// A page the running thread just faulted in is its own.
+    pub(super) fn points_fresh_page(&mut self, va: u64) {
+        if self.points.on {
+            let key = (self.cur_pid(), page_down(va));
+            self.points
+                .owners
+                .insert(key, Owner::Thread(self.cur_tid()));
+        }
+    }
+
+    /// An exited thread's pages have no owner: the next thread to touch one
+    /// (glibc reuses thread stacks) takes it.
+    pub(super) fn points_forget(&mut self, tid: Tid) {
+        if !self.points.on {
+            return;
+        }
+        self.points.owners.retain(|_, o| *o != Owner::Thread(tid));
+        if matches!(&self.points.pending, Some((t, _)) if *t == tid) {
+            self.points.pending = None;
+        }
+    }
+
+    /// Schedule 0 in memory-points mode: after `SPIN_POINTS` points in a row
+    /// without a system call, the running thread yields.
+    pub(super) fn points_yield(&mut self) -> bool {
+        if self.points.on && self.points.streak >= SPIN_POINTS {
+            self.points.streak = 0;
+            return true;
+        }
+        false
+    }
+}
