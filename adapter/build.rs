@@ -5,7 +5,7 @@
 //!
 //! Examples written in Rust, `guest/examples/*.rs`, are built the same way
 //! with the compiler cargo uses (`rustc --edition 2021 -C
-//! target-feature=+crt-static -O`: static-pie, Rust std). C examples that
+//! target-feature=+crt-static -O -g`: static-pie, Rust std). C examples that
 //! use the guest SDK include `../sdk/rewind.h`.
 
 use std::env;
@@ -18,7 +18,11 @@ fn main() {
     let manifest_dir =
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let src_dir = manifest_dir.join("../guest/examples");
+    // Canonical, so the examples' debug info names their sources plainly.
+    let src_dir = manifest_dir
+        .join("../guest/examples")
+        .canonicalize()
+        .expect("guest/examples exists");
     let cc = env::var("REWIND_GUEST_CC").unwrap_or_else(|_| "cc".to_string());
     println!("cargo:rerun-if-env-changed=REWIND_GUEST_CC");
     println!("cargo:rerun-if-changed={}", src_dir.display());
@@ -94,6 +98,7 @@ fn compile_rust(src: &Path, elf: &Path) {
             "-C",
             "target-feature=+crt-static",
             "-O",
+            "-g",
             "-o",
         ])
         .arg(elf)

@@ -6,7 +6,11 @@
 //! - `threads.rs` with Rust std, static-pie: `rustc -C target-feature=+crt-static` -> `threads-rust`;
 //! - `hello.c` dynamically linked -> `hello-dynamic` (which `rewind run` must refuse);
 //! - `guest/examples/bank.c` -> `bank`, so the benchmark can time it natively;
-//! - `guest/examples/pool.c` with a sleep where main yields -> `pool-sleep`.
+//! - `guest/examples/pool.c` with a sleep where main yields -> `pool-sleep`;
+//! - `deadlock` and `long` with their debug info split off (`objcopy
+//!   --only-keep-debug`, then `--strip-debug`; the build id stays) ->
+//!   `deadlock-split`, `long-split` and `split-debug/*.debug`, for the
+//!   debuginfod test and the `where` benchmark.
 //!
 //! Only musl-gcc is optional (`REWIND_MUSL_CC` names another): without it an
 //! ordinary `cargo build` still succeeds, a `cargo:warning` says that
@@ -98,6 +102,13 @@ fn main() {
         &examples.join("pool.c"),
         &out.join("pool-sleep"),
     );
+    for name in ["deadlock", "long"] {
+        split_debug(
+            &out.join(name),
+            &out.join(format!("{name}-split")),
+            &out.join("split-debug"),
+        );
+    }
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     build(
         &rustc,
@@ -146,5 +157,28 @@ fn build(compiler: &str, flags: &[&str], src: &Path, exe: &Path) {
             src.display(),
             String::from_utf8_lossy(&output.stderr)
         );
+    }
+}
+
+/// `exe` copied to `stripped` without its debug info, which goes to
+/// `debug_dir/<name>.debug`.
+fn split_debug(exe: &Path, stripped: &Path, debug_dir: &Path) {
+    std::fs::create_dir_all(debug_dir).unwrap();
+    std::fs::copy(exe, stripped).unwrap();
+    let name = stripped.file_name().unwrap().to_str().unwrap();
+    let debug = debug_dir.join(format!("{name}.debug"));
+    for args in [
+        vec![
+            "--only-keep-debug".as_ref(),
+            stripped.as_os_str(),
+            debug.as_os_str(),
+        ],
+        vec!["--strip-debug".as_ref(), stripped.as_os_str()],
+    ] {
+        let st = Command::new("objcopy")
+            .args(&args)
+            .status()
+            .expect("objcopy (binutils, from build-essential; scripts/setup installs it)");
+        assert!(st.success(), "objcopy {args:?} failed");
     }
 }

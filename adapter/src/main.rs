@@ -2,6 +2,7 @@
 //! record the run, and inspect or replay it.
 
 mod cmd;
+mod dap;
 mod examples;
 mod gdb;
 mod progress;
@@ -48,6 +49,8 @@ enum Command {
     Cat(cmd::inspect::CatArgs),
     /// Processes and threads alive at a step, and what each was blocked in.
     Ps(cmd::inspect::PsArgs),
+    /// Where a thread was at a step: its stack, its own code's frame and source.
+    Where(cmd::where_::WhereArgs),
     /// Which thread held the CPU when, a line per stretch.
     Threads(cmd::threads::ThreadsArgs),
     /// Compare two runs event by event; exit 1 when they differ.
@@ -70,6 +73,10 @@ enum Command {
     Bookmark(cmd::bookmark::BookmarkArgs),
     /// A run's bookmarks, in step order.
     Bookmarks(cmd::bookmark::BookmarksArgs),
+    /// Serve a recorded run to a Debug Adapter Protocol client (stdio or --port).
+    Dap(dap::DapArgs),
+    /// What opens a run at a step in an editor (or, with --editor, open it).
+    Open(cmd::open::OpenArgs),
     /// Debug a run at a step with gdb: a fork that records nothing, reverse execution included.
     Gdb(cmd::gdb::GdbArgs),
 }
@@ -122,6 +129,10 @@ fn main() -> ExitCode {
             cmd::inspect::cat(a)
         }
         Command::Ps(a) => cmd::inspect::ps(a),
+        Command::Where(a) => {
+            signals::die_on_broken_pipe();
+            cmd::where_::main(a)
+        }
         Command::Threads(a) => {
             signals::die_on_broken_pipe();
             cmd::threads::main(a)
@@ -151,6 +162,11 @@ fn main() -> ExitCode {
             signals::die_on_broken_pipe();
             cmd::bookmark::list(a)
         }
+        Command::Dap(a) => {
+            signals::install();
+            dap::main(a)
+        }
+        Command::Open(a) => cmd::open::main(a),
         Command::Gdb(a) => cmd::gdb::main(a),
     };
     match result {

@@ -6,6 +6,8 @@
 //! whatever `REWIND_BIN` names. The guest programs are built by this crate's
 //! `build.rs` from `guest/tests/`; [`guest`] finds them.
 
+pub mod debuginfod;
+
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::io::Read;

@@ -288,9 +288,16 @@ fn bank_is_found_and_its_failing_run_replays_and_fails_again() {
         c.out
     );
     let (step, line) = c.deciding.clone().expect("a deciding step");
+    // The place of the teller's write, from its debug info.
+    let bank = include_str!("../../guest/examples/bank.c");
+    let ledger = bank
+        .lines()
+        .position(|l| l.contains("/* the ledger */"))
+        .expect("bank.c writes its ledger")
+        + 1;
     assert!(
         line == format!(
-            "step {step} decides it: switching away from thread 1000/1001 after its write makes the run violate ends-differently"
+            "step {step} decides it: switching away from thread 1000/1001 after its write in teller (bank.c:{ledger}) makes the run violate ends-differently"
         ),
         "{line}"
     );

@@ -35,6 +35,13 @@ pub enum EngineError {
     UnexpectedExit(String),
     #[error("keyframe: {0}")]
     BadKeyframe(String),
+    #[error("KVM API version {0}; rewind needs 12 (try `rewind doctor`)")]
+    KvmApi(i32),
+    #[error("KVM lacks {name} ({why}); try `rewind doctor`")]
+    MissingCap {
+        name: &'static str,
+        why: &'static str,
+    },
     #[error("manifest: {0}")]
     Manifest(#[from] crate::record::manifest::ManifestError),
     #[error(transparent)]

@@ -42,7 +42,80 @@ pub fn at_step<R>(
     Ok(look(&mut k))
 }
 
+/// Runs `inputs` to the exit that is `step` and hands the machine to `look`
+/// as that exit found it, before the monitor serves it: the thread that
+/// made it is the current one, its registers where the call or fault left
+/// them. `keyframe` must be at or before `step - 1`.
+pub fn at_exit<R>(
+    inputs: &RunInputs,
+    keyframe: Option<(&Keyframe, bool)>,
+    pages: &PageStore,
+    step: u64,
+    limits: &Limits,
+    look: impl FnOnce(&mut Kernel) -> R,
+) -> Result<R, SeekError> {
+    let Some(before) = step.checked_sub(1) else {
+        return at_step(inputs, None, pages, 0, limits, look);
+    };
+    at_step(inputs, keyframe, pages, before, limits, |k| {
+        k.run_to_next_exit().map(|()| look(k))
+    })?
+    .map_err(SeekError::Engine)
+}
+
 impl Kernel<'_> {
+    /// Runs the current thread to its next exit without serving it.
+    fn run_to_next_exit(&mut self) -> Result<(), EngineError> {
+        while let crate::machine::Exit::Interrupted = self.m.run()? {}
+        Ok(())
+    }
+}
+
+/// A thread as a debugger shows it at a step.
+#[derive(Debug, Clone)]
+pub struct ThreadAt {
+    pub pid: u32,
+    pub tid: u32,
+    pub name: String,
+    /// `running`, `runnable`, `blocked in futex(..)`..
+    pub doing: String,
+    /// Whether it holds the CPU.
+    pub current: bool,
+    pub regs: kvm_bindings::kvm_regs,
+    pub fs_base: u64,
+    pub gs_base: u64,
+    /// Its instruction pointer named as `0x401136 in worker+0x16`.
+    pub place: String,
+}
+
+impl Kernel<'_> {
+    /// Every live thread: registers, what it does, where its code is.
+    pub fn threads_at(&mut self) -> Vec<ThreadAt> {
+        let cur = self.cur_tid();
+        let (cur_regs, cur_fs, cur_gs) = (self.m.regs(), self.m.fs_base(), self.m.gs_base());
+        let tids: Vec<u32> = self.threads.keys().copied().collect();
+        tids.into_iter()
+            .map(|tid| {
+                let t = self.threads[&tid].clone();
+                let (regs, fs_base, gs_base) = match &t.ctx {
+                    Some(c) => (c.regs, c.fs_base, c.gs_base),
+                    None => (cur_regs, cur_fs, cur_gs),
+                };
+                ThreadAt {
+                    pid: t.pid,
+                    tid,
+                    name: self.names.get(&tid).cloned().unwrap_or(t.name.clone()),
+                    doing: self.thread_doing(tid, cur),
+                    current: tid == cur,
+                    regs,
+                    fs_base,
+                    gs_base,
+                    place: self.symbols.describe(regs.rip),
+                }
+            })
+            .collect()
+    }
+
     /// A file's contents as the guest sees them now; None when it does not exist.
     pub fn file_contents(&mut self, path: &str) -> Option<Vec<u8>> {
         let ino = self.lookup_at(AT_FDCWD as u64, path, true).ok()?;

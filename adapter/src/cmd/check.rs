@@ -154,12 +154,17 @@ fn properties(args: &CheckArgs) -> Result<Vec<Property>> {
     Ok(out)
 }
 
-pub fn main(args: CheckArgs) -> Result<i32> {
+/// What a check of these arguments runs; `stdin` gives standard input's
+/// bytes once the program is known to be runnable.
+pub fn spec(
+    args: &CheckArgs,
+    store: &vmm::store::Store,
+    stdin: impl FnOnce() -> Vec<u8>,
+) -> Result<CheckSpec> {
     if args.run.schedule != 0 || args.run.pct.is_some() {
         usage!("--schedule and --pct are for `rewind run`; `rewind check` tries schedules itself (--strategy)");
     }
-    let props = properties(&args)?;
-    let store = super::store()?;
+    let props = properties(args)?;
     store.prepare()?;
     let (base, name, parent) = match &args.from_run {
         Some(spec) => {
@@ -177,8 +182,8 @@ pub fn main(args: CheckArgs) -> Result<i32> {
             (inputs, run.meta.name.clone(), Some(parent))
         }
         None => {
-            let mut prepared = prepare(&args.run, &store)?;
-            prepared.set_stdin(read_stdin());
+            let mut prepared = prepare(&args.run, store)?;
+            prepared.set_stdin(stdin());
             // Schedule 0 of a check is its base: the window is the check's.
             let mut inputs = prepared.inputs;
             inputs.manifest.schedule_from = None;
@@ -192,7 +197,7 @@ pub fn main(args: CheckArgs) -> Result<i32> {
         (None, StrategyArg::Bounded) => Strategy::Bounded,
         (None, StrategyArg::Pct) => Strategy::Pct,
     };
-    let spec = CheckSpec {
+    Ok(CheckSpec {
         base,
         name,
         limits: Limits {
@@ -213,7 +218,12 @@ pub fn main(args: CheckArgs) -> Result<i32> {
         until: args.run.schedule_until,
         want_where: args.where_,
         parent,
-    };
+    })
+}
+
+pub fn main(args: CheckArgs) -> Result<i32> {
+    let store = super::store()?;
+    let spec = spec(&args, &store, read_stdin)?;
     let mut lines = Lines {
         json: args.json,
         tty: std::io::stderr().is_terminal(),
@@ -286,7 +296,7 @@ fn print_report(r: &Report, spec: &CheckSpec) {
             println!("{l}");
         }
     }
-    if !n.where_.is_empty() {
+    if spec.want_where && !n.where_.is_empty() {
         println!(
             "where each thread was at step {}:",
             n.deciding.last().map_or(0, |p| p.step)
@@ -296,6 +306,14 @@ fn print_report(r: &Report, spec: &CheckSpec) {
         }
     }
     println!("narrowed in {} runs, {:.3}s", n.runs, n.wall.as_secs_f64());
+    println!(
+        "open it: {}",
+        super::open::command_line(
+            &n.with.run,
+            n.deciding.last().map(|p| p.step),
+            Some(&n.without.run)
+        )
+    );
 }
 
 /// What the first violating run is called when it was not narrowed: by the

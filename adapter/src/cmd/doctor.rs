@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use kvm_ioctls::{Cap, Kvm};
+use kvm_ioctls::Kvm;
 use std::path::Path;
 
 #[derive(Args, Debug)]
@@ -10,6 +10,34 @@ pub struct DoctorArgs {
     /// One JSON object a line: {"ok", "required", "fact", "detail"}.
     #[arg(long)]
     pub json: bool,
+    /// Print every x86-64 system call and how far it is supported
+    /// (implemented, partial with what is missing, not implemented with why),
+    /// from the engine's own dispatch table.
+    #[arg(long)]
+    pub syscalls: bool,
+}
+
+/// `rewind doctor --syscalls`: one line (or JSON object) per call number.
+fn print_syscalls(json: bool) -> i32 {
+    use vmm::kernel::support::{table, Support};
+    for (nr, name, s) in table() {
+        let (state, note) = match s {
+            Support::Implemented => ("implemented", ""),
+            Support::Partial(what) => ("partial", what),
+            Support::Missing(why) => ("not implemented", why),
+        };
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"nr": nr, "name": name, "support": state, "note": note})
+            );
+        } else if note.is_empty() {
+            println!("{nr:>3}  {name:<24} {state}");
+        } else {
+            println!("{nr:>3}  {name:<24} {state}: {note}");
+        }
+    }
+    0
 }
 
 struct Fact {
@@ -91,35 +119,17 @@ fn check() -> Vec<Fact> {
         }
     };
     if let Some(kvm) = &kvm {
+        use vmm::machine::caps;
         let v = kvm.get_api_version();
         facts.push(fact(
-            v == 12,
+            v == caps::API_VERSION,
             true,
-            "KVM API version 12",
+            format!("KVM API version {}", caps::API_VERSION),
             format!("found {v}"),
         ));
-        for (cap, name, required, why) in [
-            (
-                Cap::SyncRegs,
-                "KVM_CAP_SYNC_REGS",
-                true,
-                "registers without ioctls on every exit",
-            ),
-            (
-                Cap::Xsave,
-                "KVM_CAP_XSAVE",
-                true,
-                "thread switches keep vector registers",
-            ),
-            (Cap::Xcrs, "KVM_CAP_XCRS", true, "XCR0 for AVX in the guest"),
-            (
-                Cap::ImmediateExit,
-                "KVM_CAP_IMMEDIATE_EXIT",
-                false,
-                "prompt timeouts",
-            ),
-        ] {
-            facts.push(fact(kvm.check_extension(cap), required, name, why));
+        // The list Machine::new checks.
+        for (c, has) in caps::report(kvm) {
+            facts.push(fact(has, c.required, c.name, c.why));
         }
         match kvm.create_vm().and_then(|vm| vm.create_vcpu(0).map(|_| ())) {
             Ok(()) => facts.push(fact(true, true, "a VM with one vCPU can be created", "")),
@@ -256,6 +266,9 @@ fn check() -> Vec<Fact> {
 }
 
 pub fn main(args: DoctorArgs) -> Result<i32> {
+    if args.syscalls {
+        return Ok(print_syscalls(args.json));
+    }
     let facts = check();
     let missing: Vec<&str> = facts
         .iter()

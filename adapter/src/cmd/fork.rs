@@ -32,10 +32,59 @@ pub struct ForkArgs {
 pub fn main(args: ForkArgs) -> Result<i32> {
     let store = super::store()?;
     let parent = super::resolve(&args.run)?;
-    if args.step > parent.meta.steps {
+    let with = match (args.schedule, args.seed) {
+        (Some(n), _) => ForkWith::Schedule(n),
+        (None, Some(s)) => ForkWith::Seed(s),
+        (None, None) => unreachable!("clap requires one"),
+    };
+    let show = if args.quiet {
+        Shown::Progress
+    } else {
+        Shown::Echo
+    };
+    let forked = fork(&store, &parent, args.step, with, show)?;
+    eprintln!("rewind: {}", summary(&forked.run.id, &forked.outcome));
+    match forked.first_difference {
+        Some(step) => eprintln!("rewind: the fork first differs from its parent at step {step}"),
+        None => eprintln!("rewind: the fork does not differ from its parent"),
+    }
+    eprintln!(
+        "rewind: open it: {}",
+        super::open::command_line(&forked.run.id, Some(args.step), Some(&parent.id))
+    );
+    Ok(forked.outcome.status.shell_code())
+}
+
+/// How a fork's run is shown while it runs.
+pub enum Shown {
+    /// Its output, live.
+    Echo,
+    /// A progress line on a terminal.
+    Progress,
+    /// Nothing.
+    Quiet,
+}
+
+/// A fork made.
+pub struct Forked {
+    pub run: vmm::store::Run,
+    pub outcome: vmm::session::Outcome,
+    /// The step of the first event where it differs from its parent.
+    pub first_difference: Option<u64>,
+}
+
+/// Forks `parent` at `step`: equal to it up to the step, then `with`.
+pub fn fork(
+    store: &vmm::store::Store,
+    parent: &vmm::store::Run,
+    step: u64,
+    with: ForkWith,
+    show: Shown,
+) -> Result<Forked> {
+    if step > parent.meta.steps {
         crate::util::usage!(
             "step {} is past the end of run {} ({} steps)",
-            args.step,
+            step,
             parent.id,
             parent.meta.steps
         );
@@ -43,21 +92,16 @@ pub fn main(args: ForkArgs) -> Result<i32> {
     let inputs = parent
         .inputs()
         .with_context(|| format!("cannot fork run {}", parent.id))?;
-    let with = match (args.schedule, args.seed) {
-        (Some(n), _) => ForkWith::Schedule(n),
-        (None, Some(s)) => ForkWith::Seed(s),
-        (None, None) => unreachable!("clap requires one"),
-    };
     let manifest = fork_manifest(
         &parent.id,
         &inputs.manifest,
         &parent.meta.perturbed,
-        args.step,
+        step,
         with,
     );
     let inputs = RunInputs { manifest, ..inputs };
     let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
-    rec.set_echo(!args.quiet);
+    rec.set_echo(matches!(show, Shown::Echo));
     let limits = Limits {
         timeout: parent
             .meta
@@ -66,19 +110,22 @@ pub fn main(args: ForkArgs) -> Result<i32> {
         ..Default::default()
     };
     // From the last keyframe at or before the step, when the parent kept one.
-    let kf = parent.usable_keyframe(&store, args.step).map(|(k, _)| k);
-    match &kf {
-        Some(k) => eprintln!("rewind: forking from the keyframe at step {}", k.step),
-        None => eprintln!(
-            "rewind: forking from step 0 (no keyframe at or before step {})",
-            args.step
-        ),
+    let kf = parent.usable_keyframe(store, step).map(|(k, _)| k);
+    // Said on the command line (the timeline benchmark checks it); a quiet
+    // fork (the DAP server's) says nothing.
+    match (&kf, &show) {
+        (_, Shown::Quiet) => {}
+        (Some(k), _) => eprintln!("rewind: forking from the keyframe at step {}", k.step),
+        (None, _) => {
+            eprintln!("rewind: forking from step 0 (no keyframe at or before step {step})")
+        }
     }
-    let outcome = if args.quiet {
-        let mut shown = crate::progress::Progress::new(&mut rec, "forking", parent.meta.steps);
-        parent.run_fork(&store, kf.as_ref(), &inputs, &limits, &mut shown)?
-    } else {
-        parent.run_fork(&store, kf.as_ref(), &inputs, &limits, &mut rec)?
+    let outcome = match show {
+        Shown::Progress => {
+            let mut shown = crate::progress::Progress::new(&mut rec, "forking", parent.meta.steps);
+            parent.run_fork(store, kf.as_ref(), &inputs, &limits, &mut shown)?
+        }
+        _ => parent.run_fork(store, kf.as_ref(), &inputs, &limits, &mut rec)?,
     };
     let run = rec.finish(
         &outcome,
@@ -88,14 +135,12 @@ pub fn main(args: ForkArgs) -> Result<i32> {
             timeout: limits.timeout,
         },
     )?;
-    eprintln!("rewind: {}", summary(&run.id, &outcome));
     let (a, b) = (parent.events()?, run.events()?);
-    match first_divergence(&a, &b, 0) {
-        Some(d) => eprintln!(
-            "rewind: the fork first differs from its parent at step {}",
-            d.right_step().or(d.left_step()).unwrap_or(outcome.steps)
-        ),
-        None => eprintln!("rewind: the fork does not differ from its parent"),
-    }
-    Ok(outcome.status.shell_code())
+    let first_difference = first_divergence(&a, &b, 0)
+        .map(|d| d.right_step().or(d.left_step()).unwrap_or(outcome.steps));
+    Ok(Forked {
+        run,
+        outcome,
+        first_difference,
+    })
 }

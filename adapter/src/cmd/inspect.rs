@@ -34,7 +34,11 @@ pub struct PsArgs {
     pub at: u64,
 }
 
-fn seek<R>(run: &Run, step: u64, look: impl FnOnce(&mut vmm::kernel::Kernel) -> R) -> Result<R> {
+pub(crate) fn seek<R>(
+    run: &Run,
+    step: u64,
+    look: impl FnOnce(&mut vmm::kernel::Kernel) -> R,
+) -> Result<R> {
     if step > run.meta.steps {
         crate::util::usage!(
             "step {step} is past the end of run {} ({} steps)",

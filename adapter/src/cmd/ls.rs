@@ -74,21 +74,7 @@ pub fn main(args: LsArgs) -> Result<i32> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     if args.json {
         for r in &runs {
-            let v = serde_json::json!({
-                "id": r.id,
-                "name": r.meta.name,
-                "status": r.meta.status,
-                "exit_code": r.meta.exit_code,
-                "steps": r.meta.steps,
-                "virtual_ns": r.meta.virtual_ns,
-                "wall_secs": r.meta.wall_secs,
-                "created": r.meta.created,
-                "events": r.meta.events,
-                "program": r.manifest.program,
-                "argv": r.manifest.argv,
-                "fork_of": r.manifest.fork_of,
-                "schedule": r.manifest.schedule,
-            });
+            let v = run_json(r);
             writeln!(out, "{v}")?;
         }
     } else {
@@ -112,6 +98,25 @@ pub fn main(args: LsArgs) -> Result<i32> {
     }
     out.flush()?;
     Ok(0)
+}
+
+/// A run as `rewind ls --json` prints it (and `rewind/runs` answers).
+pub fn run_json(r: &vmm::store::Run) -> serde_json::Value {
+    serde_json::json!({
+        "id": r.id,
+        "name": r.meta.name,
+        "status": r.meta.status,
+        "exit_code": r.meta.exit_code,
+        "steps": r.meta.steps,
+        "virtual_ns": r.meta.virtual_ns,
+        "wall_secs": r.meta.wall_secs,
+        "created": r.meta.created,
+        "events": r.meta.events,
+        "program": r.manifest.program,
+        "argv": r.manifest.argv,
+        "fork_of": r.manifest.fork_of,
+        "schedule": r.manifest.schedule,
+    })
 }
 
 /// `  (fork of <parent> at <step>, schedule N)` for a fork.

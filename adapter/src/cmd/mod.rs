@@ -13,12 +13,14 @@ pub mod import;
 pub mod inspect;
 pub mod log;
 pub mod ls;
+pub mod open;
 pub mod prune;
 pub mod remove;
 pub mod replay;
 pub mod run;
 pub mod show;
 pub mod threads;
+pub mod where_;
 
 use anyhow::{Context, Result};
 use vmm::store::{Run, Store};

@@ -148,7 +148,7 @@ pub struct Narrowed {
     /// write makes the run violate ends-differently`.
     pub sentence: String,
     pub divergence: Option<Divergence>,
-    /// Where each thread was at the deciding step (with `want_where`).
+    /// Where each thread was at the deciding step.
     pub where_: Vec<String>,
     pub runs: u64,
     pub wall: std::time::Duration,
@@ -238,6 +238,15 @@ impl<'a> Checker<'a> {
             depth: self.spec.depth.max(1),
             steps: until.saturating_sub(from).max(1),
         }
+    }
+
+    /// Judges candidates against a run already recorded (how it ended, how
+    /// long it took), for trying them one at a time with `try_one` instead
+    /// of `run`.
+    pub fn with_base(mut self, status: ExitStatus, wall: std::time::Duration) -> Checker<'a> {
+        self.base_status = Some(status);
+        self.base_wall = wall;
+        self
     }
 
     fn inputs_for(&self, c: &Candidate) -> RunInputs {
@@ -437,7 +446,7 @@ impl<'a> Checker<'a> {
 
     /// The schedules to try and, for a bounded search, the number of
     /// reschedules up to which they are every schedule there is.
-    fn candidates(&self, base_steps: u64) -> (Vec<Candidate>, Option<u32>) {
+    pub fn candidates(&self, base_steps: u64) -> (Vec<Candidate>, Option<u32>) {
         let n = self.spec.schedules;
         let first = self.spec.check_seed.saturating_mul(n).saturating_add(1);
         let seeded = (0..n).map(|i| first.saturating_add(i));

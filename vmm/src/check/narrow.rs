@@ -167,6 +167,19 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
     let without_last = &deciding[..deciding.len().saturating_sub(1)];
     let passing = checker.try_one(&Candidate::Explicit(without_last.to_vec()))?;
     s.runs += 1;
+    // Where each thread was at the deciding step: the sentence names the
+    // place of the thread that made it, `--where` prints every thread.
+    let where_ = match deciding.last() {
+        Some(last) => {
+            let inputs = checker.inputs_for(&Candidate::Explicit(deciding.clone()));
+            let limits = Limits {
+                where_at: Some(last.step),
+                ..checker.candidate_limits()
+            };
+            session::run(&inputs, &limits, &mut Discard)?.where_at
+        }
+        _ => Vec::new(),
+    };
     let failing_events = load(checker, &failing.id)?;
     let divergence = first_divergence(&load(checker, &passing.id)?, &failing_events, CONTEXT);
     let (without, with) = sides(&passing, &failing, without_last.is_empty());
@@ -179,9 +192,17 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
     let sentence = match deciding.as_slice() {
         [one] => {
             let switches = checker.store.resolve(&failing.id)?.switches()?;
-            let what = label::deciding(one, &failing_events, label::thread_at(&switches, one.step));
+            let thread = label::thread_at(&switches, one.step);
+            let what = label::deciding(one, &failing_events, thread);
+            let place = thread
+                .and_then(|(pid, tid)| {
+                    let prefix = format!("thread {pid}/{tid}: ");
+                    let line = where_.iter().find(|l| l.starts_with(&prefix))?;
+                    crate::kernel::symbols::place_in(line)
+                })
+                .map_or_else(String::new, |p| format!(" in {p}"));
             format!(
-                "step {} decides it: {what} makes the run {effect}",
+                "step {} decides it: {what}{place} makes the run {effect}",
                 one.step
             )
         }
@@ -193,17 +214,6 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-    };
-    let where_ = match (checker.spec.want_where, deciding.last()) {
-        (true, Some(last)) => {
-            let inputs = checker.inputs_for(&Candidate::Explicit(deciding.clone()));
-            let limits = Limits {
-                where_at: Some(last.step),
-                ..checker.candidate_limits()
-            };
-            session::run(&inputs, &limits, &mut Discard)?.where_at
-        }
-        _ => Vec::new(),
     };
     Ok(Narrowed {
         deciding,

@@ -4,10 +4,11 @@
 //! their hashes; while one is being restored they come back from it. Outside
 //! a keyframe they are saved inline.
 
-use crate::store::pages::{hash_page, PageHash, PageStore, PAGE_BYTES};
+use crate::record::pages::{hash_page, PageHash, PageSource, PAGE_BYTES};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::HashSet;
+use std::rc::Rc;
 
 /// Byte strings shorter than this stay inline: a page costs a file.
 const INLINE_MAX: usize = PAGE_BYTES;
@@ -36,7 +37,7 @@ pub struct Saved {
 
 thread_local! {
     static SINK: RefCell<Option<Sink>> = const { RefCell::new(None) };
-    static SOURCE: RefCell<Option<PageStore>> = const { RefCell::new(None) };
+    static SOURCE: RefCell<Option<Rc<dyn PageSource>>> = const { RefCell::new(None) };
 }
 
 /// Runs `f` (which serializes kernel state) with large byte strings going
@@ -65,8 +66,8 @@ pub fn saving<R>(sent: &mut HashSet<PageHash>, f: impl FnOnce() -> R) -> (R, Sav
 }
 
 /// Runs `f` (which deserializes kernel state) with pages read from `store`.
-pub fn restoring<R>(store: &PageStore, f: impl FnOnce() -> R) -> R {
-    SOURCE.with(|s| *s.borrow_mut() = Some(store.clone()));
+pub fn restoring<P: PageSource + Clone + 'static, R>(store: &P, f: impl FnOnce() -> R) -> R {
+    SOURCE.with(|s| *s.borrow_mut() = Some(Rc::new(store.clone())));
     let r = f();
     SOURCE.with(|s| *s.borrow_mut() = None);
     r
@@ -123,7 +124,7 @@ pub fn load(stored: Stored) -> Result<Vec<u8>, BlobError> {
             }
             let mut out = Vec::with_capacity(len as usize);
             for h in &pages {
-                out.extend(store.get(h).map_err(|e| BlobError::Page(e.to_string()))?);
+                out.extend(store.page(h).map_err(|e| BlobError::Page(e.to_string()))?);
             }
             out.truncate(len as usize);
             Ok(out)

@@ -164,7 +164,7 @@ impl Kernel<'_> {
         );
         self.sched.current = pid;
         let loaded = self.load_segments(bytes, &info)?;
-        self.symbols = super::symbols::SymbolTable::from_elf(bytes, loaded.bias);
+        self.symbols = super::symbols::SymbolTable::from_elf(&man.program, bytes, loaded.bias);
         let p = self.procs.get_mut(&pid).unwrap();
         p.mm.map_range(
             &mut self.m.ram,

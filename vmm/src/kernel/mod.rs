@@ -18,6 +18,7 @@ pub mod sdk;
 pub mod signal;
 pub mod snapshot;
 pub mod stack;
+pub mod support;
 pub mod symbols;
 pub mod syscall_names;
 pub mod syscalls;
@@ -344,28 +345,36 @@ impl<'r> Kernel<'r> {
             .map(|tid| {
                 let t = self.threads[&tid].clone();
                 let rip = t.ctx.as_ref().map_or(cur_rip, |c| c.regs.rip);
-                let what = match (&t.state, t.pending_call) {
-                    (ThreadState::Blocked { .. }, Some(call)) => {
-                        format!("blocked in {}", render::call_text(self, tid, call))
-                    }
-                    (
-                        ThreadState::Blocked {
-                            wait: task::Wait::Stall,
-                            ..
-                        },
-                        None,
-                    ) => "stalled by the schedule".to_string(),
-                    (ThreadState::Blocked { wait, .. }, None) => format!("blocked in {wait:?}"),
-                    (ThreadState::Runnable, _) if tid == cur => "running".to_string(),
-                    (ThreadState::Runnable, _) => "runnable".to_string(),
-                };
+                let what = self.thread_doing(tid, cur);
                 format!(
                     "thread {}/{}: {what}, at {}",
                     t.pid,
                     tid,
-                    self.symbols.describe(rip)
+                    self.describe_thread(tid, rip)
                 )
             })
             .collect()
+    }
+
+    /// What a thread is doing: `running`, `runnable`, `blocked in CALL`..
+    pub fn thread_doing(&mut self, tid: Tid, cur: Tid) -> String {
+        let Some(t) = self.threads.get(&tid).cloned() else {
+            return "gone".to_string();
+        };
+        match (&t.state, t.pending_call) {
+            (ThreadState::Blocked { .. }, Some(call)) => {
+                format!("blocked in {}", render::call_text(self, tid, call))
+            }
+            (
+                ThreadState::Blocked {
+                    wait: task::Wait::Stall,
+                    ..
+                },
+                None,
+            ) => "stalled by the schedule".to_string(),
+            (ThreadState::Blocked { wait, .. }, None) => format!("blocked in {wait:?}"),
+            (ThreadState::Runnable, _) if tid == cur => "running".to_string(),
+            (ThreadState::Runnable, _) => "runnable".to_string(),
+        }
     }
 }

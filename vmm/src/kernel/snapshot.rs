@@ -5,9 +5,9 @@ use super::task::{Pid, Process, Thread, Tid};
 use super::{futex, sched, time, Kernel, Rng};
 use crate::machine::Machine;
 use crate::record::keyframe::{Keyframe, KEYFRAME_MIN_STEPS, KEYFRAME_STEPS, KEYFRAME_WALL_MS};
+use crate::record::pages::{hash_page, PageHash, PageSource};
 use crate::record::Recorder;
 use crate::session::RunInputs;
-use crate::store::pages::{hash_page, PageStore};
 use crate::EngineError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -117,9 +117,9 @@ pub struct KeyframeClock {
     /// threads) take at most about a tenth of the run's time.
     pub last_cost: std::time::Duration,
     /// Every page with contents and its hash, kept up to date at each keyframe.
-    pub pages: BTreeMap<u64, crate::store::pages::PageHash>,
+    pub pages: BTreeMap<u64, PageHash>,
     /// Pages of file contents (`blobs`) already given to the recorder.
-    pub blob_pages: std::collections::HashSet<crate::store::pages::PageHash>,
+    pub blob_pages: std::collections::HashSet<PageHash>,
 }
 
 impl KeyframeClock {
@@ -163,7 +163,7 @@ impl Kernel<'_> {
             return Ok(());
         };
         let dirty = self.m.take_dirty_pages()?;
-        let mut new_pages: Vec<(crate::store::pages::PageHash, &[u8])> = Vec::new();
+        let mut new_pages: Vec<(PageHash, &[u8])> = Vec::new();
         for pa in &dirty {
             let bytes = self.m.ram.slice(*pa, PAGE)?;
             let h = hash_page(bytes);
@@ -211,7 +211,7 @@ impl Kernel<'_> {
 /// Whether this build can restore `kf`: its kernel state decodes. A
 /// keyframe written by another build of the engine may not; then seeks and
 /// forks fall back to an earlier keyframe, or to step 0.
-pub fn restorable(kf: &Keyframe, pages: &PageStore) -> bool {
+pub fn restorable<P: PageSource + Clone + 'static>(kf: &Keyframe, pages: &P) -> bool {
     super::blobs::restoring(pages, || postcard::from_bytes::<KernelState>(&kf.kernel)).is_ok()
 }
 
@@ -222,10 +222,10 @@ impl<'r> Kernel<'r> {
     /// (a seek), so its schedule's state is the saved one; otherwise (a
     /// fork) the schedule comes fresh from the new manifest, which agrees
     /// with the old one up to the fork.
-    pub fn restore(
+    pub fn restore<P: PageSource + Clone + 'static>(
         inputs: &RunInputs,
         kf: &Keyframe,
-        pages: &PageStore,
+        pages: &P,
         same_run: bool,
         rec: &'r mut dyn Recorder,
     ) -> Result<Kernel<'r>, EngineError> {
@@ -236,7 +236,7 @@ impl<'r> Kernel<'r> {
         let mut clock = KeyframeClock::new(kf.step);
         for (pa, h) in &kf.frames {
             let bytes = pages
-                .get(h)
+                .page(h)
                 .map_err(|e| EngineError::BadKeyframe(format!("page {pa:#x}: {e}")))?;
             if bytes.len() != PAGE {
                 return Err(EngineError::BadKeyframe(format!(
@@ -296,8 +296,11 @@ impl<'r> Kernel<'r> {
             keyframes: rec.wants_keyframes().then_some(clock),
             rec,
         };
-        k.symbols =
-            super::symbols::SymbolTable::from_elf(&elf_bytes, super::elf::load_bias(&elf_bytes));
+        k.symbols = super::symbols::SymbolTable::from_elf(
+            &inputs.manifest.program,
+            &elf_bytes,
+            super::elf::load_bias(&elf_bytes),
+        );
         Ok(k)
     }
 }

@@ -5,6 +5,7 @@
 //! user's ring-3 state (the exception frame unwound), so that the kernel
 //! resumes a thread by editing registers and calling [`Machine::run`] again.
 
+pub mod caps;
 pub mod gdt;
 pub mod layout;
 pub mod memory;
@@ -67,6 +68,7 @@ pub struct Machine {
 impl Machine {
     pub fn new(mem_size: u64) -> Result<Machine, EngineError> {
         let kvm = Kvm::new().map_err(EngineError::KvmOpen)?;
+        caps::check(&kvm)?;
         let vm = kvm.create_vm().map_err(EngineError::kvm("KVM_CREATE_VM"))?;
         let mut ram = GuestRam::new(mem_size)?;
         let region = memory_region(&ram);

@@ -14,7 +14,7 @@
 
 use crate::machine::memory::FrameAllocator;
 use crate::machine::snapshot::VcpuState;
-use crate::store::pages::PageHash;
+use crate::record::pages::PageHash;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;

@@ -6,6 +6,7 @@ pub mod fork;
 pub mod json;
 pub mod keyframe;
 pub mod manifest;
+pub mod pages;
 pub mod switches;
 pub mod trace;
 
@@ -21,13 +22,11 @@ pub trait Recorder {
     fn switch(&mut self, _step: u64, _pid: u32, _tid: u32) {}
     /// Keep a keyframe; `pages` are the pages written since the previous one.
     /// Recorders that keep no keyframes say so, and the engine takes none.
-    fn keyframe(&mut self, _kf: &keyframe::Keyframe, _pages: &[(store_pages::PageHash, &[u8])]) {}
+    fn keyframe(&mut self, _kf: &keyframe::Keyframe, _pages: &[(pages::PageHash, &[u8])]) {}
     fn wants_keyframes(&self) -> bool {
         false
     }
 }
-
-use crate::store::pages as store_pages;
 
 /// A recorder that keeps nothing: for runs made only to look inside them.
 pub struct Discard;

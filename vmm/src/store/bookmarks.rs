@@ -93,6 +93,43 @@ impl Store {
     /// processes are all kept: the run's directory is locked while its list
     /// is rewritten.
     pub fn add_bookmark(&self, run: &Run, step: u64, note: &str) -> Result<Bookmark, StoreError> {
+        let created = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let b = Bookmark {
+            step,
+            note: note.to_string(),
+            created,
+        };
+        self.edit_bookmarks(run, |list| {
+            list.push(b.clone());
+            list.sort_by_key(|b| b.step);
+        })?;
+        Ok(b)
+    }
+
+    /// Removes a run's bookmarks at `step` (only those with `note`, when
+    /// given); returns how many were removed.
+    pub fn remove_bookmarks(
+        &self,
+        run: &Run,
+        step: u64,
+        note: Option<&str>,
+    ) -> Result<usize, StoreError> {
+        self.edit_bookmarks(run, |list| {
+            let before = list.len();
+            list.retain(|b| b.step != step || note.is_some_and(|n| n != b.note));
+            before - list.len()
+        })
+    }
+
+    /// Rewrites a run's list under the run directory's lock.
+    fn edit_bookmarks<R>(
+        &self,
+        run: &Run,
+        edit: impl FnOnce(&mut Vec<Bookmark>) -> R,
+    ) -> Result<R, StoreError> {
         let _store = self.lock_shared()?;
         let dir = std::fs::File::open(&run.dir).map_err(|source| StoreError::Io {
             path: run.dir.clone(),
@@ -110,19 +147,9 @@ impl Store {
             return Err(StoreError::NotFound(run.id.clone()));
         }
         let mut list = read(&run.dir)?;
-        let created = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let b = Bookmark {
-            step,
-            note: note.to_string(),
-            created,
-        };
-        list.push(b.clone());
-        list.sort_by_key(|b| b.step);
+        let r = edit(&mut list);
         write_atomic(&run.dir.join(BOOKMARKS_FILE), &encode(&list))?;
-        Ok(b)
+        Ok(r)
     }
 }
 

@@ -8,20 +8,10 @@
 use super::StoreError;
 use std::path::{Path, PathBuf};
 
-pub const PAGE_BYTES: usize = 4096;
+pub use crate::record::pages::{hash_page, hex, PageHash, PAGE_BYTES};
+use crate::record::pages::{PageError, PageSource};
 /// zstd level: pages are small and written often.
 const ZSTD_LEVEL: i32 = 1;
-
-/// A page's BLAKE3, as 32 bytes.
-pub type PageHash = [u8; 32];
-
-pub fn hash_page(bytes: &[u8]) -> PageHash {
-    *blake3::hash(bytes).as_bytes()
-}
-
-pub fn hex(h: &PageHash) -> String {
-    blake3::Hash::from_bytes(*h).to_hex().to_string()
-}
 
 #[derive(Debug, Clone)]
 pub struct PageStore {
@@ -117,6 +107,15 @@ impl PageStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
             Err(source) => Err(StoreError::Io { path, source }),
         }
+    }
+}
+
+impl PageSource for PageStore {
+    fn page(&self, h: &PageHash) -> Result<Vec<u8>, PageError> {
+        self.get(h).map_err(|e| PageError {
+            hash: hex(h),
+            why: e.to_string(),
+        })
     }
 }
 

@@ -1,0 +1,218 @@
+//! `rewind where RUN STEP [--tid T] [--json]`: where a thread was when the
+//! exit that is STEP happened (before the monitor served it): its stack,
+//! the frame in the user's own code with the source around its line, and
+//! the frames that called it. By default the thread that made the step.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde_json::json;
+use symbols::{Backtrace, Source};
+use vmm::inspect::{at_exit, SeekError};
+use vmm::session::Limits;
+
+#[derive(Args, Debug)]
+pub struct WhereArgs {
+    /// The run: id, unique id prefix, @, @N or name.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// The step: its exit, as the thread made it.
+    #[arg(value_name = "STEP")]
+    pub step: u64,
+    /// The thread (default: the one that made the step).
+    #[arg(long, value_name = "T")]
+    pub tid: Option<u32>,
+    /// Every frame, which one was chosen, and the source, as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Lines of source shown either side of the chosen line.
+const CONTEXT: u32 = 3;
+
+/// What `where` found inside the machine.
+struct Found {
+    pid: u32,
+    tid: u32,
+    name: String,
+    state: String,
+    bt: Option<Backtrace>,
+    source: Option<Result<Source, String>>,
+    notes: Vec<String>,
+}
+
+pub fn main(args: WhereArgs) -> Result<i32> {
+    let run = super::resolve(&args.run)?;
+    if args.step > run.meta.steps {
+        crate::util::usage!(
+            "step {} is past the end of run {} ({} steps)",
+            args.step,
+            run.id,
+            run.meta.steps
+        );
+    }
+    let store = super::store()?;
+    let inputs = run
+        .inputs()
+        .with_context(|| format!("cannot look inside run {}", run.id))?;
+    let kf = run.usable_keyframe(&store, args.step.saturating_sub(1));
+    let kf = kf.as_ref().map(|(k, own)| (k, *own));
+    let limits = Limits {
+        timeout: run
+            .meta
+            .timeout_secs
+            .map(std::time::Duration::from_secs_f64),
+        ..Default::default()
+    };
+    let program_mtime = inputs
+        .image
+        .host_path(&inputs.manifest.program)
+        .and_then(|p| std::fs::metadata(p).ok())
+        .and_then(|m| m.modified().ok());
+    let want = args.tid;
+    let found = at_exit(&inputs, kf, &store.pages(), args.step, &limits, |k| {
+        let tid = want.unwrap_or_else(|| k.cur_tid());
+        let t = k.threads.get(&tid)?.clone();
+        let state = k
+            .where_threads_are()
+            .into_iter()
+            .find(|l| l.starts_with(&format!("thread {}/{tid}:", t.pid)))
+            .and_then(|l| l.split_once(": ").map(|(_, rest)| rest.to_string()))
+            .map(|s| match s.rfind(", at 0x") {
+                Some(cut) => s[..cut].to_string(),
+                None => s,
+            })
+            .unwrap_or_default();
+        let bt = k.backtrace(tid);
+        let mut notes = k
+            .symbols
+            .symbolizer()
+            .map(|s| s.notes())
+            .unwrap_or_default();
+        let source = bt.as_ref().and_then(|bt| {
+            let loc = bt.frames.get(bt.chosen)?.location.clone()?;
+            let mut s = (*k.symbols.symbolizer()?).clone();
+            s.program_mtime = program_mtime;
+            let found = s
+                .source(&loc.file, Some(loc.line), &mut |p| k.file_contents(p))
+                .map_err(|e| e.to_string());
+            notes = s.notes();
+            Some(found)
+        });
+        Some(Found {
+            pid: t.pid,
+            tid,
+            name: t.name.clone(),
+            state,
+            bt,
+            source,
+            notes,
+        })
+    });
+    let found = match found {
+        Ok(Some(f)) => f,
+        Ok(None) => anyhow::bail!(
+            "run {} has no thread {} at step {}",
+            run.id,
+            want.map_or_else(String::new, |t| t.to_string()),
+            args.step
+        ),
+        Err(SeekError::Ended(at)) => anyhow::bail!(
+            "run {} has no live process at step {} (it ended at step {at})",
+            run.id,
+            args.step
+        ),
+        Err(e) => return Err(e.into()),
+    };
+    for n in &found.notes {
+        eprintln!("rewind: {n}; frames without debug info are named by symbol");
+    }
+    if args.json {
+        print_json(&run.id, args.step, &found)?;
+    } else {
+        print_text(&run.id, args.step, &found);
+    }
+    Ok(0)
+}
+
+fn print_text(run: &str, step: u64, f: &Found) {
+    println!(
+        "run {run}, step {step}: thread {}/{} ({}): {}",
+        f.pid, f.tid, f.name, f.state
+    );
+    let Some(bt) = &f.bt else {
+        println!("  (no symbols for this program)");
+        return;
+    };
+    for inner in &bt.frames[..bt.chosen] {
+        println!("  in  {}  {:#x}", inner.place(), inner.pc);
+    }
+    let Some(chosen) = bt.frames.get(bt.chosen) else {
+        return;
+    };
+    println!("  at  {}  {:#x}", chosen.place(), chosen.pc);
+    match (&f.source, &chosen.location) {
+        (Some(Ok(src)), Some(loc)) => {
+            for (n, text) in src.around(loc.line, CONTEXT) {
+                let mark = if n == loc.line { ">" } else { " " };
+                println!("  {mark} {n:5} | {text}");
+            }
+            println!("      source: {}", src.provenance());
+        }
+        (Some(Err(e)), _) => println!("      ({e})"),
+        _ => {}
+    }
+    for outer in &bt.frames[bt.chosen + 1..] {
+        let how = if outer.inlined { " (inlined)" } else { "" };
+        println!("  called from {}{how}  {:#x}", outer.place(), outer.pc);
+    }
+    if let Some(why) = &bt.stopped {
+        println!("  (unwinding stopped: {why})");
+    }
+}
+
+fn print_json(run: &str, step: u64, f: &Found) -> Result<()> {
+    let frames: Vec<serde_json::Value> =
+        f.bt.iter()
+            .flat_map(|bt| {
+                bt.frames.iter().enumerate().map(move |(i, fr)| {
+                    let mut v = serde_json::to_value(fr).unwrap_or_default();
+                    v["chosen"] = json!(i == bt.chosen);
+                    v["place"] = json!(fr.place());
+                    v
+                })
+            })
+            .collect();
+    let source = match &f.source {
+        Some(Ok(s)) => {
+            let line =
+                f.bt.as_ref()
+                    .and_then(|bt| bt.frames[bt.chosen].location.as_ref())
+                    .map_or(0, |l| l.line);
+            json!({
+                "path": s.path,
+                "origin": s.origin,
+                "caveat": s.caveat,
+                "line": line,
+                "lines": s.around(line, CONTEXT).into_iter()
+                    .map(|(n, t)| json!({"line": n, "text": t})).collect::<Vec<_>>(),
+            })
+        }
+        Some(Err(e)) => json!({ "error": e }),
+        None => serde_json::Value::Null,
+    };
+    let out = json!({
+        "run": run,
+        "step": step,
+        "pid": f.pid,
+        "tid": f.tid,
+        "thread_name": f.name,
+        "state": f.state,
+        "frames": frames,
+        "chosen": f.bt.as_ref().map(|b| b.chosen),
+        "stopped": f.bt.as_ref().and_then(|b| b.stopped.clone()),
+        "source": source,
+        "notes": f.notes,
+    });
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}

@@ -1,0 +1,410 @@
+//! The custom requests (`rewind/...`), each answering with JSON that
+//! docs/dap.md shows.
+
+use super::session::{Session, Stop};
+use super::view;
+use super::wire;
+use anyhow::{anyhow, bail, Result};
+use dap::events::{Event, ProgressEndEventBody, ProgressStartEventBody, ProgressUpdateEventBody};
+use dap::types::StoppedEventReason;
+use serde_json::{json, Value};
+use vmm::check::Checker;
+use vmm::record::fork::{fork_manifest, ForkWith};
+
+/// Every custom request.
+const REQUESTS: &[&str] = &[
+    "rewind/goto",
+    "rewind/lanes",
+    "rewind/events",
+    "rewind/fork",
+    "rewind/check",
+    "rewind/compare",
+    "rewind/bookmark",
+    "rewind/cat",
+    "rewind/runs",
+];
+/// Requests the client may send before any run is open.
+const WITHOUT_RUN: &[&str] = &["rewind/runs"];
+
+pub fn handle(s: &mut Session, seq: i64, name: &str, args: &Value) -> Result<Value> {
+    if !REQUESTS.contains(&name) {
+        bail!("unknown command `{name}` (the rewind/ requests are in docs/dap.md)");
+    }
+    if !WITHOUT_RUN.contains(&name) && s.open.is_none() {
+        bail!("no run is open: send `launch` or `attach` first");
+    }
+    let a = Args(args);
+    match name {
+        "rewind/goto" => {
+            let step = a.u64_req("step")?;
+            let o = s.open.as_ref().expect("checked");
+            if step > o.run.meta.steps {
+                bail!(
+                    "`step`: {step} is past the end of run {} ({} steps)",
+                    o.run.id,
+                    o.run.meta.steps
+                );
+            }
+            s.move_to(
+                step,
+                Stop::new(StoppedEventReason::Goto, format!("step {step}")),
+            )?;
+            Ok(json!({"step": step}))
+        }
+        "rewind/lanes" => {
+            let o = s.open.as_ref().expect("checked");
+            let end = o.run.meta.steps;
+            let from = a.u64("from")?.unwrap_or(0);
+            let to = a.u64("to")?.unwrap_or(end).min(end);
+            if from > to {
+                bail!("`from` ({from}) is after `to` ({to})");
+            }
+            let max = a.u64("max")?.unwrap_or(500).clamp(1, 10_000) as usize;
+            let mut v = view::lanes(&o.switches, end, from, to, max, &o.run.meta.thread_names);
+            v["run"] = json!(o.run.id);
+            if let Some(c) = &o.compare {
+                let sw = c.switches()?;
+                let mut cv = view::lanes(
+                    &sw,
+                    c.meta.steps,
+                    from,
+                    to.min(c.meta.steps),
+                    max,
+                    &c.meta.thread_names,
+                );
+                cv["run"] = json!(c.id);
+                v["compare"] = cv;
+            }
+            Ok(v)
+        }
+        "rewind/events" => {
+            let o = s.open.as_ref().expect("checked");
+            let from = a.u64("from")?.unwrap_or(0);
+            let to = a.u64("to")?.unwrap_or(u64::MAX);
+            let tid = a.u64("tid")?;
+            let kinds = a.strings("kinds")?;
+            let text = a.str("text")?;
+            let limit = a.u64("limit")?.unwrap_or(1000).min(100_000) as usize;
+            let mut matched = o
+                .events
+                .iter()
+                .filter(|e| e.step >= from && e.step <= to)
+                .filter(|e| tid.is_none_or(|t| e.tid as u64 == t))
+                .filter(|e| {
+                    kinds
+                        .as_ref()
+                        .is_none_or(|k| k.iter().any(|k| k == view::kind_name(e)))
+                })
+                .filter(|e| text.is_none_or(|t| view::event_text(e).contains(t)));
+            let events: Vec<Value> = matched.by_ref().take(limit).map(view::event_json).collect();
+            let more = matched.next().is_some();
+            Ok(json!({"events": events, "truncated": more}))
+        }
+        "rewind/fork" => {
+            let o = s.open.as_ref().expect("checked");
+            let step = a.u64("step")?.unwrap_or(o.pos);
+            let with = match (a.u64("schedule")?, a.u64("seed")?) {
+                (Some(_), Some(_)) => bail!("give `schedule` or `seed`, not both"),
+                (Some(n), None) => Some(ForkWith::Schedule(n)),
+                (None, Some(n)) => Some(ForkWith::Seed(n)),
+                (None, None) => None,
+            };
+            if a.bool("open")?.unwrap_or(false) {
+                fork_and_switch(s, step, with)
+            } else {
+                fork(s, step, with)
+            }
+        }
+        "rewind/check" => check_from_here(s, seq, &a),
+        "rewind/compare" => {
+            if let Some(spec) = a.str("run")? {
+                let store = crate::cmd::store()?;
+                let other = store.resolve(spec).map_err(|e| anyhow!("`run`: {e}"))?;
+                s.open.as_mut().expect("checked").compare = Some(other);
+            }
+            let o = s.open.as_ref().expect("checked");
+            let Some(c) = &o.compare else {
+                bail!("no run to compare with: give `run`, or open with `compare`");
+            };
+            let context = a.u64("context")?.unwrap_or(5).min(1000) as usize;
+            let other = c.events()?;
+            let d = vmm::record::diff::first_divergence(&o.events, &other, context);
+            let evs = |l: &[vmm::record::Event]| l.iter().map(view::event_json).collect::<Vec<_>>();
+            Ok(match d {
+                None => {
+                    json!({"left": o.run.id, "right": c.id, "identical": true, "events": o.events.len()})
+                }
+                Some(d) => json!({
+                    "left": o.run.id,
+                    "right": c.id,
+                    "identical": false,
+                    "index": d.index,
+                    "leftStep": d.left_step(),
+                    "rightStep": d.right_step(),
+                    "shared": evs(&d.shared),
+                    "leftEvents": evs(&d.left),
+                    "rightEvents": evs(&d.right),
+                }),
+            })
+        }
+        "rewind/bookmark" => {
+            let o = s.open.as_ref().expect("checked");
+            let action = a.str("action")?.unwrap_or("list");
+            match action {
+                "add" => {
+                    let step = a.u64("step")?.unwrap_or(o.pos);
+                    if step > o.run.meta.steps {
+                        bail!("`step`: {step} is past the end of the run");
+                    }
+                    let note = a
+                        .str("note")?
+                        .ok_or_else(|| anyhow!("`note` is required to add a bookmark"))?;
+                    let b = o.store.add_bookmark(&o.run, step, note)?;
+                    Ok(json!({"added": b, "bookmarks": o.run.bookmarks()?}))
+                }
+                "remove" => {
+                    let step = a.u64_req("step")?;
+                    let n = o.store.remove_bookmarks(&o.run, step, a.str("note")?)?;
+                    Ok(json!({"removed": n, "bookmarks": o.run.bookmarks()?}))
+                }
+                "list" => Ok(json!({"bookmarks": o.run.bookmarks()?})),
+                other => bail!("`action`: `{other}` is not add, list or remove"),
+            }
+        }
+        "rewind/cat" => {
+            let o = s.open.as_ref().expect("checked");
+            let path = a
+                .str("path")?
+                .ok_or_else(|| anyhow!("`path` is required"))?
+                .to_string();
+            let step = a.u64("step")?.unwrap_or(o.pos);
+            let got = crate::cmd::inspect::seek(&o.run, step, |k| k.file_contents(&path))?;
+            Ok(match got {
+                None => json!({"path": path, "step": step, "exists": false}),
+                Some(b) => json!({
+                    "path": path,
+                    "step": step,
+                    "exists": true,
+                    "size": b.len(),
+                    "utf8": std::str::from_utf8(&b).is_ok(),
+                    "text": String::from_utf8_lossy(&b),
+                }),
+            })
+        }
+        "rewind/runs" => {
+            let store = crate::cmd::store()?;
+            let mut runs = store.list()?;
+            if let Some(spec) = a.str("forksOf")? {
+                let parent = store.resolve(spec).map_err(|e| anyhow!("`forksOf`: {e}"))?;
+                let ids: std::collections::HashSet<String> =
+                    vmm::store::maintain::with_descendants(&runs, std::slice::from_ref(&parent.id))
+                        .into_iter()
+                        .map(|r| r.id)
+                        .filter(|id| *id != parent.id)
+                        .collect();
+                runs.retain(|r| ids.contains(&r.id));
+            }
+            if let Some(n) = a.u64("limit")? {
+                runs.truncate(n as usize);
+            }
+            Ok(json!({"runs": runs.iter().map(crate::cmd::ls::run_json).collect::<Vec<_>>()}))
+        }
+        _ => bail!("unknown command `{name}` (the rewind/ requests are in docs/dap.md)"),
+    }
+}
+
+/// Typed access to a request's arguments; errors name the field.
+struct Args<'a>(&'a Value);
+
+impl Args<'_> {
+    fn get(&self, k: &str) -> Option<&Value> {
+        self.0.get(k).filter(|v| !v.is_null())
+    }
+    fn u64(&self, k: &str) -> Result<Option<u64>> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| anyhow!("`{k}` must be a whole number")),
+        }
+    }
+    fn u64_req(&self, k: &str) -> Result<u64> {
+        self.u64(k)?.ok_or_else(|| anyhow!("`{k}` is required"))
+    }
+    fn str(&self, k: &str) -> Result<Option<&str>> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_str()
+                .map(Some)
+                .ok_or_else(|| anyhow!("`{k}` must be a string")),
+        }
+    }
+    fn bool(&self, k: &str) -> Result<Option<bool>> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_bool()
+                .map(Some)
+                .ok_or_else(|| anyhow!("`{k}` must be true or false")),
+        }
+    }
+    fn strings(&self, k: &str) -> Result<Option<Vec<String>>> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| anyhow!("`{k}` must be an array of strings"))
+                })
+                .collect::<Result<Vec<_>>>()
+                .map(Some),
+            Some(_) => bail!("`{k}` must be an array of strings"),
+        }
+    }
+}
+
+/// The first schedule whose fork of the open run at `step` is not in the store yet.
+fn next_schedule(s: &Session, step: u64) -> Result<ForkWith> {
+    let o = s.open.as_ref().expect("checked");
+    let inputs = o.run.inputs()?;
+    for n in 1..10_000 {
+        let with = ForkWith::Schedule(n);
+        let m = fork_manifest(
+            &o.run.id,
+            &inputs.manifest,
+            &o.run.meta.perturbed,
+            step,
+            with,
+        );
+        if o.store.resolve(&m.id()).is_err() {
+            return Ok(with);
+        }
+    }
+    bail!("no unused schedule below 10000 at step {step}")
+}
+
+fn fork(s: &mut Session, step: u64, with: Option<ForkWith>) -> Result<Value> {
+    let with = match with {
+        Some(w) => w,
+        None => next_schedule(s, step)?,
+    };
+    let o = s.open.as_ref().expect("checked");
+    let f = crate::cmd::fork::fork(&o.store, &o.run, step, with, crate::cmd::fork::Shown::Quiet)?;
+    let v = json!({
+        "parent": o.run.id,
+        "step": step,
+        "run": f.run.id,
+        "status": f.run.meta.status,
+        "steps": f.run.meta.steps,
+        "with": match with { ForkWith::Schedule(n) => json!({"schedule": n}), ForkWith::Seed(n) => json!({"seed": n}) },
+        "firstDifference": f.first_difference,
+    });
+    s.later(wire::custom_event("rewind/forked", v.clone()));
+    Ok(v)
+}
+
+/// Forks the open run at `step` (the next unused schedule unless `with`)
+/// and continues the session in the fork at the same step.
+pub fn fork_and_switch(s: &mut Session, step: u64, with: Option<ForkWith>) -> Result<Value> {
+    let v = fork(s, step, with)?;
+    let id = v["run"].as_str().unwrap_or_default().to_string();
+    let store = crate::cmd::store()?;
+    let run = store.resolve(&id)?;
+    let step = step.min(run.meta.steps);
+    let stop = Stop::new(
+        StoppedEventReason::String("restart".into()),
+        format!(
+            "fork {id} of {} at step {step}",
+            v["parent"].as_str().unwrap_or_default()
+        ),
+    );
+    s.switch_to(run, step, stop)?;
+    Ok(v)
+}
+
+/// `rewind/check`: schedules forked from the open run at a step, one at a
+/// time, each reported as it ends; stops early when cancelled.
+fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
+    let o = s.open.as_ref().expect("checked");
+    let from = a.u64("from")?.unwrap_or(o.pos);
+    if from > o.run.meta.steps {
+        bail!("`from`: {from} is past the end of the run");
+    }
+    let spec = super::launch::check_from(&o.run, from, a.0)?;
+    let wall = std::time::Duration::from_secs_f64(o.run.meta.wall_secs.max(0.0));
+    let checker = Checker::new(&spec, &o.store).with_base(o.run.meta.exit, wall);
+    let (candidates, _) = checker.candidates(o.run.meta.steps);
+    let n = candidates.len() as u64;
+    let progress = format!("check-{seq}");
+    let out = s.out.clone();
+    out.send(wire::event(Event::ProgressStart(ProgressStartEventBody {
+        progress_id: progress.clone(),
+        title: format!("Checking {n} schedules from step {from}"),
+        request_id: Some(seq),
+        cancellable: Some(true),
+        percentage: Some(0),
+        ..Default::default()
+    })));
+    let mut results = Vec::new();
+    let mut cancelled = false;
+    for (c, i) in candidates.iter().zip(1u64..) {
+        if s.control.is_cancelled(seq, &progress) {
+            cancelled = true;
+            break;
+        }
+        let t = match checker.try_one(c) {
+            Ok(t) => t,
+            Err(e) => {
+                out.send(wire::event(Event::ProgressEnd(ProgressEndEventBody {
+                    progress_id: progress.clone(),
+                    message: Some(format!("failed: {e}")),
+                })));
+                return Err(e.into());
+            }
+        };
+        let r = json!({
+            "index": i,
+            "label": t.label.trim(),
+            "run": t.id,
+            "status": t.status.to_string(),
+            "steps": t.steps,
+            "sameEnd": t.status == o.run.meta.exit,
+            "violations": t.violations.iter().map(|(p, w)| json!({"property": p, "why": w})).collect::<Vec<_>>(),
+        });
+        out.send(wire::custom_event(
+            "rewind/checkResult",
+            json!({"request": seq, "result": r}),
+        ));
+        out.send(wire::event(Event::ProgressUpdate(
+            ProgressUpdateEventBody {
+                progress_id: progress.clone(),
+                message: Some(format!("{}: {} ({})", t.label.trim(), t.status, t.id)),
+                percentage: Some((i * 100 / n) as i64),
+            },
+        )));
+        results.push(r);
+    }
+    let violating = results
+        .iter()
+        .filter(|r| !r["violations"].as_array().is_none_or(|v| v.is_empty()))
+        .count();
+    out.send(wire::event(Event::ProgressEnd(ProgressEndEventBody {
+        progress_id: progress,
+        message: Some(if cancelled {
+            format!("cancelled after {} schedules", results.len())
+        } else {
+            format!("{violating} of {} schedules violate", results.len())
+        }),
+    })));
+    Ok(json!({
+        "run": o.run.id,
+        "from": from,
+        "results": results,
+        "violations": violating,
+        "cancelled": cancelled,
+    }))
+}

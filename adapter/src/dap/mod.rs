@@ -1,0 +1,189 @@
+//! `rewind dap`: a recorded run as a reversible debug session for any
+//! Debug Adapter Protocol client, on stdio or a loopback TCP port.
+//!
+//! Each connection gets three parts: a reader task (tokio) that parses
+//! frames and answers `cancel` itself, so a cancel reaches a busy session;
+//! a session thread that owns the machine (a KVM vCPU stays on one thread)
+//! and serves requests in order; and a writer task that numbers and frames
+//! what the session sends. The protocol surface is in docs/dap.md.
+
+mod custom;
+mod launch;
+mod session;
+mod view;
+mod wire;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::sync::mpsc;
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Without --port, DAP is spoken on standard input and output (what editors \
+                  start). With --port, on 127.0.0.1:N, one session per connection (0 picks a \
+                  free port); the port is printed on stderr as `rewind: dap listening on \
+                  127.0.0.1:N`. The protocol and its custom requests are in docs/dap.md."
+)]
+pub struct DapArgs {
+    /// Listen on this loopback TCP port instead of stdio.
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+}
+
+/// What the reader shares with the session thread.
+#[derive(Default)]
+pub struct Control {
+    /// Request seqs and progress ids the client cancelled.
+    cancelled: Mutex<HashSet<String>>,
+    /// The client is gone: long work should stop.
+    closed: AtomicBool,
+}
+
+impl Control {
+    /// Whether the request (`seq`) or its progress (`progress`) was cancelled,
+    /// or the client left.
+    pub fn is_cancelled(&self, seq: i64, progress: &str) -> bool {
+        if self.closed.load(Ordering::SeqCst) {
+            return true;
+        }
+        let c = self.cancelled.lock().unwrap_or_else(|e| e.into_inner());
+        c.contains(&seq.to_string()) || c.contains(progress)
+    }
+}
+
+/// Where the session sends messages; a closed client makes sends no-ops.
+#[derive(Clone)]
+pub struct Out(mpsc::UnboundedSender<Value>);
+
+impl Out {
+    pub fn send(&self, v: Value) {
+        let _ = self.0.send(v);
+    }
+}
+
+pub fn main(args: DapArgs) -> Result<i32> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .context("cannot start the DAP server")?;
+    let result = rt.block_on(async {
+        match args.port {
+            None => {
+                serve(tokio::io::stdin(), tokio::io::stdout()).await;
+                Ok(0)
+            }
+            Some(port) => {
+                let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                    .await
+                    .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+                let addr = listener.local_addr()?;
+                eprintln!("rewind: dap listening on {addr}");
+                loop {
+                    let (sock, _) = listener.accept().await?;
+                    let (r, w) = sock.into_split();
+                    tokio::spawn(serve(r, w));
+                }
+            }
+        }
+    });
+    // Standard input's reader may still be blocked in read(2): do not wait.
+    rt.shutdown_background();
+    result
+}
+
+/// Serves one client until it disconnects or the session ends.
+async fn serve<R, W>(r: R, mut w: W)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
+    let writer = tokio::spawn(async move {
+        let mut seq = 0i64;
+        while let Some(msg) = out_rx.recv().await {
+            seq += 1;
+            if wire::write_message(&mut w, seq, msg).await.is_err() {
+                // The client is gone; keep draining so senders never block.
+                while out_rx.recv().await.is_some() {}
+                break;
+            }
+        }
+    });
+    let control = Arc::new(Control::default());
+    let (req_tx, req_rx) = std::sync::mpsc::channel::<wire::Incoming>();
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let out = Out(out_tx.clone());
+    let c = control.clone();
+    let session = std::thread::Builder::new()
+        .name("dap-session".into())
+        .spawn(move || {
+            session::Session::new(out, c).serve(req_rx);
+            let _ = done_tx.send(());
+        });
+    if session.is_err() {
+        return;
+    }
+    let reader = read_loop(r, req_tx, Out(out_tx.clone()), control.clone());
+    tokio::select! {
+        _ = reader => {}
+        _ = done_rx => {}
+    }
+    // The reader is dropped here, and with it the session's request channel:
+    // the session ends after the request it is serving.
+    control.closed.store(true, Ordering::SeqCst);
+    if let Ok(h) = session {
+        let _ = tokio::task::spawn_blocking(move || h.join()).await;
+    }
+    drop(out_tx);
+    let _ = writer.await;
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(
+    r: R,
+    req_tx: std::sync::mpsc::Sender<wire::Incoming>,
+    out: Out,
+    control: Arc<Control>,
+) {
+    let mut r = BufReader::new(r);
+    loop {
+        let body = match wire::read_frame(&mut r).await {
+            Ok(b) => b,
+            Err(wire::ReadEnd::Closed) => return,
+            Err(wire::ReadEnd::Broken(why)) => {
+                out.send(wire::event(dap::events::Event::Output(
+                    dap::events::OutputEventBody {
+                        category: Some(dap::types::OutputEventCategory::Important),
+                        output: format!(
+                            "rewind: the DAP stream is broken ({why}); ending the session\n"
+                        ),
+                        ..Default::default()
+                    },
+                )));
+                out.send(wire::event(dap::events::Event::Terminated(None)));
+                return;
+            }
+        };
+        let msg = wire::parse(&body);
+        if let wire::Incoming::Standard { seq, name, command } = &msg {
+            if let dap::requests::Command::Cancel(a) = command.as_ref() {
+                let mut c = control.cancelled.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(id) = a.request_id {
+                    c.insert(id.to_string());
+                }
+                if let Some(p) = &a.progress_id {
+                    c.insert(p.clone());
+                }
+                out.send(wire::response(*seq, name, None));
+                continue;
+            }
+        }
+        if req_tx.send(msg).is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,770 @@
+//! One debug session: the run opened, the position (a step), and the
+//! standard requests. Requests are served one at a time, in order, on the
+//! session's own thread; what a request makes happen (stops, invalidation,
+//! custom events) is sent after its response.
+
+use super::launch::{self, FirstStop};
+use super::view::{self, View};
+use super::{wire, Control, Out};
+use anyhow::{anyhow, bail, Result};
+use dap::events::{Event, InvalidatedEventBody, StoppedEventBody};
+use dap::requests::Command;
+use dap::responses::{
+    ContinueResponse, DataBreakpointInfoResponse, EvaluateResponse, ResponseBody, ScopesResponse,
+    SetBreakpointsResponse, SetFunctionBreakpointsResponse, StackTraceResponse, ThreadsResponse,
+    VariablesResponse,
+};
+use dap::types::{
+    Breakpoint, Capabilities, InvalidatedAreas, Scope, StackFrame, StackFramePresentationhint,
+    StoppedEventReason, Thread, Variable,
+};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use vmm::record::switches::Switch;
+use vmm::record::{Event as RunEvent, EventKind};
+use vmm::store::{Run, Store};
+
+/// Variable references: kind in the high bits, thread id in the low.
+const REGISTERS: i64 = 1 << 32;
+const STEP_SCOPE: i64 = 2 << 32;
+
+pub struct Session {
+    pub out: Out,
+    pub control: Arc<Control>,
+    initialized: bool,
+    configured: bool,
+    pub open: Option<Open>,
+    /// The first stop, sent once both launch and configurationDone came.
+    first_stop: Option<Stop>,
+    /// Messages to send after the current response.
+    after: Vec<Value>,
+    ended: bool,
+    /// Function breakpoints: event names (syscalls, signals, event kinds).
+    fn_breaks: Vec<String>,
+}
+
+/// A run opened in the session.
+pub struct Open {
+    pub store: Store,
+    pub run: Run,
+    pub events: Vec<RunEvent>,
+    pub switches: Vec<Switch>,
+    pub compare: Option<Run>,
+    pub deciding: Option<u64>,
+    pub pos: u64,
+    pub view: View,
+    /// The thread the last stepping request was for.
+    pub stepping: Option<u32>,
+}
+
+/// A stop to report.
+pub struct Stop {
+    pub reason: StoppedEventReason,
+    pub description: String,
+    pub hit: Option<Vec<i64>>,
+}
+
+impl Stop {
+    pub fn new(reason: StoppedEventReason, description: impl Into<String>) -> Stop {
+        Stop {
+            reason,
+            description: description.into(),
+            hit: None,
+        }
+    }
+}
+
+impl Open {
+    pub fn new(
+        store: Store,
+        run: Run,
+        step: u64,
+        compare: Option<Run>,
+        deciding: Option<u64>,
+    ) -> Result<Open> {
+        let events = run.events()?;
+        let switches = run.switches()?;
+        let view = view::seek(&run, step)?;
+        Ok(Open {
+            store,
+            run,
+            events,
+            switches,
+            compare,
+            deciding,
+            pos: step,
+            view,
+            stepping: None,
+        })
+    }
+
+    /// The events recorded at `step`.
+    pub fn events_at(&self, step: u64) -> &[RunEvent] {
+        let a = self.events.partition_point(|e| e.step < step);
+        let b = self.events.partition_point(|e| e.step <= step);
+        &self.events[a..b]
+    }
+
+    /// The thread a stop at the position is about: the one whose event the
+    /// step is, else the one on the CPU.
+    pub fn focus(&self) -> Option<(u32, u32)> {
+        let here = self.events_at(self.pos);
+        if let Some(e) = here.iter().find(|e| Some(e.tid) == self.stepping) {
+            return Some((e.pid, e.tid));
+        }
+        if let Some(e) = here.first() {
+            return Some((e.pid, e.tid));
+        }
+        self.view
+            .threads
+            .iter()
+            .find(|t| t.current)
+            .or(self.view.threads.first())
+            .map(|t| (t.pid, t.tid))
+    }
+
+    fn thread_name(&self, tid: u32) -> String {
+        self.run
+            .meta
+            .thread_names
+            .get(&tid)
+            .cloned()
+            .or_else(|| {
+                self.view
+                    .threads
+                    .iter()
+                    .find(|t| t.tid == tid)
+                    .map(|t| t.name.clone())
+            })
+            .unwrap_or_default()
+    }
+
+    /// `rewind/position`.
+    pub fn position(&self) -> Value {
+        let thread = self.focus().map(|(pid, tid)| {
+            json!({"pid": pid, "tid": tid, "name": view::thread_label(pid, tid, &self.thread_name(tid))})
+        });
+        json!({
+            "run": self.run.id,
+            "step": self.pos,
+            "steps": self.run.meta.steps,
+            "stateStep": self.view.state_step,
+            "virtualNs": self.view.virtual_ns,
+            "thread": thread,
+            "events": self.events_at(self.pos).iter().map(view::event_json).collect::<Vec<_>>(),
+        })
+    }
+
+    /// `rewind/timeline`.
+    pub fn timeline(&self) -> Value {
+        let bookmarks = self.run.bookmarks().unwrap_or_default();
+        let divergence = self.compare.as_ref().map(|c| {
+            let other = c.events().unwrap_or_default();
+            let d = vmm::record::diff::first_divergence(&self.events, &other, 0);
+            json!({
+                "run": c.id,
+                "identical": d.is_none(),
+                "step": d.as_ref().and_then(|d| d.left_step().or(d.right_step())),
+                "otherStep": d.as_ref().and_then(|d| d.right_step()),
+            })
+        });
+        json!({
+            "run": self.run.id,
+            "name": self.run.meta.name,
+            "status": self.run.meta.status,
+            "steps": self.run.meta.steps,
+            "virtualNs": self.run.meta.virtual_ns,
+            "forkOf": self.run.manifest.fork_of,
+            "events": self.events.iter().filter(|e| view::of_interest(e)).map(view::event_json).collect::<Vec<_>>(),
+            "bookmarks": bookmarks,
+            "perturbations": self.run.meta.perturbed.iter().map(|p| json!({"step": p.step, "what": p.what.to_string()})).collect::<Vec<_>>(),
+            "deciding": self.deciding,
+            "compare": divergence,
+        })
+    }
+}
+
+impl Session {
+    pub fn new(out: Out, control: Arc<Control>) -> Session {
+        Session {
+            out,
+            control,
+            initialized: false,
+            configured: false,
+            open: None,
+            first_stop: None,
+            after: Vec::new(),
+            ended: false,
+            fn_breaks: Vec::new(),
+        }
+    }
+
+    pub fn serve(mut self, rx: std::sync::mpsc::Receiver<wire::Incoming>) {
+        while let Ok(msg) = rx.recv() {
+            self.handle(msg);
+            if self.ended {
+                break;
+            }
+        }
+    }
+
+    /// Queues a message to send after the response.
+    pub fn later(&mut self, v: Value) {
+        self.after.push(v);
+    }
+
+    fn handle(&mut self, msg: wire::Incoming) {
+        let (seq, name, result) = match msg {
+            wire::Incoming::Ignored => return,
+            wire::Incoming::Invalid { seq, name, why } => (seq, name, Err(anyhow!(why))),
+            wire::Incoming::Custom { seq, name, args } => {
+                let r = if !self.initialized {
+                    Err(anyhow!("send `initialize` first"))
+                } else {
+                    super::custom::handle(self, seq, &name, &args).map(Some)
+                };
+                (seq, name, r)
+            }
+            wire::Incoming::Standard { seq, name, command } => {
+                let r = self.standard(seq, &name, *command);
+                (seq, name, r)
+            }
+        };
+        let name = if name.is_empty() {
+            "unknown".to_string()
+        } else {
+            name
+        };
+        match result {
+            Ok(body) => self.out.send(wire::response(seq, &name, body)),
+            Err(e) => {
+                self.after.clear();
+                self.out
+                    .send(wire::error_response(seq, &name, &crate::util::one_line(&e)))
+            }
+        }
+        for v in std::mem::take(&mut self.after) {
+            self.out.send(v);
+        }
+    }
+
+    fn open(&self) -> Result<&Open> {
+        self.open
+            .as_ref()
+            .ok_or_else(|| anyhow!("no run is open: send `launch` or `attach` first"))
+    }
+
+    fn standard(&mut self, seq: i64, name: &str, command: Command) -> Result<Option<Value>> {
+        if !self.initialized && !matches!(command, Command::Initialize(_)) {
+            bail!("send `initialize` first");
+        }
+        match command {
+            Command::Initialize(_) => {
+                if self.initialized {
+                    bail!("the session is already initialized");
+                }
+                self.initialized = true;
+                self.later(wire::event(Event::Initialized));
+                body(ResponseBody::Initialize(capabilities()))
+            }
+            Command::Launch(a) => self.launch(seq, a.additional_data.unwrap_or(Value::Null)),
+            Command::Attach(a) => self.launch(seq, a.additional_data.unwrap_or(Value::Null)),
+            Command::ConfigurationDone => {
+                self.configured = true;
+                if let Some(s) = self.first_stop.take() {
+                    self.stopped(s);
+                }
+                Ok(None)
+            }
+            Command::SetBreakpoints(a) => {
+                let n = a.breakpoints.map_or(0, |b| b.len());
+                let bps = (0..n)
+                    .map(|_| Breakpoint {
+                        verified: false,
+                        message: Some(
+                            "line breakpoints need source lines, which this build of rewind dap \
+                             does not read yet"
+                                .into(),
+                        ),
+                        ..Default::default()
+                    })
+                    .collect();
+                body(ResponseBody::SetBreakpoints(SetBreakpointsResponse {
+                    breakpoints: bps,
+                }))
+            }
+            Command::SetFunctionBreakpoints(a) => {
+                self.fn_breaks = a.breakpoints.iter().map(|b| b.name.clone()).collect();
+                let known = self.open.as_ref();
+                let bps = self
+                    .fn_breaks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| {
+                        let hits =
+                            known.map(|o| o.events.iter().filter(|e| matches_break(n, e)).count());
+                        Breakpoint {
+                            id: Some(i as i64 + 1),
+                            verified: true,
+                            message: hits.map(|h| format!("{h} events of the run match `{n}`")),
+                            ..Default::default()
+                        }
+                    })
+                    .collect();
+                body(ResponseBody::SetFunctionBreakpoints(
+                    SetFunctionBreakpointsResponse { breakpoints: bps },
+                ))
+            }
+            Command::SetExceptionBreakpoints(_) => Ok(None),
+            Command::DataBreakpointInfo(_) => body(ResponseBody::DataBreakpointInfo(
+                DataBreakpointInfoResponse {
+                    data_id: None,
+                    description: "data breakpoints need the debug-session core, which this \
+                                  build of rewind dap does not have yet"
+                        .into(),
+                    ..Default::default()
+                },
+            )),
+            Command::SetDataBreakpoints(a) => Ok(Some(json!({
+                "breakpoints": a.breakpoints.iter().map(|_| json!({"verified": false, "message": "data breakpoints are not available in this build"})).collect::<Vec<_>>()
+            }))),
+            Command::Threads => {
+                let threads = match &self.open {
+                    None => Vec::new(),
+                    Some(o) => o
+                        .view
+                        .threads
+                        .iter()
+                        .map(|t| Thread {
+                            id: t.tid as i64,
+                            name: view::thread_label(t.pid, t.tid, &o.thread_name(t.tid)),
+                        })
+                        .collect(),
+                };
+                body(ResponseBody::Threads(ThreadsResponse { threads }))
+            }
+            Command::StackTrace(a) => {
+                let o = self.open()?;
+                let t = thread(o, a.thread_id)?;
+                let (ip, name) = split_place(&t.place);
+                let frame = StackFrame {
+                    id: a.thread_id << 8,
+                    name,
+                    line: 0,
+                    column: 0,
+                    instruction_pointer_reference: Some(ip),
+                    can_restart: Some(true),
+                    presentation_hint: Some(StackFramePresentationhint::Normal),
+                    ..Default::default()
+                };
+                body(ResponseBody::StackTrace(StackTraceResponse {
+                    stack_frames: vec![frame],
+                    total_frames: Some(1),
+                }))
+            }
+            Command::Scopes(a) => {
+                let o = self.open()?;
+                let tid = a.frame_id >> 8;
+                thread(o, tid)?;
+                let scope = |name: &str, r: i64, n: i64| Scope {
+                    name: name.into(),
+                    variables_reference: r,
+                    named_variables: Some(n),
+                    expensive: false,
+                    ..Default::default()
+                };
+                body(ResponseBody::Scopes(ScopesResponse {
+                    scopes: vec![
+                        scope("Step", STEP_SCOPE | tid, 4),
+                        scope("Registers", REGISTERS | tid, 20),
+                    ],
+                }))
+            }
+            Command::Variables(a) => {
+                let o = self.open()?;
+                let tid = a.variables_reference & 0xffff_ffff;
+                let t = thread(o, tid)?;
+                let vars = match a.variables_reference & !0xffff_ffff {
+                    REGISTERS => registers(t),
+                    STEP_SCOPE => step_vars(o, t),
+                    _ => bail!("no variables with reference {}", a.variables_reference),
+                };
+                body(ResponseBody::Variables(VariablesResponse {
+                    variables: vars,
+                }))
+            }
+            Command::Evaluate(a) => {
+                let o = self.open()?;
+                let tid = a
+                    .frame_id
+                    .map(|f| f >> 8)
+                    .or(o.focus().map(|(_, t)| t as i64));
+                let expr = a.expression.trim();
+                let found = tid.and_then(|tid| thread(o, tid).ok()).and_then(|t| {
+                    registers(t)
+                        .into_iter()
+                        .chain(step_vars(o, t))
+                        .find(|v| v.name == expr.trim_start_matches('$'))
+                });
+                match found {
+                    Some(v) => body(ResponseBody::Evaluate(EvaluateResponse {
+                        result: v.value,
+                        variables_reference: 0,
+                        ..Default::default()
+                    })),
+                    None => bail!(
+                        "cannot evaluate `{expr}`: this build evaluates registers ($rip, $rsp..) \
+                         and `step`, `thread`, `events`; variables need the symbols crate"
+                    ),
+                }
+            }
+            Command::Continue(_) => {
+                self.clear_stepping();
+                let (to, stop) = self.forward_to_break()?;
+                self.move_to(to, stop)?;
+                body(ResponseBody::Continue(ContinueResponse {
+                    all_threads_continued: None,
+                }))
+            }
+            Command::Next(a) => self.step_thread(a.thread_id, true),
+            Command::StepIn(a) => self.step_thread(a.thread_id, true),
+            Command::StepOut(a) => self.step_thread(a.thread_id, true),
+            Command::StepBack(a) => self.step_thread(a.thread_id, false),
+            Command::ReverseContinue(_) => {
+                self.clear_stepping();
+                let (to, stop) = self.backward_to_break()?;
+                self.move_to(to, stop)?;
+                Ok(None)
+            }
+            Command::Goto(a) => {
+                let o = self.open()?;
+                let step = u64::try_from(a.target_id)
+                    .ok()
+                    .filter(|s| *s <= o.run.meta.steps)
+                    .ok_or_else(|| anyhow!("no goto target {}", a.target_id))?;
+                self.move_to(
+                    step,
+                    Stop::new(StoppedEventReason::Goto, format!("step {step}")),
+                )?;
+                Ok(None)
+            }
+            Command::GotoTargets(_) => bail!(
+                "goto targets need source lines, which this build does not read yet; \
+                 use rewind/goto with a step"
+            ),
+            Command::RestartFrame(_) => {
+                let o = self.open()?;
+                let step = o.pos;
+                super::custom::fork_and_switch(self, step, None)?;
+                Ok(None)
+            }
+            Command::Pause(_) => Ok(None),
+            Command::Terminate(_) => {
+                self.later(wire::event(Event::Terminated(None)));
+                Ok(None)
+            }
+            Command::Disconnect(_) => {
+                self.ended = true;
+                self.open = None;
+                Ok(None)
+            }
+            Command::Source(_) => bail!("sources need the symbols crate, not in this build"),
+            Command::Cancel(_) => Ok(None),
+            _ => bail!("`{name}` is not supported by rewind dap (see docs/dap.md)"),
+        }
+    }
+
+    fn launch(&mut self, seq: i64, args: Value) -> Result<Option<Value>> {
+        if let Some(o) = &self.open {
+            bail!("run {} is already open in this session", o.run.id);
+        }
+        let store = crate::cmd::store()?;
+        let opened = launch::open(&store, &args, &self.out, seq)?;
+        let stop = match opened.first {
+            FirstStop::Exception => Stop::new(
+                StoppedEventReason::Exception,
+                format!("{} at step {}", opened.run.meta.status, opened.step),
+            ),
+            FirstStop::Entry => match opened.deciding {
+                Some(s) => Stop::new(StoppedEventReason::Entry, format!("the deciding step, {s}")),
+                None => Stop::new(StoppedEventReason::Entry, format!("step {}", opened.step)),
+            },
+        };
+        let open = Open::new(
+            store,
+            opened.run,
+            opened.step,
+            opened.compare,
+            opened.deciding,
+        )?;
+        self.later(wire::custom_event("rewind/timeline", open.timeline()));
+        self.open = Some(open);
+        if self.configured {
+            self.stopped(stop);
+        } else {
+            self.first_stop = Some(stop);
+        }
+        Ok(None)
+    }
+
+    fn clear_stepping(&mut self) {
+        if let Some(o) = self.open.as_mut() {
+            o.stepping = None;
+        }
+    }
+
+    /// Queues `stopped` and `rewind/position` for the position.
+    pub fn stopped(&mut self, s: Stop) {
+        let Some(o) = &self.open else { return };
+        let tid = o.focus().map(|(_, t)| t as i64);
+        let pos = o.position();
+        self.later(wire::event(Event::Stopped(StoppedEventBody {
+            reason: s.reason,
+            description: Some(s.description),
+            thread_id: tid,
+            preserve_focus_hint: Some(false),
+            text: None,
+            all_threads_stopped: Some(true),
+            hit_breakpoint_ids: s.hit,
+        })));
+        self.later(wire::custom_event("rewind/position", pos));
+    }
+
+    /// Moves to `step` (seeking there) and queues the stop.
+    pub fn move_to(&mut self, step: u64, stop: Stop) -> Result<()> {
+        let o = self
+            .open
+            .as_mut()
+            .ok_or_else(|| anyhow!("no run is open: send `launch` or `attach` first"))?;
+        let view = view::seek(&o.run, step)?;
+        o.pos = step;
+        o.view = view;
+        self.stopped(stop);
+        Ok(())
+    }
+
+    /// Switches the session to another run at `step`, telling the client
+    /// everything it showed is stale.
+    pub fn switch_to(&mut self, run: Run, step: u64, stop: Stop) -> Result<()> {
+        let o = self.open()?;
+        let (compare, deciding) = (o.compare.clone(), o.deciding);
+        let store = crate::cmd::store()?;
+        let open = Open::new(store, run, step, compare, deciding)?;
+        self.open = Some(open);
+        self.later(wire::event(Event::Invalidated(InvalidatedEventBody {
+            areas: Some(vec![InvalidatedAreas::All]),
+            ..Default::default()
+        })));
+        let tl = self.open()?.timeline();
+        self.later(wire::custom_event("rewind/timeline", tl));
+        self.stopped(stop);
+        Ok(())
+    }
+
+    /// next/stepIn/stepOut (forward) and stepBack: to the thread's next
+    /// (previous) event, else one step.
+    fn step_thread(&mut self, tid: i64, forward: bool) -> Result<Option<Value>> {
+        let o = self.open()?;
+        let end = o.run.meta.steps;
+        let pos = o.pos;
+        let of_thread = |e: &&RunEvent| e.tid as i64 == tid;
+        let to = if forward {
+            if pos >= end {
+                bail!("the run ends at step {end}: nothing after it");
+            }
+            o.events
+                .iter()
+                .filter(of_thread)
+                .find(|e| e.step > pos)
+                .map_or(pos + 1, |e| e.step)
+        } else {
+            if pos == 0 {
+                bail!("already at step 0: nothing before it");
+            }
+            o.events
+                .iter()
+                .rev()
+                .filter(of_thread)
+                .find(|e| e.step < pos)
+                .map_or(pos - 1, |e| e.step)
+        };
+        if let Some(o) = self.open.as_mut() {
+            o.stepping = u32::try_from(tid).ok();
+        }
+        let stop = self
+            .stop_at_end(to)
+            .unwrap_or_else(|| Stop::new(StoppedEventReason::Step, format!("step {to}")));
+        self.move_to(to, stop)?;
+        Ok(None)
+    }
+
+    /// The stop for the run's last step, when `to` is it.
+    fn stop_at_end(&self, to: u64) -> Option<Stop> {
+        let o = self.open.as_ref()?;
+        (to >= o.run.meta.steps).then(|| {
+            let reason = if o.run.meta.status.starts_with("killed") {
+                StoppedEventReason::Exception
+            } else {
+                StoppedEventReason::Step
+            };
+            Stop::new(reason, format!("the run ended here: {}", o.run.meta.status))
+        })
+    }
+
+    fn break_hit(&self, e: &RunEvent) -> Option<i64> {
+        self.fn_breaks
+            .iter()
+            .position(|n| matches_break(n, e))
+            .map(|i| i as i64 + 1)
+    }
+
+    fn forward_to_break(&self) -> Result<(u64, Stop)> {
+        let o = self.open()?;
+        let end = o.run.meta.steps;
+        if o.pos >= end {
+            bail!("the run ends at step {end}: nothing after it");
+        }
+        for e in o.events.iter().filter(|e| e.step > o.pos) {
+            if let Some(id) = self.break_hit(e) {
+                let mut s = Stop::new(function_breakpoint(), view::event_text(e));
+                s.hit = Some(vec![id]);
+                return Ok((e.step, s));
+            }
+        }
+        let stop = self.stop_at_end(end).expect("the end");
+        Ok((end, stop))
+    }
+
+    fn backward_to_break(&self) -> Result<(u64, Stop)> {
+        let o = self.open()?;
+        if o.pos == 0 {
+            bail!("already at step 0: nothing before it");
+        }
+        for e in o.events.iter().rev().filter(|e| e.step < o.pos) {
+            if let Some(id) = self.break_hit(e) {
+                let mut s = Stop::new(function_breakpoint(), view::event_text(e));
+                s.hit = Some(vec![id]);
+                return Ok((e.step, s));
+            }
+        }
+        Ok((
+            0,
+            Stop::new(StoppedEventReason::Entry, "the start of the run"),
+        ))
+    }
+}
+
+/// Whether a function breakpoint's name matches an event: a system call's
+/// name (`write`), a signal (`SIGSEGV`, or `signal` for any), or an event
+/// kind (`threadStart`, `threadExit`, `exit`, `sdk`).
+pub fn matches_break(name: &str, e: &RunEvent) -> bool {
+    let name = name.trim();
+    let name = name.strip_prefix("syscall:").unwrap_or(name);
+    match &e.kind {
+        EventKind::Syscall { name: n, .. } => n == name,
+        EventKind::Signal { signo, .. } => {
+            name == "signal" || vmm::kernel::signal_name(*signo) == name
+        }
+        _ => view::kind_name(e) == name,
+    }
+}
+
+/// DAP's `function breakpoint` (the crate's `Function` says `function`).
+fn function_breakpoint() -> StoppedEventReason {
+    StoppedEventReason::String("function breakpoint".into())
+}
+
+fn body(b: ResponseBody) -> Result<Option<Value>> {
+    let v = serde_json::to_value(b)?;
+    Ok(v.get("body").cloned())
+}
+
+fn capabilities() -> Capabilities {
+    Capabilities {
+        supports_configuration_done_request: Some(true),
+        supports_function_breakpoints: Some(true),
+        supports_step_back: Some(true),
+        supports_restart_frame: Some(true),
+        supports_terminate_request: Some(true),
+        supports_cancel_request: Some(true),
+        supports_evaluate_for_hovers: Some(true),
+        supports_goto_targets_request: Some(false),
+        supports_data_breakpoints: Some(false),
+        ..Default::default()
+    }
+}
+
+fn thread(o: &Open, tid: i64) -> Result<&vmm::inspect::ThreadAt> {
+    o.view
+        .threads
+        .iter()
+        .find(|t| t.tid as i64 == tid)
+        .ok_or_else(|| anyhow!("thread {tid} is not alive at step {}", o.pos))
+}
+
+/// `0x401136 in worker+0x16` -> (`0x401136`, `worker+0x16`).
+fn split_place(place: &str) -> (String, String) {
+    match place.split_once(" in ") {
+        Some((ip, name)) => (ip.to_string(), name.to_string()),
+        None => (place.to_string(), place.to_string()),
+    }
+}
+
+fn var(name: &str, value: String) -> Variable {
+    Variable {
+        name: name.into(),
+        value,
+        variables_reference: 0,
+        ..Default::default()
+    }
+}
+
+fn registers(t: &vmm::inspect::ThreadAt) -> Vec<Variable> {
+    let r = &t.regs;
+    let list = [
+        ("rip", r.rip),
+        ("rsp", r.rsp),
+        ("rbp", r.rbp),
+        ("rax", r.rax),
+        ("rbx", r.rbx),
+        ("rcx", r.rcx),
+        ("rdx", r.rdx),
+        ("rsi", r.rsi),
+        ("rdi", r.rdi),
+        ("r8", r.r8),
+        ("r9", r.r9),
+        ("r10", r.r10),
+        ("r11", r.r11),
+        ("r12", r.r12),
+        ("r13", r.r13),
+        ("r14", r.r14),
+        ("r15", r.r15),
+        ("rflags", r.rflags),
+        ("fs_base", t.fs_base),
+        ("gs_base", t.gs_base),
+    ];
+    list.iter()
+        .map(|(n, v)| var(n, format!("{v:#x}")))
+        .collect()
+}
+
+fn step_vars(o: &Open, t: &vmm::inspect::ThreadAt) -> Vec<Variable> {
+    let events: Vec<String> = o
+        .events_at(o.pos)
+        .iter()
+        .map(|e| format!("{}/{} {}", e.pid, e.tid, view::event_text(e)))
+        .collect();
+    vec![
+        var("step", o.pos.to_string()),
+        var(
+            "thread",
+            format!(
+                "{} ({})",
+                view::thread_label(t.pid, t.tid, &t.name),
+                t.doing
+            ),
+        ),
+        var("place", t.place.clone()),
+        var("events", events.join("; ")),
+    ]
+}

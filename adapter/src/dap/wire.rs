@@ -1,0 +1,313 @@
+//! The DAP wire: `Content-Length` framed JSON in both directions, requests
+//! parsed into the `dap` crate's `Command` where it has one, and custom
+//! (`rewind/...`) requests kept as JSON.
+//!
+//! The `dap` crate's own server is synchronous and fails a whole read on an
+//! unknown command, and its `Response` leaves out `command` on errors, so
+//! the envelope is ours and the crate gives the typed bodies.
+
+use dap::requests::Command;
+use serde_json::{json, Map, Value};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The largest message accepted (a frame announcing more ends the session).
+const MAX_FRAME: usize = 16 << 20;
+
+/// One message from the client.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A standard request the `dap` crate parsed.
+    Standard {
+        seq: i64,
+        name: String,
+        command: Box<Command>,
+    },
+    /// A `rewind/...` request.
+    Custom { seq: i64, name: String, args: Value },
+    /// A request that cannot be served as sent: answered with this error.
+    Invalid { seq: i64, name: String, why: String },
+    /// Anything that is not a request (a response to nothing we asked).
+    Ignored,
+}
+
+/// Why reading stopped.
+#[derive(Debug)]
+pub enum ReadEnd {
+    /// The client closed the stream.
+    Closed,
+    /// The framing itself is broken: nothing after it can be trusted.
+    Broken(String),
+}
+
+/// Reads one frame's body.
+pub async fn read_frame<R: AsyncBufRead + Unpin>(r: &mut R) -> Result<Vec<u8>, ReadEnd> {
+    let mut length: Option<usize> = None;
+    loop {
+        let mut line = String::new();
+        let n = r
+            .read_line(&mut line)
+            .await
+            .map_err(|e| ReadEnd::Broken(format!("cannot read a header: {e}")))?;
+        if n == 0 {
+            return Err(ReadEnd::Closed);
+        }
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.is_empty() {
+            if length.is_some() {
+                break;
+            }
+            // Blank lines between messages are tolerated.
+            continue;
+        }
+        let Some((k, v)) = line.split_once(':') else {
+            return Err(ReadEnd::Broken(format!("not a header: {line:?}")));
+        };
+        if k.trim().eq_ignore_ascii_case("content-length") {
+            let n: usize = v
+                .trim()
+                .parse()
+                .map_err(|_| ReadEnd::Broken(format!("bad Content-Length: {:?}", v.trim())))?;
+            if n > MAX_FRAME {
+                return Err(ReadEnd::Broken(format!(
+                    "a {n}-byte message is larger than {MAX_FRAME} bytes"
+                )));
+            }
+            length = Some(n);
+        }
+        // Other headers (Content-Type) are allowed and ignored.
+    }
+    let mut body = vec![0u8; length.unwrap_or(0)];
+    r.read_exact(&mut body).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => ReadEnd::Closed,
+        _ => ReadEnd::Broken(format!("cannot read a message: {e}")),
+    })?;
+    Ok(body)
+}
+
+/// Parses one frame's body.
+pub fn parse(body: &[u8]) -> Incoming {
+    let v: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Incoming::Invalid {
+                seq: 0,
+                name: String::new(),
+                why: format!("malformed JSON: {e}"),
+            }
+        }
+    };
+    let seq = v.get("seq").and_then(Value::as_i64).unwrap_or(0);
+    match v.get("type").and_then(Value::as_str) {
+        Some("request") => {}
+        Some(_) => return Incoming::Ignored,
+        None => {
+            return Incoming::Invalid {
+                seq,
+                name: String::new(),
+                why: "a message without `type`".into(),
+            }
+        }
+    }
+    let Some(name) = v.get("command").and_then(Value::as_str).map(str::to_string) else {
+        return Incoming::Invalid {
+            seq,
+            name: String::new(),
+            why: "a request without `command`".into(),
+        };
+    };
+    if v.get("seq").and_then(Value::as_i64).is_none() {
+        return Incoming::Invalid {
+            seq,
+            name,
+            why: "a request without a numeric `seq`".into(),
+        };
+    }
+    let args = v.get("arguments").cloned().unwrap_or(Value::Null);
+    if name.starts_with("rewind/") {
+        return Incoming::Custom { seq, name, args };
+    }
+    match parse_standard(&name, &args) {
+        Ok(command) => Incoming::Standard {
+            seq,
+            name,
+            command: Box::new(command),
+        },
+        Err(why) => Incoming::Invalid { seq, name, why },
+    }
+}
+
+/// A standard request's command and arguments, by the `dap` crate.
+fn parse_standard(name: &str, args: &Value) -> Result<Command, String> {
+    // Launch and attach arguments are ours: kept whole (the crate's
+    // flattened map refuses an empty object).
+    if name == "launch" || name == "attach" {
+        if !(args.is_object() || args.is_null()) {
+            return Err(format!("bad arguments for `{name}`: not an object"));
+        }
+        let data = Some(args.clone());
+        return Ok(if name == "launch" {
+            Command::Launch(dap::requests::LaunchRequestArguments {
+                additional_data: data,
+                ..Default::default()
+            })
+        } else {
+            Command::Attach(dap::requests::AttachRequestArguments {
+                additional_data: data,
+                ..Default::default()
+            })
+        });
+    }
+    let with = |args: Option<&Value>| {
+        let mut m = Map::new();
+        m.insert("command".into(), Value::String(name.to_string()));
+        if let Some(a) = args {
+            m.insert("arguments".into(), a.clone());
+        }
+        serde_json::from_value::<Command>(Value::Object(m))
+    };
+    let first = match args {
+        Value::Null => with(None),
+        a => with(Some(a)),
+    };
+    match first {
+        Ok(c) => Ok(c),
+        Err(e) => {
+            // Requests without arguments (threads, configurationDone) are
+            // sent with `{}` by some clients.
+            let empty = args.as_object().is_some_and(|m| m.is_empty());
+            if let (true, Ok(c)) = (empty, with(None)) {
+                return Ok(c);
+            }
+            // And requests whose arguments are all optional (disconnect)
+            // without any.
+            if let (true, Ok(c)) = (args.is_null(), with(Some(&Value::Object(Map::new())))) {
+                return Ok(c);
+            }
+            let msg = e.to_string();
+            if msg.contains("unknown variant") {
+                Err(format!("unknown command `{name}`"))
+            } else {
+                Err(format!("bad arguments for `{name}`: {msg}"))
+            }
+        }
+    }
+}
+
+/// Drops `null` members of objects, recursively: the `dap` crate
+/// serializes absent optional fields as `null`, which DAP does not allow.
+pub fn strip_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
+
+/// A successful response.
+pub fn response(request_seq: i64, command: &str, body: Option<Value>) -> Value {
+    let mut v = json!({
+        "type": "response",
+        "request_seq": request_seq,
+        "success": true,
+        "command": command,
+    });
+    if let Some(b) = body {
+        v["body"] = b;
+    }
+    v
+}
+
+/// An error response; `message` is shown to the user.
+pub fn error_response(request_seq: i64, command: &str, message: &str) -> Value {
+    json!({
+        "type": "response",
+        "request_seq": request_seq,
+        "success": false,
+        "command": command,
+        "message": message,
+        "body": {"error": {"id": 1, "format": message, "showUser": true}},
+    })
+}
+
+/// A standard event, from the `dap` crate's `Event`.
+pub fn event(e: dap::events::Event) -> Value {
+    let mut v = serde_json::to_value(e).unwrap_or_else(|_| json!({"event": "output"}));
+    v["type"] = json!("event");
+    v
+}
+
+/// A custom event.
+pub fn custom_event(name: &str, body: Value) -> Value {
+    json!({"type": "event", "event": name, "body": body})
+}
+
+/// Writes one message with its `seq`.
+pub async fn write_message<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    seq: i64,
+    mut msg: Value,
+) -> std::io::Result<()> {
+    msg["seq"] = json!(seq);
+    strip_nulls(&mut msg);
+    let body = serde_json::to_vec(&msg)?;
+    w.write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes())
+        .await?;
+    w.write_all(&body).await?;
+    w.flush().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_standard_custom_and_bad() {
+        let i = parse(br#"{"seq":1,"type":"request","command":"threads"}"#);
+        assert!(matches!(i, Incoming::Standard { seq: 1, .. }));
+        let i = parse(br#"{"seq":2,"type":"request","command":"threads","arguments":{}}"#);
+        assert!(matches!(i, Incoming::Standard { seq: 2, .. }));
+        let i = parse(br#"{"seq":2,"type":"request","command":"disconnect"}"#);
+        assert!(matches!(i, Incoming::Standard { seq: 2, .. }));
+        let i =
+            parse(br#"{"seq":3,"type":"request","command":"rewind/lanes","arguments":{"from":1}}"#);
+        assert!(matches!(i, Incoming::Custom { seq: 3, .. }));
+        match parse(br#"{"seq":4,"type":"request","command":"flyToMoon"}"#) {
+            Incoming::Invalid { why, .. } => assert!(why.contains("unknown command"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        match parse(br#"{"seq":5,"type":"request","command":"next","arguments":{"threadId":"x"}}"#)
+        {
+            Incoming::Invalid { why, .. } => {
+                assert!(why.contains("bad arguments for `next`"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse(b"{not json") {
+            Incoming::Invalid { why, .. } => assert!(why.starts_with("malformed JSON")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn nulls_are_dropped() {
+        let mut v = json!({"a": null, "b": {"c": null, "d": 1}, "e": [{"f": null}]});
+        strip_nulls(&mut v);
+        assert_eq!(v, json!({"b": {"d": 1}, "e": [{}]}));
+    }
+
+    #[tokio::test]
+    async fn frames() {
+        let mut input: &[u8] =
+            b"Content-Length: 2\r\n\r\n{}Content-Length: 3\r\nContent-Type: x\r\n\r\n[1]";
+        let mut r = tokio::io::BufReader::new(&mut input);
+        assert_eq!(read_frame(&mut r).await.unwrap(), b"{}");
+        assert_eq!(read_frame(&mut r).await.unwrap(), b"[1]");
+        assert!(matches!(read_frame(&mut r).await, Err(ReadEnd::Closed)));
+        let mut bad: &[u8] = b"garbage\r\n\r\n";
+        let mut r = tokio::io::BufReader::new(&mut bad);
+        assert!(matches!(read_frame(&mut r).await, Err(ReadEnd::Broken(_))));
+    }
+}

@@ -1,0 +1,450 @@
+// `rewind dap` driven by a real DAP client: the DebugClient of
+// @vscode/debugadapter-testsupport (what VS Code's own adapters are tested
+// with). Needs REWIND_BIN (the built `rewind`); each test file run uses its
+// own REWIND_HOME. `cargo test -p rewind-tests --test dap` runs this.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DebugClient } from '@vscode/debugadapter-testsupport';
+
+const BIN = process.env.REWIND_BIN;
+assert.ok(BIN, 'REWIND_BIN must name the built rewind binary');
+const HOME = mkdtempSync(join(tmpdir(), 'rewind-dap-'));
+const env = { ...process.env, REWIND_HOME: HOME };
+
+function rewind(...args) {
+  try {
+    return execFileSync(BIN, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    // `rewind check` exits 1 when it finds a failure: that is its answer.
+    if (e.status === 1 && e.stdout) return e.stdout;
+    throw new Error(`rewind ${args.join(' ')}: ${e.stderr || e.message}`);
+  }
+}
+
+function runs() {
+  return rewind('ls', '--json').trim().split('\n').filter(Boolean).map(JSON.parse);
+}
+
+let pool; // { failing, passing }
+let bank;
+
+before(() => {
+  const p = JSON.parse(rewind('check', '--example', 'pool', '--json'));
+  pool = { failing: p.narrowed.with.run, passing: p.narrowed.without.run };
+  const b = JSON.parse(rewind('check', '--example', 'bank', '--json'));
+  bank = {
+    failing: b.narrowed.with.run,
+    passing: b.narrowed.without.run,
+    deciding: b.narrowed.deciding[0].step,
+  };
+});
+
+after(() => {
+  // Every run the sessions saw or made still replays identically.
+  for (const r of runs()) {
+    const out = execFileSync(BIN, ['replay', r.id], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    assert.match(out, /^identical/, `replay of ${r.id}: ${out}`);
+  }
+  rmSync(HOME, { recursive: true, force: true });
+});
+
+async function session() {
+  const dc = new DebugClient(BIN, 'dap', 'rewind', { env });
+  dc.defaultTimeout = 60000; // a debug build records and forks slower
+  await dc.start();
+  return dc;
+}
+
+/** Launches and waits for the first stop; returns [stopped, position, timeline]. */
+async function open(dc, args) {
+  const stopped = dc.waitForEvent('stopped', 30000);
+  const position = dc.waitForEvent('rewind/position', 30000);
+  const timeline = dc.waitForEvent('rewind/timeline', 30000);
+  await Promise.all([dc.configurationSequence(), dc.launch(args)]);
+  return [(await stopped).body, (await position).body, (await timeline).body];
+}
+
+async function stopAfter(dc, request) {
+  const stopped = dc.waitForEvent('stopped', 30000);
+  const position = dc.waitForEvent('rewind/position', 30000);
+  await request();
+  return [(await stopped).body, (await position).body];
+}
+
+test('the failing pool run opens at the crash, and steps both ways', async () => {
+  const dc = await session();
+  try {
+    const [stopped, pos, tl] = await open(dc, { run: pool.failing });
+    assert.equal(stopped.reason, 'exception');
+    assert.match(stopped.description, /killed:SIGSEGV/);
+    assert.equal(pos.run, pool.failing);
+    assert.equal(pos.step, tl.steps, 'the crash is the last step');
+    assert.ok(pos.events.some((e) => e.kind === 'signal' && /SIGSEGV/.test(e.text)));
+    assert.ok(tl.events.some((e) => e.kind === 'signal'));
+    const crashTid = stopped.threadId;
+
+    const threads = (await dc.threadsRequest()).body.threads;
+    assert.ok(threads.length >= 2, JSON.stringify(threads));
+    for (const t of threads) assert.match(t.name, /^1000\/\d+ \S+/);
+    assert.ok(threads.some((t) => t.id === crashTid));
+
+    const st = (await dc.stackTraceRequest({ threadId: crashTid })).body;
+    assert.equal(st.stackFrames.length, 1);
+    assert.match(st.stackFrames[0].instructionPointerReference, /^0x[0-9a-f]+$/);
+    assert.match(st.stackFrames[0].name, /\+0x[0-9a-f]+$/);
+
+    const scopes = (await dc.scopesRequest({ frameId: st.stackFrames[0].id })).body.scopes;
+    assert.deepEqual(scopes.map((s) => s.name), ['Step', 'Registers']);
+    const regs = (await dc.variablesRequest({ variablesReference: scopes[1].variablesReference })).body.variables;
+    const rip = regs.find((v) => v.name === 'rip');
+    assert.equal(rip.value, st.stackFrames[0].instructionPointerReference);
+    const ev = (await dc.evaluateRequest({ expression: '$rip', frameId: st.stackFrames[0].id })).body;
+    assert.equal(ev.result, rip.value);
+
+    // stepBack: the crashing thread's previous event.
+    const [back, backPos] = await stopAfter(dc, () => dc.stepBackRequest({ threadId: crashTid }));
+    assert.equal(back.reason, 'step');
+    assert.ok(backPos.step < pos.step);
+    assert.ok(backPos.events.some((e) => e.tid === crashTid));
+    // next: forward again to the crash.
+    const [fwd, fwdPos] = await stopAfter(dc, () => dc.nextRequest({ threadId: crashTid }));
+    assert.equal(fwdPos.step, pos.step);
+    assert.equal(fwd.reason, 'exception');
+
+    // reverseContinue to a function breakpoint on a system call.
+    const bps = (await dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: 'write' }] })).body.breakpoints;
+    assert.equal(bps[0].verified, true);
+    const [rc, rcPos] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: crashTid }));
+    assert.equal(rc.reason, 'function breakpoint');
+    assert.ok(rcPos.events.some((e) => /^write\(/.test(e.text)), JSON.stringify(rcPos));
+    const [rc2, rc2Pos] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: crashTid }));
+    assert.equal(rc2.reason, 'function breakpoint');
+    assert.ok(rc2Pos.step < rcPos.step);
+    const [c, cPos] = await stopAfter(dc, () => dc.continueRequest({ threadId: crashTid }));
+    assert.equal(c.reason, 'function breakpoint');
+    assert.equal(cPos.step, rcPos.step);
+
+    // goto a step, by the custom request and by `goto`'s target id.
+    const [g, gPos] = await stopAfter(dc, () => dc.customRequest('rewind/goto', { step: 3 }));
+    assert.equal(g.reason, 'goto');
+    assert.equal(gPos.step, 3);
+    const [, g2Pos] = await stopAfter(dc, () => dc.gotoRequest({ threadId: crashTid, targetId: 10 }));
+    assert.equal(g2Pos.step, 10);
+    await dc.setFunctionBreakpointsRequest({ breakpoints: [] });
+    const [, endPos] = await stopAfter(dc, () => dc.continueRequest({ threadId: crashTid }));
+    assert.equal(endPos.step, pos.step);
+    const [entry, startPos] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: crashTid }));
+    assert.equal(entry.reason, 'entry');
+    assert.equal(startPos.step, 0);
+    await assert.rejects(dc.stepBackRequest({ threadId: 1000 }), /step 0/);
+  } finally {
+    await dc.stop();
+  }
+});
+
+test('restartFrame forks the run, `rewind ls` shows the fork, and the session goes on in it', async () => {
+  const dc = await session();
+  try {
+    const [stopped] = await open(dc, { run: bank.passing, step: bank.deciding });
+    assert.equal(stopped.reason, 'entry');
+    const st = (await dc.stackTraceRequest({ threadId: stopped.threadId })).body;
+    const forked = dc.waitForEvent('rewind/forked', 60000);
+    const invalidated = dc.waitForEvent('invalidated', 60000);
+    const [again, pos] = await stopAfter(dc, () => dc.restartFrameRequest({ frameId: st.stackFrames[0].id }));
+    const f = (await forked).body;
+    assert.deepEqual((await invalidated).body.areas, ['all']);
+    assert.equal(f.parent, bank.passing);
+    assert.equal(f.step, bank.deciding);
+    assert.equal(again.reason, 'restart');
+    assert.equal(pos.run, f.run);
+    assert.equal(pos.step, bank.deciding);
+    const listed = runs().find((r) => r.id === f.run);
+    assert.ok(listed, `rewind ls lists the fork ${f.run}`);
+    assert.equal(listed.fork_of.parent, bank.passing);
+    // The session continues in the fork.
+    const threads = (await dc.threadsRequest()).body.threads;
+    assert.ok(threads.length > 0);
+    const [, next] = await stopAfter(dc, () => dc.nextRequest({ threadId: threads[0].id }));
+    assert.equal(next.run, f.run);
+    assert.ok(next.step > pos.step);
+    // A second restart picks the next unused schedule.
+    const forked2 = dc.waitForEvent('rewind/forked', 60000);
+    await dc.restartFrameRequest({ frameId: threads[0].id << 8 });
+    const f2 = (await forked2).body;
+    assert.notEqual(f2.run, f.run);
+  } finally {
+    await dc.stop();
+  }
+});
+
+test('lanes, check from here with progress and cancel, and compare on bank', async () => {
+  const dc = await session();
+  try {
+    const [, pos, tl] = await open(dc, { run: bank.failing, compare: bank.passing, step: bank.deciding });
+    assert.equal(pos.step, bank.deciding);
+    assert.equal(tl.compare.run, bank.passing);
+    assert.equal(tl.compare.identical, false);
+
+    const lanes = (await dc.customRequest('rewind/lanes', { from: 0, to: tl.steps })).body;
+    assert.ok(lanes.threads.length >= 3, JSON.stringify(lanes));
+    for (const t of lanes.threads) {
+      assert.ok(t.stretches.length > 0);
+      for (const [a, b] of t.stretches) assert.ok(a <= b && b <= tl.steps);
+    }
+    assert.equal(lanes.compare.run, bank.passing);
+    const small = (await dc.customRequest('rewind/lanes', { max: 1 })).body;
+    for (const t of small.threads) assert.ok(t.stretches.length <= 1);
+
+    const cmp = (await dc.customRequest('rewind/compare', {})).body;
+    assert.equal(cmp.identical, false);
+    assert.equal(cmp.left, bank.failing);
+    assert.equal(cmp.right, bank.passing);
+    assert.ok(cmp.shared.length > 0);
+    assert.ok(cmp.leftStep >= bank.deciding);
+
+    const evs = (await dc.customRequest('rewind/events', { from: 0, to: 60, kinds: ['syscall'], text: 'write(' })).body;
+    assert.ok(evs.events.length >= 2);
+    for (const e of evs.events) assert.match(e.text, /write\(/);
+
+    // Check from here: progress, one result per schedule.
+    const starts = [];
+    const results = [];
+    dc.on('progressStart', (e) => starts.push(e.body));
+    dc.on('rewind/checkResult', (e) => results.push(e.body.result));
+    const end = dc.waitForEvent('progressEnd', 120000);
+    const check = (await dc.customRequest('rewind/check', { schedules: 3, from: 30 })).body;
+    assert.equal(check.results.length, 3);
+    assert.equal(check.cancelled, false);
+    assert.equal(results.length, 3);
+    assert.ok(starts.some((s) => s.cancellable === true));
+    assert.match((await end).body.message, /of 3 schedules/);
+    for (const r of check.results) assert.match(r.run, /^[0-9a-f]{16}$/);
+
+    // Cancel a long check after its first result.
+    results.length = 0;
+    const first = dc.waitForEvent('rewind/checkResult', 120000);
+    const long = dc.customRequest('rewind/check', { schedules: 200, from: 30 });
+    await first;
+    const seq = dc.sequence - 1; // the rewind/check request's seq
+    await dc.customRequest('cancel', { requestId: seq });
+    const done = (await long).body;
+    assert.equal(done.cancelled, true);
+    assert.ok(done.results.length < 200);
+
+    // Bookmarks: add, list, remove.
+    const added = (await dc.customRequest('rewind/bookmark', { action: 'add', note: 'here it goes wrong' })).body;
+    assert.equal(added.added.step, bank.deciding);
+    assert.match(rewind('bookmarks', bank.failing), /here it goes wrong/);
+    const removed = (await dc.customRequest('rewind/bookmark', { action: 'remove', step: bank.deciding })).body;
+    assert.equal(removed.removed, 1);
+    assert.equal(removed.bookmarks.length, 0);
+
+    const listed = (await dc.customRequest('rewind/runs', { limit: 3 })).body.runs;
+    assert.equal(listed.length, 3);
+    assert.ok(listed[0].id && listed[0].status);
+  } finally {
+    await dc.stop();
+  }
+});
+
+test('recording first and checking first', async () => {
+  let dc = await session();
+  try {
+    const outputs = [];
+    dc.on('output', (e) => outputs.push(e.body.output));
+    const progress = dc.waitForEvent('progressEnd', 60000);
+    const [stopped, pos] = await open(dc, { example: 'bank', runName: 'from-dap' });
+    assert.match((await progress).body.message, /run [0-9a-f]{16} exited:0/);
+    assert.equal(stopped.reason, 'entry');
+    assert.equal(pos.step, 0);
+    assert.match(outputs.join(''), /final balance/);
+    assert.ok(runs().some((r) => r.name === 'from-dap'));
+  } finally {
+    await dc.stop();
+  }
+  dc = await session();
+  try {
+    const [stopped, pos, tl] = await open(dc, { check: { example: 'bank', schedules: 30 } });
+    assert.equal(stopped.reason, 'entry');
+    assert.equal(tl.deciding, pos.step);
+    assert.ok(tl.compare && tl.compare.identical === false);
+    assert.match(stopped.description, /deciding/);
+  } finally {
+    await dc.stop();
+  }
+});
+
+test('bad launch arguments name the field', async () => {
+  const cases = [
+    [{ run: 'no-such-run' }, /`run`/],
+    [{ run: bank.failing, step: 'x' }, /`step`/],
+    [{ run: bank.failing, step: 1e9 }, /`step`.*past the end/],
+    [{ run: bank.failing, compare: 7 }, /`compare`/],
+    [{ program: '/no/such/program' }, /`program`/],
+    [{ example: 'bank', mem: 'lots' }, /`mem`/],
+    [{ example: 'bank', args: 'x' }, /`args`/],
+    [{ check: 5 }, /`check`/],
+    [{}, /`run`, `program`, `example` or `check`/],
+  ];
+  for (const [args, want] of cases) {
+    const dc = await session();
+    try {
+      await dc.initializeRequest();
+      await assert.rejects(dc.launchRequest(args), want, JSON.stringify(args));
+      // The adapter keeps serving: a good launch after a bad one works.
+      const stopped = dc.waitForEvent('stopped', 30000);
+      await dc.configurationDoneRequest();
+      await dc.launchRequest({ run: bank.failing });
+      assert.ok((await stopped).body.reason);
+    } finally {
+      await dc.stop();
+    }
+  }
+});
+
+test('out-of-order and unknown requests get errors, and the adapter keeps serving', async () => {
+  const dc = await session();
+  try {
+    await assert.rejects(dc.customRequest('threads'), /initialize/);
+    await dc.initializeRequest();
+    await assert.rejects(dc.nextRequest({ threadId: 1 }), /no run is open/);
+    await assert.rejects(dc.customRequest('rewind/lanes', {}), /no run is open/);
+    await assert.rejects(dc.customRequest('flyToMoon', {}), /unknown command `flyToMoon`/);
+    await assert.rejects(dc.customRequest('rewind/nothing', {}), /unknown command/);
+    await assert.rejects(dc.customRequest('next', { threadId: 'one' }), /bad arguments for `next`/);
+    const stopped = dc.waitForEvent('stopped', 30000);
+    await dc.configurationDoneRequest();
+    await dc.launchRequest({ run: bank.failing, step: 5 });
+    await stopped;
+    await assert.rejects(dc.launchRequest({ run: bank.failing }), /already open/);
+    await assert.rejects(dc.stackTraceRequest({ threadId: 99999 }), /not alive/);
+    await assert.rejects(dc.customRequest('rewind/goto', { step: 'x' }), /`step`/);
+    await assert.rejects(dc.customRequest('rewind/goto', {}), /`step` is required/);
+    await assert.rejects(dc.customRequest('rewind/bookmark', { action: 'eat' }), /`action`/);
+    const cat = (await dc.customRequest('rewind/cat', { path: '/nothing-here' })).body;
+    assert.equal(cat.exists, false);
+    const threads = (await dc.threadsRequest()).body.threads;
+    assert.ok(threads.length > 0);
+  } finally {
+    await dc.stop();
+  }
+});
+
+/** A raw client: frames written by hand, to send what no client library would. */
+function raw() {
+  const p = spawn(BIN, ['dap'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let buf = Buffer.alloc(0);
+  const messages = [];
+  const waiters = [];
+  p.stdout.on('data', (d) => {
+    buf = Buffer.concat([buf, d]);
+    for (;;) {
+      const h = buf.indexOf('\r\n\r\n');
+      if (h < 0) break;
+      const len = Number(/Content-Length: (\d+)/.exec(buf.slice(0, h).toString())[1]);
+      if (buf.length < h + 4 + len) break;
+      const m = JSON.parse(buf.slice(h + 4, h + 4 + len).toString());
+      buf = buf.slice(h + 4 + len);
+      messages.push(m);
+      for (const w of [...waiters]) if (w.pred(m)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(m); }
+    }
+  });
+  const exited = new Promise((r) => p.on('exit', (code, sig) => r({ code, sig })));
+  return {
+    p,
+    exited,
+    messages,
+    sendBytes: (s) => p.stdin.write(`Content-Length: ${Buffer.byteLength(s)}\r\n\r\n${s}`),
+    send: (o) => { const s = JSON.stringify(o); p.stdin.write(`Content-Length: ${Buffer.byteLength(s)}\r\n\r\n${s}`); },
+    wait: (pred) => {
+      const m = messages.find(pred);
+      if (m) return Promise.resolve(m);
+      return new Promise((resolve) => waiters.push({ pred, resolve }));
+    },
+  };
+}
+
+test('malformed JSON gets an error response and the adapter keeps serving', async () => {
+  const c = raw();
+  c.sendBytes('{this is not json');
+  const bad = await c.wait((m) => m.type === 'response' && m.success === false);
+  assert.match(bad.message, /malformed JSON/);
+  c.sendBytes('{"type":"request","command":"initialize"}');
+  const noSeq = await c.wait((m) => m.type === 'response' && /seq/.test(m.message || ''));
+  assert.equal(noSeq.success, false);
+  c.send({ seq: 3, type: 'request', command: 'initialize', arguments: { adapterID: 'rewind' } });
+  const init = await c.wait((m) => m.request_seq === 3);
+  assert.equal(init.success, true);
+  assert.equal(init.body.supportsStepBack, true);
+  c.send({ seq: 4, type: 'request', command: 'disconnect', arguments: {} });
+  await c.wait((m) => m.request_seq === 4);
+  const { code } = await c.exited;
+  assert.equal(code, 0);
+});
+
+test('a client that leaves mid-request ends the adapter cleanly', async () => {
+  const c = raw();
+  c.send({ seq: 1, type: 'request', command: 'initialize', arguments: { adapterID: 'rewind' } });
+  c.send({ seq: 2, type: 'request', command: 'launch', arguments: { run: bank.failing } });
+  c.send({ seq: 3, type: 'request', command: 'configurationDone' });
+  await c.wait((m) => m.event === 'stopped');
+  c.send({ seq: 4, type: 'request', command: 'rewind/check', arguments: { schedules: 500, from: 30 } });
+  await c.wait((m) => m.event === 'rewind/checkResult');
+  c.p.stdin.end();
+  const { code } = await c.exited;
+  assert.equal(code, 0);
+  // A framing error ends the session with `terminated`, never a hang.
+  const d = raw();
+  d.p.stdin.write('this is not a header\r\n\r\n');
+  await d.wait((m) => m.event === 'terminated');
+  d.p.stdin.end();
+  assert.equal((await d.exited).code, 0);
+});
+
+test('a run removed under the session gives errors, not a crash', async () => {
+  const made = JSON.parse(rewind('check', '--example', 'pool', '--json', '--schedules', '2', '--no-narrow'));
+  const victim = made.base.run;
+  const dc = await session();
+  try {
+    const [stopped] = await open(dc, { run: victim, step: 5 });
+    rewind('remove', victim);
+    await assert.rejects(dc.nextRequest({ threadId: stopped.threadId }), /removed|no such|not found/i);
+    // What was already shown still answers.
+    assert.ok((await dc.threadsRequest()).body.threads.length > 0);
+  } finally {
+    await dc.stop();
+  }
+});
+
+test('TCP: --port serves sessions on loopback', async () => {
+  const p = spawn(BIN, ['dap', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  try {
+    const port = await new Promise((resolve, reject) => {
+      let err = '';
+      p.stderr.on('data', (d) => {
+        err += d;
+        const m = /listening on 127\.0\.0\.1:(\d+)/.exec(err);
+        if (m) resolve(Number(m[1]));
+      });
+      p.on('exit', () => reject(new Error(`rewind dap exited: ${err}`)));
+    });
+    for (let i = 0; i < 2; i++) {
+      const dc = new DebugClient(BIN, 'dap', 'rewind');
+      dc.defaultTimeout = 60000;
+      await dc.start(port);
+      try {
+        const [stopped] = await open(dc, { run: bank.failing, step: 10 + i });
+        assert.equal(stopped.reason, 'entry');
+      } finally {
+        await dc.stop();
+      }
+    }
+  } finally {
+    p.kill();
+  }
+});

@@ -1,0 +1,246 @@
+//! Symbols and sources: `rewind where` names the user's own frame at the
+//! right line with the source shown, skips the C library and Rust std, and
+//! reports name source lines. Every recorded run also replays identically.
+
+use rewind_tests::Home;
+use serde_json::Value;
+use std::path::Path;
+
+/// The 1-based line of `file` (under the repository) holding `needle`.
+fn line_of(file: &str, needle: &str) -> u32 {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    text.lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("{needle:?} is not in {file}")) as u32
+        + 1
+}
+
+/// The narrowed failing run of `rewind check --example NAME`.
+fn failing_run(h: &Home, example: &str) -> String {
+    let out = h.rewind(&["check", "--json", "--example", example]);
+    assert_eq!(out.code, 1, "{out}");
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    v["narrowed"]["failing"].as_str().unwrap().to_string()
+}
+
+fn where_json(h: &Home, args: &[&str]) -> Value {
+    let mut all = vec!["where", "--json"];
+    all.extend_from_slice(args);
+    let out = h.ok(&all);
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The chosen frame of `where --json`, checking that exactly one is.
+fn chosen(v: &Value) -> &Value {
+    let frames = v["frames"].as_array().unwrap();
+    let chosen: Vec<&Value> = frames.iter().filter(|f| f["chosen"] == true).collect();
+    assert_eq!(chosen.len(), 1, "{v:#}");
+    assert_eq!(
+        &frames[v["chosen"].as_u64().unwrap() as usize],
+        chosen[0],
+        "{v:#}"
+    );
+    chosen[0]
+}
+
+#[test]
+fn where_at_the_pool_crash_names_the_worker_line_and_mains_join() {
+    let h = Home::new();
+    let run = failing_run(&h, "pool");
+    h.replay_identical(&run);
+    let events = h.events_json(&run);
+    let crash = events
+        .iter()
+        .find(|e| e["kind"] == "signal" && e["signo"] == 11)
+        .unwrap_or_else(|| panic!("no SIGSEGV in {events:?}"));
+    let step = crash["step"].as_u64().unwrap().to_string();
+    let tid = crash["tid"].as_u64().unwrap();
+    let pid = crash["pid"].as_u64().unwrap();
+
+    let count = line_of("guest/examples/pool.c", "cost += pool.queue[i].cost;");
+    let out = h.ok(&["where", &run, &step]);
+    assert!(
+        out.stdout.contains(&format!("at  worker (pool.c:{count})")),
+        "{out}"
+    );
+    let marked = format!(">  {count:>4} |             cost += pool.queue[i].cost;");
+    assert!(out.stdout.contains(&marked), "no marked source line: {out}");
+    assert!(out.stdout.contains("called from start_thread"), "{out}");
+
+    let v = where_json(&h, &[&run, &step]);
+    assert_eq!(v["tid"], tid, "the step's own thread by default: {v:#}");
+    let f = chosen(&v);
+    assert_eq!(f["function"], "worker", "{v:#}");
+    assert_eq!(f["location"]["line"], count, "{v:#}");
+    assert!(f["own"] == true, "{v:#}");
+    assert_eq!(v["source"]["line"], count, "{v:#}");
+    assert!(
+        v["source"]["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["line"] == count
+                && l["text"].as_str().unwrap().contains("pool.queue[i].cost")),
+        "{v:#}"
+    );
+
+    // The main thread, at the same step, waits in pthread_join: the join in main.
+    let join = line_of("guest/examples/pool.c", "pthread_join(t[i], NULL);");
+    let main_tid = pid.to_string();
+    let v = where_json(&h, &[&run, &step, "--tid", &main_tid]);
+    let f = chosen(&v);
+    assert_eq!(f["function"], "main", "{v:#}");
+    assert_eq!(f["location"]["line"], join, "{v:#}");
+    let frames = v["frames"].as_array().unwrap();
+    let c = v["chosen"].as_u64().unwrap() as usize;
+    assert!(c > 0, "the C library's frames are below main: {v:#}");
+    assert!(frames[..c].iter().all(|f| f["own"] == false), "{v:#}");
+
+    // Hostile input: a step past the end, a thread that does not exist.
+    let out = h.rewind(&["where", &run, "999999"]);
+    assert_eq!(out.code, 2, "{out}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out}");
+    let out = h.rewind(&["where", &run, &step, "--tid", "4242"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stderr.contains("no thread 4242"), "{out}");
+}
+
+#[test]
+fn where_in_a_rust_program_skips_std_and_names_the_users_closure() {
+    let h = Home::new();
+    let run = h.run_guest("threads-rust", &[]);
+    assert_eq!(run.status, "exited:4", "{}", run.out);
+    h.replay_identical(&run.id);
+    // A worker's futex wake from inside `tx.send` (std's channel).
+    let events = h.events_json(&run.id);
+    let wake = events
+        .iter()
+        .find(|e| {
+            let s = e.to_string();
+            s.contains("FUTEX_WAKE") && e["tid"] != e["pid"]
+        })
+        .unwrap_or_else(|| panic!("no futex wake by a worker: {events:?}"));
+    let step = wake["step"].as_u64().unwrap().to_string();
+    let v = where_json(&h, &[&run.id, &step]);
+    let f = chosen(&v);
+    let function = f["function"].as_str().unwrap();
+    assert!(function.starts_with("threads::main::"), "{v:#}");
+    assert!(
+        f["location"]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("guest/tests/threads.rs"),
+        "{v:#}"
+    );
+    let frames = v["frames"].as_array().unwrap();
+    let c = v["chosen"].as_u64().unwrap() as usize;
+    assert!(
+        frames[..c]
+            .iter()
+            .any(|f| f["function"].as_str().unwrap_or("").starts_with("std::")),
+        "std's frames were skipped, not missing: {v:#}"
+    );
+    assert!(frames[..c].iter().all(|f| f["own"] == false), "{v:#}");
+}
+
+#[test]
+fn the_deadlock_report_of_philosophers_names_source_lines() {
+    let h = Home::new();
+    let run = failing_run(&h, "philosophers");
+    // Make it again as `rewind show` says, to see its report.
+    let show = h.ok(&["show", &run]);
+    let again = show
+        .stdout
+        .lines()
+        .map(str::trim)
+        .rfind(|l| l.starts_with("rewind run "))
+        .unwrap_or_else(|| panic!("{show}"))
+        .to_string();
+    let args: Vec<&str> = again
+        .trim_end_matches("< /dev/null")
+        .split_whitespace()
+        .skip(2)
+        .collect();
+    let made = h.run(&args);
+    assert_eq!(made.id, run);
+    assert_eq!(made.status, "deadlocked", "{}", made.out);
+    let take = line_of(
+        "guest/examples/philosophers.c",
+        "pthread_mutex_lock(&forks[right]);",
+    );
+    let stuck: Vec<&str> = made
+        .out
+        .stderr_lines()
+        .into_iter()
+        .filter(|l| l.contains("__lll_lock_wait"))
+        .collect();
+    assert!(stuck.len() >= 2, "{}", made.out);
+    for l in stuck {
+        assert!(
+            l.contains(&format!("from philosopher (philosophers.c:{take})")),
+            "{l}"
+        );
+    }
+    h.replay_identical(&run);
+}
+
+#[test]
+fn the_narrowing_sentence_and_check_where_name_source_lines() {
+    let h = Home::new();
+    let out = h.rewind(&["check", "--example", "bank", "--where"]);
+    assert_eq!(out.code, 1, "{out}");
+    let ledger = line_of(
+        "guest/examples/bank.c",
+        "write(1, line, n);            /* the ledger */",
+    );
+    let sentence = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("decides it"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        sentence.contains(&format!("in teller (bank.c:{ledger})")),
+        "{sentence}"
+    );
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.contains(": running, at ")
+                && l.contains(&format!("teller (bank.c:{ledger})"))),
+        "{out}"
+    );
+    let failing = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("failing: run "))
+        .unwrap_or_else(|| panic!("{out}"));
+    h.replay_identical(failing.trim());
+}
+
+#[test]
+fn where_inside_a_signal_handler_goes_through_the_signal_frame() {
+    let h = Home::new();
+    let run = h.run_guest("signal-handler", &[]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    h.replay_identical(&run.id);
+    // The handler's sigprocmask, right after SIGUSR1 was delivered.
+    let events = h.events_json(&run.id);
+    let usr1 = events
+        .iter()
+        .position(|e| e["kind"] == "signal" && e["signo"] == 10)
+        .unwrap_or_else(|| panic!("no SIGUSR1: {events:?}"));
+    let step = events[usr1 + 1]["step"].as_u64().unwrap().to_string();
+    let v = where_json(&h, &[&run.id, &step]);
+    assert_eq!(chosen(&v)["function"], "on_usr1", "{v:#}");
+    let frames = v["frames"].as_array().unwrap();
+    let tramp = frames
+        .iter()
+        .position(|f| f["signal_trampoline"] == true)
+        .unwrap_or_else(|| panic!("no signal frame: {v:#}"));
+    // Above it, the code the signal interrupted, down to main.
+    assert!(
+        frames[tramp + 1..].iter().any(|f| f["function"] == "main"),
+        "{v:#}"
+    );
+}

@@ -1,0 +1,65 @@
+//! `rewind doctor --syscalls` prints every x86-64 system call from the
+//! dispatcher's own table, and the README's list says the same.
+
+use rewind_tests::Home;
+
+/// The README's block, as the table makes it.
+fn readme_block(rows: &[serde_json::Value]) -> String {
+    let named = |state: &str| -> Vec<&serde_json::Value> {
+        rows.iter().filter(|r| r["support"] == state).collect()
+    };
+    let mut s = String::from("Implemented: ");
+    let full: Vec<String> = named("implemented")
+        .iter()
+        .map(|r| format!("`{}`", r["name"].as_str().unwrap()))
+        .collect();
+    s += &full.join(", ");
+    s += ".\n\nPartial:\n\n";
+    for r in named("partial") {
+        s += &format!(
+            "- `{}`: {}\n",
+            r["name"].as_str().unwrap(),
+            r["note"].as_str().unwrap()
+        );
+    }
+    s
+}
+
+#[test]
+fn every_call_number_has_an_entry_and_the_readme_agrees() {
+    let home = Home::new();
+    let out = home.ok(&["doctor", "--syscalls", "--json"]);
+    let rows: Vec<serde_json::Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    // Every number Linux x86-64 has, 0 to 334 and 424 to 450, once.
+    let nrs: Vec<u64> = rows.iter().map(|r| r["nr"].as_u64().unwrap()).collect();
+    let want: Vec<u64> = (0..=334).chain(424..=450).collect();
+    assert_eq!(nrs, want, "{}", out.stdout);
+    for r in &rows {
+        let state = r["support"].as_str().unwrap();
+        assert!(
+            ["implemented", "partial", "not implemented"].contains(&state),
+            "{r}"
+        );
+        assert_eq!(
+            state == "implemented",
+            r["note"].as_str().unwrap().is_empty(),
+            "a partial or missing call says why, an implemented one needs not: {r}"
+        );
+    }
+    let by_name = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap()["support"].clone();
+    assert_eq!(by_name("write"), "implemented");
+    assert_eq!(by_name("clone"), "partial");
+    assert_eq!(by_name("io_uring_setup"), "not implemented");
+
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md");
+    let block = readme_block(&rows);
+    assert!(
+        readme.contains(&block),
+        "README.md's list of system calls is not the table's; it should hold:\n\n{block}"
+    );
+}
