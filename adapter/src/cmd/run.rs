@@ -94,7 +94,7 @@ pub struct RunArgs {
     pub reseed: Option<(u64, u64)>,
     /// Scheduling points: `syscalls` (system calls and faults) or `memory`
     /// (also every access to memory more than one thread touches) [default:
-    /// syscalls for run, memory for check].
+    /// syscalls].
     #[arg(long, value_name = "syscalls|memory")]
     pub points: Option<vmm::record::Points>,
     /// Keep no keyframes (seeks and forks of this run then rerun from step 0).
