@@ -6,6 +6,9 @@
 #include <pthread.h>
 #include <stdio.h>
 
+/* Both threads start their work together (a start gate). */
+static pthread_barrier_t gate;
+
 #define ROUNDS 20
 
 volatile long total;
@@ -14,6 +17,7 @@ pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static void *worker(void *arg)
 {
     (void)arg;
+    pthread_barrier_wait(&gate);
     for (int i = 0; i < ROUNDS; i++) {
         pthread_mutex_lock(&lock);
         total++;
@@ -25,6 +29,7 @@ static void *worker(void *arg)
 int main(void)
 {
     pthread_t a, b;
+    pthread_barrier_init(&gate, NULL, 2);
     pthread_create(&a, NULL, worker, NULL);
     pthread_create(&b, NULL, worker, NULL);
     pthread_join(a, NULL);

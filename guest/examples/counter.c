@@ -10,6 +10,9 @@
 #include <pthread.h>
 #include <stdio.h>
 
+/* Both threads start their work together (a start gate). */
+static pthread_barrier_t gate;
+
 #define ROUNDS 20
 
 volatile long total;
@@ -17,6 +20,7 @@ volatile long total;
 static void *worker(void *arg)
 {
     (void)arg;
+    pthread_barrier_wait(&gate);
     for (int i = 0; i < ROUNDS; i++)
         total++; /* load, add, store: the race */
     return NULL;
@@ -25,6 +29,7 @@ static void *worker(void *arg)
 int main(void)
 {
     pthread_t a, b;
+    pthread_barrier_init(&gate, NULL, 2);
     pthread_create(&a, NULL, worker, NULL);
     pthread_create(&b, NULL, worker, NULL);
     pthread_join(a, NULL);

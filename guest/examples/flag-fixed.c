@@ -6,12 +6,16 @@
 #include <pthread.h>
 #include <stdio.h>
 
+/* Both threads start their work together (a start gate). */
+static pthread_barrier_t gate;
+
 int sold;
 volatile int sales[2];
 
 static void *office(void *arg)
 {
     long id = (long)arg;
+    pthread_barrier_wait(&gate);
     if (!__atomic_exchange_n(&sold, 1, __ATOMIC_SEQ_CST))
         sales[id] = 1;
     return NULL;
@@ -20,6 +24,7 @@ static void *office(void *arg)
 int main(void)
 {
     pthread_t a, b;
+    pthread_barrier_init(&gate, NULL, 2);
     pthread_create(&a, NULL, office, (void *)0);
     pthread_create(&b, NULL, office, (void *)1);
     pthread_join(a, NULL);

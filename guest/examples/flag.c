@@ -9,12 +9,16 @@
 #include <pthread.h>
 #include <stdio.h>
 
+/* Both threads start their work together (a start gate). */
+static pthread_barrier_t gate;
+
 volatile int sold;     /* the last seat */
 volatile int sales[2]; /* what each office sold */
 
 static void *office(void *arg)
 {
     long id = (long)arg;
+    pthread_barrier_wait(&gate);
     if (!sold) {       /* check */
         sold = 1;      /* act: the other office may have checked since */
         sales[id] = 1;
@@ -25,6 +29,7 @@ static void *office(void *arg)
 int main(void)
 {
     pthread_t a, b;
+    pthread_barrier_init(&gate, NULL, 2);
     pthread_create(&a, NULL, office, (void *)0);
     pthread_create(&b, NULL, office, (void *)1);
     pthread_join(a, NULL);

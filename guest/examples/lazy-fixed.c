@@ -6,6 +6,9 @@
 #include <pthread.h>
 #include <stdio.h>
 
+/* Both threads start their work together (a start gate). */
+static pthread_barrier_t gate;
+
 struct config {
     volatile int port;
     volatile int workers;
@@ -30,6 +33,7 @@ static struct config *get_config(void)
 static void *worker(void *arg)
 {
     long id = (long)arg;
+    pthread_barrier_wait(&gate);
     seen_port[id] = get_config()->port;
     return NULL;
 }
@@ -37,6 +41,7 @@ static void *worker(void *arg)
 int main(void)
 {
     pthread_t a, b;
+    pthread_barrier_init(&gate, NULL, 2);
     pthread_create(&a, NULL, worker, (void *)0);
     pthread_create(&b, NULL, worker, (void *)1);
     pthread_join(a, NULL);

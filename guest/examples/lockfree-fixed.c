@@ -6,6 +6,9 @@
 #include <pthread.h>
 #include <stdio.h>
 
+/* Both threads start their work together (a start gate). */
+static pthread_barrier_t gate;
+
 #define NODES 8
 
 struct node {
@@ -28,6 +31,7 @@ static void push(struct node *n)
 static void *pusher(void *arg)
 {
     long id = (long)arg;
+    pthread_barrier_wait(&gate);
     for (int i = 0; i < NODES; i++) {
         nodes[id][i].value = (int)id * 100 + i;
         push(&nodes[id][i]);
@@ -38,6 +42,7 @@ static void *pusher(void *arg)
 int main(void)
 {
     pthread_t a, b;
+    pthread_barrier_init(&gate, NULL, 2);
     pthread_create(&a, NULL, pusher, (void *)0);
     pthread_create(&b, NULL, pusher, (void *)1);
     pthread_join(a, NULL);

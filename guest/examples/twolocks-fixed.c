@@ -5,6 +5,9 @@
 #include <pthread.h>
 #include <stdio.h>
 
+/* Both threads start their work together (a start gate). */
+static pthread_barrier_t gate;
+
 #define ROUNDS 5
 
 volatile long balance = 1000;
@@ -13,6 +16,7 @@ pthread_mutex_t balance_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *deposits(void *arg)
 {
     (void)arg;
+    pthread_barrier_wait(&gate);
     for (int i = 0; i < ROUNDS; i++) {
         pthread_mutex_lock(&balance_lock);
         balance = balance + 10;
@@ -24,6 +28,7 @@ static void *deposits(void *arg)
 static void *fees(void *arg)
 {
     (void)arg;
+    pthread_barrier_wait(&gate);
     for (int i = 0; i < ROUNDS; i++) {
         pthread_mutex_lock(&balance_lock);
         balance = balance - 1;
@@ -36,6 +41,7 @@ int main(void)
 {
     long expected = balance + ROUNDS * 10 - ROUNDS;
     pthread_t a, b;
+    pthread_barrier_init(&gate, NULL, 2);
     pthread_create(&a, NULL, deposits, NULL);
     pthread_create(&b, NULL, fees, NULL);
     pthread_join(a, NULL);

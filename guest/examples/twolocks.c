@@ -11,6 +11,9 @@
 #include <pthread.h>
 #include <stdio.h>
 
+/* Both threads start their work together (a start gate). */
+static pthread_barrier_t gate;
+
 #define ROUNDS 5
 
 volatile long balance = 1000;
@@ -20,6 +23,7 @@ pthread_mutex_t fee_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *deposits(void *arg)
 {
     (void)arg;
+    pthread_barrier_wait(&gate);
     for (int i = 0; i < ROUNDS; i++) {
         pthread_mutex_lock(&deposit_lock);
         balance = balance + 10; /* load, add, store under deposit_lock */
@@ -31,6 +35,7 @@ static void *deposits(void *arg)
 static void *fees(void *arg)
 {
     (void)arg;
+    pthread_barrier_wait(&gate);
     for (int i = 0; i < ROUNDS; i++) {
         pthread_mutex_lock(&fee_lock);
         balance = balance - 1; /* load, subtract, store under fee_lock */
@@ -43,6 +48,7 @@ int main(void)
 {
     long expected = balance + ROUNDS * 10 - ROUNDS;
     pthread_t a, b;
+    pthread_barrier_init(&gate, NULL, 2);
     pthread_create(&a, NULL, deposits, NULL);
     pthread_create(&b, NULL, fees, NULL);
     pthread_join(a, NULL);

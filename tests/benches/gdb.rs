@@ -7,10 +7,10 @@
 use rewind_tests::{Home, Output};
 use std::time::{Duration, Instant};
 
-/// `long N` makes about 2N steps.
-const LONG_ITERATIONS: &str = "100000";
+/// `long N` makes about N steps.
+const LONG_ITERATIONS: &str = "200000";
 /// The run `reverse-continue` crosses: about 10,000 steps.
-const SHORT_ITERATIONS: &str = "5000";
+const SHORT_ITERATIONS: &str = "10000";
 
 fn timed(f: impl FnOnce() -> Output) -> (Duration, Output) {
     let t = Instant::now();

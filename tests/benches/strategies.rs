@@ -26,14 +26,24 @@ const EXAMPLES: &[&str] = &[
     "lockfree",
     "twolocks",
 ];
+/// The examples whose racy window has no system call: checked with
+/// `--points memory`.
+const MEMORY: &[&str] = &["counter", "flag", "lazy", "lockfree", "twolocks"];
 const SCHEDULES: u64 = 64;
 
 /// The position of the first violating schedule, or None within SCHEDULES.
 fn needed(h: &Home, example: &str, strategy: &str, seed: u64) -> Option<u64> {
     let seed = seed.to_string();
     let schedules = SCHEDULES.to_string();
+    let points = if MEMORY.contains(&example) {
+        "memory"
+    } else {
+        "syscalls"
+    };
     let out = h.rewind(&[
         "check",
+        "--points",
+        points,
         "--json",
         "--no-narrow",
         "--jobs",

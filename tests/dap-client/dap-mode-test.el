@@ -34,9 +34,10 @@
                 (1 (rw-request
                     session "stackTrace" (list :threadId tid)
                     (lambda (resp)
-                      (let ((frame (car (gethash "stackFrames" (gethash "body" resp)))))
-                        (unless (string-match-p "+0x" (gethash "name" frame))
-                          (rw-finish 1 (format "frame named %S" (gethash "name" frame))))
+                      (let ((names (mapcar (lambda (f) (gethash "name" f))
+                                           (gethash "stackFrames" (gethash "body" resp)))))
+                        (unless (member "worker" names)
+                          (rw-finish 1 (format "no frame in worker: %S" names)))
                         (rw-request session "stepBack" (list :threadId tid) #'ignore)
                         (dap--resume-application session)))))
                 (2 (rw-request

@@ -182,3 +182,95 @@ fn reverse_next_reverse_step_and_reverse_finish_over_lines() {
     assert_has(&out, "$2 = 0");
     home.replay_identical(&run.id);
 }
+
+/// `--listen` prints the gdb command line that connects, and serves the one
+/// gdb that does; `--tid` and `--frame` choose where gdb starts.
+#[test]
+fn listen_prints_the_command_that_connects() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let home = Home::new();
+    let id = failing_pool(&home);
+    let mut server = Command::new(rewind_tests::rewind_bin())
+        .args(["gdb", &id, "30", "--tid", "1000", "--frame", "1"])
+        .args(["--listen", "127.0.0.1:0"])
+        .env("REWIND_HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rewind gdb --listen starts");
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("the command line");
+    let words = shell_words(line.trim());
+    assert_eq!(words.first().map(String::as_str), Some("gdb"), "{line}");
+    assert!(line.contains("-ex 'target remote 127.0.0.1:"), "{line}");
+    let mut gdb = Command::new(&words[0]);
+    gdb.args(&words[1..])
+        .args(["-nx", "-batch", "-ex", "info threads"]);
+    let out = rewind_tests::run_command(gdb, rewind_tests::DEADLINE);
+    if !out.stdout.contains("Thread 1.1000") {
+        let _ = server.kill();
+    }
+    assert_eq!(
+        server.wait().expect("the server ends").code(),
+        Some(0),
+        "{out}"
+    );
+    // Thread 1000 first (in clone3 at step 30), frame 1 selected.
+    assert!(out.stdout.contains("#1  0x"), "{out}");
+    assert!(out.stdout.contains("* 1    Thread 1.1000"), "{out}");
+    home.replay_identical(&id);
+}
+
+/// Bad arguments: one line on stderr and a non-zero exit, gdb never started.
+#[test]
+fn bad_arguments_are_one_line_errors() {
+    let home = Home::new();
+    let id = failing_pool(&home);
+    for (args, want) in [
+        (vec!["gdb", id.as_str(), "100000"], "past the end"),
+        (
+            vec!["gdb", id.as_str(), "30", "--tid", "77"],
+            "no thread 77",
+        ),
+        (vec!["gdb", id.as_str(), "30", "--pid", "5"], "no process 5"),
+        (vec!["gdb", "nosuchrun", "3"], "nosuchrun"),
+    ] {
+        let out = home.rewind(&args);
+        assert_ne!(out.code, 0, "{args:?}: {out}");
+        assert_eq!(out.stderr_lines().len(), 1, "{args:?}: {out}");
+        assert!(out.stderr.contains(want), "{args:?}: {out}");
+    }
+}
+
+/// Splits a command line as a POSIX shell does for plain and '-quoted words.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let (mut quoted, mut started) = (false, false);
+    for c in line.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                started = true;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if started {
+                    words.push(std::mem::take(&mut word));
+                    started = false;
+                }
+            }
+            c => {
+                word.push(c);
+                started = true;
+            }
+        }
+    }
+    if started {
+        words.push(word);
+    }
+    words
+}

@@ -185,6 +185,9 @@ fn run_flags(
     if let Some((step, seed)) = m.reseed {
         flag("--reseed", format!("{step}:{seed}"));
     }
+    if !m.points.is_syscalls() {
+        flag("--points", m.points.to_string());
+    }
     if let Some(t) = run.meta.timeout_secs {
         flag("--timeout", t.to_string());
     }

@@ -346,20 +346,32 @@ impl Session {
             Command::StackTrace(a) => {
                 let o = self.open()?;
                 let t = thread(o, a.thread_id)?;
-                let (ip, name) = split_place(&t.place);
-                let frame = StackFrame {
-                    id: a.thread_id << 8,
-                    name,
-                    line: 0,
-                    column: 0,
-                    instruction_pointer_reference: Some(ip),
-                    can_restart: Some(true),
-                    presentation_hint: Some(StackFramePresentationhint::Normal),
-                    ..Default::default()
+                let frames = match o.view.stacks.get(&t.tid).filter(|b| !b.frames.is_empty()) {
+                    Some(bt) => stack_frames(a.thread_id, bt),
+                    None => {
+                        let (ip, name) = split_place(&t.place);
+                        vec![StackFrame {
+                            id: a.thread_id << 8,
+                            name,
+                            line: 0,
+                            column: 0,
+                            instruction_pointer_reference: Some(ip),
+                            can_restart: Some(true),
+                            presentation_hint: Some(StackFramePresentationhint::Normal),
+                            ..Default::default()
+                        }]
+                    }
                 };
+                let total = frames.len() as i64;
+                let start = a.start_frame.unwrap_or(0).max(0) as usize;
+                let levels = a
+                    .levels
+                    .filter(|l| *l > 0)
+                    .map_or(usize::MAX, |l| l as usize);
+                let frames = frames.into_iter().skip(start).take(levels).collect();
                 body(ResponseBody::StackTrace(StackTraceResponse {
-                    stack_frames: vec![frame],
-                    total_frames: Some(1),
+                    stack_frames: frames,
+                    total_frames: Some(total),
                 }))
             }
             Command::Scopes(a) => {
@@ -700,6 +712,47 @@ fn thread(o: &Open, tid: i64) -> Result<&vmm::inspect::ThreadAt> {
         .iter()
         .find(|t| t.tid as i64 == tid)
         .ok_or_else(|| anyhow!("thread {tid} is not alive at step {}", o.pos))
+}
+
+/// A backtrace as DAP frames: innermost first, ids `tid << 8 | index`,
+/// frames outside the user's own code shown subtle.
+fn stack_frames(tid: i64, bt: &symbols::Backtrace) -> Vec<StackFrame> {
+    bt.frames
+        .iter()
+        .take(256)
+        .enumerate()
+        .map(|(i, f)| {
+            let name = f
+                .function
+                .clone()
+                .or_else(|| f.symbol.clone())
+                .unwrap_or_else(|| format!("{:#x}", f.pc));
+            let source = f.location.as_ref().map(|l| dap::types::Source {
+                name: l.file.rsplit('/').next().map(str::to_string),
+                path: Some(l.file.clone()),
+                ..Default::default()
+            });
+            StackFrame {
+                id: (tid << 8) | i as i64,
+                name,
+                source,
+                line: f.location.as_ref().map_or(0, |l| l.line as i64),
+                column: f
+                    .location
+                    .as_ref()
+                    .and_then(|l| l.column)
+                    .map_or(0, |c| c as i64),
+                instruction_pointer_reference: Some(format!("{:#x}", f.pc)),
+                can_restart: Some(true),
+                presentation_hint: Some(if f.own {
+                    StackFramePresentationhint::Normal
+                } else {
+                    StackFramePresentationhint::Subtle
+                }),
+                ..Default::default()
+            }
+        })
+        .collect()
 }
 
 /// `0x401136 in worker+0x16` -> (`0x401136`, `worker+0x16`).

@@ -16,6 +16,8 @@ pub struct View {
     pub state_step: u64,
     pub threads: Vec<ThreadAt>,
     pub virtual_ns: u64,
+    /// Each thread's stack (the symbols crate's unwinding), by tid.
+    pub stacks: std::collections::BTreeMap<u32, symbols::Backtrace>,
 }
 
 /// Seeks `run` to `step` and collects its threads. When no process is left
@@ -24,21 +26,30 @@ pub fn seek(run: &Run, step: u64) -> Result<View> {
     if !run.dir.join("manifest.json").exists() {
         anyhow::bail!("run {} was removed from the store", run.id);
     }
-    let look = |k: &mut vmm::kernel::Kernel| (k.threads_at(), k.clock.elapsed_ns());
-    let (state_step, (threads, virtual_ns)) = match crate::cmd::inspect::seek(run, step, look) {
-        Ok(r) => (step, r),
-        Err(e) if step > 0 && step >= run.meta.steps => {
-            match crate::cmd::inspect::seek(run, step - 1, look) {
-                Ok(r) => (step - 1, r),
-                Err(_) => return Err(e),
-            }
-        }
-        Err(e) => return Err(e),
+    let look = |k: &mut vmm::kernel::Kernel| {
+        let threads = k.threads_at();
+        let stacks = threads
+            .iter()
+            .filter_map(|t| Some((t.tid, k.backtrace(t.tid)?)))
+            .collect();
+        (threads, k.clock.elapsed_ns(), stacks)
     };
+    let (state_step, (threads, virtual_ns, stacks)) =
+        match crate::cmd::inspect::seek(run, step, look) {
+            Ok(r) => (step, r),
+            Err(e) if step > 0 && step >= run.meta.steps => {
+                match crate::cmd::inspect::seek(run, step - 1, look) {
+                    Ok(r) => (step - 1, r),
+                    Err(_) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
     Ok(View {
         state_step,
         threads,
         virtual_ns,
+        stacks,
     })
 }
 

@@ -103,18 +103,88 @@ pub fn effect(
 }
 
 /// What the thread that made `step` did there, from the events of the run:
-/// `its write`, `its read of 0x4c6a10 (counter, in increment)`; None when
-/// no event of that step says.
-pub fn what_it_did(events: &[Event], step: u64, tid: u32) -> Option<String> {
+/// `after its write` (a system call), `before its read of 0x4c6a10
+/// (counter, in increment)` (a memory point stops the thread before its
+/// access completes); None when no event of that step says.
+pub fn what_it_did(events: &[Event], step: u64, tid: u32, syms: &Names) -> Option<String> {
     let at: Vec<&Event> = events
         .iter()
         .filter(|e| e.step == step && e.tid == tid)
         .collect();
     at.iter().rev().find_map(|e| match &e.kind {
-        EventKind::Syscall { name, .. } => Some(format!("its {name}")),
-        EventKind::Sdk { .. } => Some("its SDK call".to_string()),
+        EventKind::Syscall { name, .. } => Some(format!("after its {name}")),
+        EventKind::Access {
+            pc, addr, access, ..
+        } => Some(format!(
+            "before {}",
+            self::access(&access.to_string(), *addr, *pc, syms)
+        )),
+        EventKind::Sdk { .. } => Some("after its SDK call".to_string()),
         _ => None,
     })
+}
+
+/// The checked program's names: functions (the `symbols` crate, ELF symbol
+/// table alone, as recorded text uses) and data objects (variables).
+#[derive(Default)]
+pub struct Names {
+    module: Option<symbols::Module>,
+    /// (start, size, name) of the ELF's data objects, sorted by start.
+    objects: Vec<(u64, u64, String)>,
+    bias: u64,
+}
+
+impl Names {
+    /// From the program's ELF bytes, loaded at `bias`.
+    pub fn from_elf(bytes: &[u8], bias: u64) -> Names {
+        use object::{Object, ObjectSymbol, SymbolKind};
+        let mut objects: Vec<(u64, u64, String)> = object::File::parse(bytes)
+            .map(|f| {
+                f.symbols()
+                    .filter(|s| s.kind() == SymbolKind::Data && s.address() != 0)
+                    .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        objects.sort();
+        Names {
+            module: symbols::Module::symbols_only(bytes).ok(),
+            objects,
+            bias,
+        }
+    }
+
+    /// The function covering `pc`.
+    pub fn function_at(&self, pc: u64) -> Option<String> {
+        let (name, _) = self.module.as_ref()?.symbol(pc.wrapping_sub(self.bias))?;
+        Some(name)
+    }
+
+    /// The variable covering `addr`, and the offset into it.
+    pub fn object_at(&self, addr: u64) -> Option<(&str, u64)> {
+        let a = addr.wrapping_sub(self.bias);
+        let i = self.objects.partition_point(|o| o.0 <= a);
+        let (start, size, name) = &self.objects[i.checked_sub(1)?];
+        (a < start + (*size).max(1)).then(|| (name.as_str(), a - start))
+    }
+}
+
+/// A memory access told for a person: `its read of 0x4c6a10 (counter, in
+/// increment)`; the variable and the function where the symbol table names
+/// them.
+pub fn access(what: &str, addr: u64, pc: u64, syms: &Names) -> String {
+    let var = match syms.object_at(addr) {
+        Some((name, 0)) => Some(name.to_string()),
+        Some((name, off)) => Some(format!("{name}+{off:#x}")),
+        None => None,
+    };
+    let func = syms.function_at(pc).map(|f| format!("in {f}"));
+    let within: Vec<String> = var.into_iter().chain(func).collect();
+    if within.is_empty() {
+        format!("its {what} of {addr:#x}")
+    } else {
+        format!("its {what} of {addr:#x} ({})", within.join(", "))
+    }
 }
 
 /// The thread that made `step`, as (pid, tid): the last switch at or before it.
@@ -128,12 +198,17 @@ pub fn thread_at(switches: &[Switch], step: u64) -> Option<(u32, u32)> {
 
 /// `switching away from thread 1000/1002 after its write`: what the
 /// deciding perturbation does, told from the run it was applied to.
-pub fn deciding(p: &Perturbed, events: &[Event], thread: Option<(u32, u32)>) -> String {
+pub fn deciding(
+    p: &Perturbed,
+    events: &[Event],
+    thread: Option<(u32, u32)>,
+    syms: &Names,
+) -> String {
     let Some((pid, tid)) = thread else {
         return format!("{} there", p.what);
     };
-    let after = what_it_did(events, p.step, tid)
-        .map(|d| format!(" after {d}"))
+    let after = what_it_did(events, p.step, tid, syms)
+        .map(|d| format!(" {d}"))
         .unwrap_or_default();
     match p.what {
         Perturbation::Reschedule => format!("switching away from thread {pid}/{tid}{after}"),

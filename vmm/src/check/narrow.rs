@@ -5,7 +5,7 @@
 use super::label::{self, Judged, Label};
 use super::{Candidate, CheckError, Checker, Narrowed, Side, Tried};
 use crate::record::diff::first_divergence;
-use crate::record::{Discard, Event, Perturbation, Perturbed};
+use crate::record::{Discard, Event, EventKind, Perturbation, Perturbed};
 use crate::session::{self, Limits};
 use std::time::Instant;
 
@@ -13,6 +13,8 @@ use std::time::Instant;
 const CONTEXT: usize = 3;
 /// How far before a deciding set's first step a single reschedule is tried.
 const NEAR: u64 = 16;
+/// Single reschedules tried at schedule 0's steps of the same accesses.
+const SAME_ACCESS_TRIES: usize = 32;
 
 struct Search<'c, 'a> {
     checker: &'c Checker<'a>,
@@ -54,6 +56,58 @@ impl Search<'_, '_> {
             }
             if let Some(t) = self.fails(&[one])? {
                 return Ok(Some((vec![one], t)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// When several perturbations together decide it and no reschedule near
+    /// them does alone: the accesses they interrupted (memory points) happen
+    /// at other steps in schedule 0, where one reschedule may decide it.
+    /// Tries a single reschedule at each step where schedule 0 makes an
+    /// access at the same instruction as one the set interrupted (its last
+    /// first), at most `SAME_ACCESS_TRIES` of them.
+    fn same_access(
+        &mut self,
+        set: &[Perturbed],
+        failing: &Tried,
+    ) -> Result<Option<(Vec<Perturbed>, Tried)>, CheckError> {
+        let events = load(self.checker, &failing.id)?;
+        let switches = self.checker.store.resolve(&failing.id)?.switches()?;
+        let base_id = self
+            .checker
+            .inputs_for(&Candidate::Explicit(Vec::new()))
+            .manifest
+            .id();
+        let Ok(base) = load(self.checker, &base_id) else {
+            return Ok(None);
+        };
+        let mut tried = 0;
+        for p in set.iter().rev() {
+            let Some((_, tid)) = label::thread_at(&switches, p.step) else {
+                continue;
+            };
+            let pc = events.iter().find_map(|e| match e.kind {
+                EventKind::Access { pc, .. } if e.step == p.step && e.tid == tid => Some(pc),
+                _ => None,
+            });
+            let Some(pc) = pc else { continue };
+            let steps = base.iter().filter_map(|e| match e.kind {
+                EventKind::Access { pc: at, .. } if at == pc => Some(e.step),
+                _ => None,
+            });
+            for step in steps {
+                if tried == SAME_ACCESS_TRIES {
+                    return Ok(None);
+                }
+                tried += 1;
+                let one = Perturbed {
+                    step,
+                    what: Perturbation::Reschedule,
+                };
+                if let Some(t) = self.fails(&[one])? {
+                    return Ok(Some((vec![one], t)));
+                }
             }
         }
         Ok(None)
@@ -155,7 +209,10 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
             match s.fails(&set)? {
                 Some(t) => match s.single_near(&set)? {
                     Some(one) => one,
-                    None => (set, t),
+                    None => match s.same_access(&set, &t)? {
+                        Some(one) => one,
+                        None => (set, t),
+                    },
                 },
                 // Not reproducible from its perturbations alone: report the whole run.
                 None => (bad.perturbed.clone(), bad.clone()),
@@ -193,7 +250,7 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
         [one] => {
             let switches = checker.store.resolve(&failing.id)?.switches()?;
             let thread = label::thread_at(&switches, one.step);
-            let what = label::deciding(one, &failing_events, thread);
+            let what = label::deciding(one, &failing_events, thread, &symbols(checker));
             let place = thread
                 .and_then(|(pid, tid)| {
                     let prefix = format!("thread {pid}/{tid}: ");
@@ -244,4 +301,12 @@ fn sides(without: &Tried, with: &Tried, without_is_schedule_0: bool) -> (Side, S
         label,
     };
     (side(without, a), side(with, b))
+}
+
+/// The checked program's symbols (none when its file cannot be read).
+fn symbols(checker: &Checker) -> label::Names {
+    let base = &checker.spec.base;
+    crate::kernel::elf::read_program(&base.image, &base.manifest.program)
+        .map(|elf| label::Names::from_elf(&elf, crate::kernel::elf::load_bias(&elf)))
+        .unwrap_or_default()
 }

@@ -388,9 +388,11 @@ impl Session {
             if tf {
                 self.set_tf(true);
             }
+            // A memory point's #DB handler exits to us while we single-step.
+            self.live.k.m.set_debug_exits(tf);
             let mut opened: Option<Opened> = None;
             let exit = loop {
-                let exit = self.live.k.m.run()?;
+                let exit = self.live.k.run_guest()?;
                 match exit {
                     Exit::Exception {
                         vector: VEC_PAGE_FAULT,
@@ -412,6 +414,7 @@ impl Session {
                         }
                         self.open_page(page);
                         self.set_tf(true);
+                        self.live.k.m.set_debug_exits(true);
                     }
                     other => break other,
                 }
