@@ -11,6 +11,12 @@
 //!   --only-keep-debug`, then `--strip-debug`; the build id stays) ->
 //!   `deadlock-split`, `long-split` and `split-debug/*.debug`, for the
 //!   debuginfod test and the `where` benchmark.
+//!
+//! Only musl-gcc is optional (`REWIND_MUSL_CC` names another): without it an
+//! ordinary `cargo build` still succeeds, a `cargo:warning` says that
+//! `scripts/setup` installs it, and the test that runs `threads-musl` says it
+//! was skipped. `scripts/test` sets `REWIND_REQUIRE_ALL_GUESTS=1`, so that the
+//! suite itself never skips it.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -29,6 +35,13 @@ fn main() {
         );
     }
     println!("cargo:rustc-env=REWIND_GUESTS={}", out.display());
+    println!("cargo:rerun-if-env-changed=REWIND_MUSL_CC");
+    println!("cargo:rerun-if-env-changed=REWIND_REQUIRE_ALL_GUESTS");
+    let musl = env::var("REWIND_MUSL_CC").unwrap_or_else(|_| "musl-gcc".into());
+    let have_musl = found(&musl);
+    if !have_musl && env::var_os("REWIND_REQUIRE_ALL_GUESTS").is_some_and(|v| v == "1") {
+        panic!("`{musl}` not found: scripts/setup installs it (musl-tools)");
+    }
 
     let mut c_sources: Vec<PathBuf> = std::fs::read_dir(&tests)
         .unwrap()
@@ -46,12 +59,25 @@ fn main() {
             &out.join(name),
         );
     }
-    build(
-        "musl-gcc",
-        &["-static", "-O1", "-g", "-pthread", "-Wall"],
-        &tests.join("threads.c"),
-        &out.join("threads-musl"),
-    );
+    if have_musl {
+        build(
+            &musl,
+            &["-static", "-O1", "-g", "-pthread", "-Wall"],
+            &tests.join("threads.c"),
+            &out.join("threads-musl"),
+        );
+    } else {
+        println!(
+            "cargo:warning=`{musl}` not found: the static musl test program is not built \
+             and its test is skipped (scripts/setup installs musl-tools)"
+        );
+        // Look again when something is installed.
+        for dir in env::split_paths(&env::var_os("PATH").unwrap_or_default()) {
+            if dir.is_dir() {
+                println!("cargo:rerun-if-changed={}", dir.display());
+            }
+        }
+    }
     build(
         "cc",
         &["-O1", "-g", "-pthread"],
@@ -97,6 +123,19 @@ fn main() {
         &tests.join("threads.rs"),
         &out.join("threads-rust"),
     );
+}
+
+/// Whether `program` names an executable file, directly or through `PATH`.
+fn found(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(Path::new(program));
+    }
+    env::split_paths(&env::var_os("PATH").unwrap_or_default()).any(|d| executable(&d.join(program)))
 }
 
 fn build(compiler: &str, flags: &[&str], src: &Path, exe: &Path) {

@@ -55,25 +55,11 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
     };
     let manifest = Manifest {
         engine: "test".into(),
-        program: "/prog".into(),
-        argv: vec!["/prog".into()],
         env: vec![],
-        cwd: "/".into(),
-        image: image.hash().unwrap(),
-        stdin: None,
         epoch: 0,
         seed,
-        cores: 1,
         mem: 1 << 30,
-        quantum_ns: 5000,
-        schedule: 0,
-        schedule_from: None,
-        schedule_until: None,
-        perturb: Vec::new(),
-        reseed: None,
-        points: Default::default(),
-        fork_of: None,
-        pct: None,
+        ..Manifest::new("/prog".into(), vec!["/prog".into()], image.hash().unwrap())
     };
     let store = home.store();
     let mut rec = store.begin(&manifest, b"").unwrap();

@@ -36,7 +36,7 @@ fn main() {
     // Bare and engine measurements alternate, so that whatever else the host
     // is doing weighs on both alike; each figure is the best of its rounds.
     let bare = Bare::new();
-    let home = Home::new();
+    let home = Home::unreplayed();
     let (mut exit_us, mut step_us, mut steps_per_call) = (f64::MAX, f64::MAX, 0.0);
     for _ in 0..5 {
         exit_us = exit_us.min(bare_syscalls(&bare, 20_000));

@@ -44,7 +44,7 @@ fn main() {
 }
 
 fn check_bank() {
-    let h = Home::new();
+    let h = Home::unreplayed();
     let (wall, out) = timed(|| h.rewind(&["check", "--example", "bank", "--json"]));
     let v: serde_json::Value = serde_json::from_str(out.stdout.trim())
         .unwrap_or_else(|e| panic!("check --json: {e}\n{out}"));
@@ -129,6 +129,46 @@ fn id_of(o: &Output) -> String {
         .to_string()
 }
 
+/// Steps between keyframes at most (`vmm::record::keyframe::KEYFRAME_STEPS`);
+/// none is taken at step 0.
+const KEYFRAME_STEPS: u64 = 20_000;
+
+/// A timed fork must have worked, and started where it should: past the
+/// first keyframe, from a keyframe at most `KEYFRAME_STEPS` before `step`
+/// (keyframes are kept at least that often), never from step 0; from step 0
+/// when `step` is None (the run kept no keyframes).
+fn forked(o: &Output, step: Option<u64>) {
+    assert_eq!(o.code, 0, "a timed fork failed:\n{o}");
+    let from = o
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("rewind: forking from "))
+        .unwrap_or_else(|| panic!("the fork does not say where it started:\n{o}"));
+    match step {
+        Some(s) => {
+            let k: Option<u64> = from
+                .strip_prefix("the keyframe at step ")
+                .and_then(|k| k.parse().ok());
+            match k {
+                Some(k) => assert!(
+                    k <= s && s - k <= KEYFRAME_STEPS,
+                    "the fork at step {s} started from the keyframe at step {k}:\n{o}"
+                ),
+                None => assert!(
+                    s < KEYFRAME_STEPS,
+                    "the fork at step {s} fell back to step 0:\n{o}"
+                ),
+            }
+        }
+        None => assert!(from.starts_with("step 0"), "{o}"),
+    }
+}
+
+/// A timed seek must have answered: `/nothing` did not exist (exit 3).
+fn sought(o: &Output) {
+    assert_eq!(o.code, 3, "a timed seek failed:\n{o}");
+}
+
 fn dir_size(p: &Path) -> u64 {
     std::fs::read_dir(p).map_or(0, |d| {
         d.flatten()
@@ -149,8 +189,8 @@ fn forks_and_seeks() {
     // little left to run: its time is the time to reach S. The same run
     // without keyframes has the same inputs, so the same id: it lives in a
     // store of its own.
-    let h = Home::new();
-    let bare = Home::new();
+    let h = Home::unreplayed();
+    let bare = Home::unreplayed();
     let prog = guest_arg("long");
     println!("(b) fork latency at step S of a run of S+{TAIL} steps, against the same fork of the run kept without keyframes (a rerun from step 0)");
     println!("(c) seek time (`rewind cat RUN S /nothing`), the same way");
@@ -159,13 +199,20 @@ fn forks_and_seeks() {
         // The guest makes about one step per call.
         let calls = (s + TAIL).to_string();
         let (rec, with) = timed(|| h.rewind(&["run", "-q", "--", &prog, &calls]));
+        assert_eq!(with.code, 0, "{with}");
         let with = id_of(&with);
-        let without = id_of(&bare.rewind(&["run", "-q", "--no-keyframes", "--", &prog, &calls]));
+        let without = bare.rewind(&["run", "-q", "--no-keyframes", "--", &prog, &calls]);
+        assert_eq!(without.code, 0, "{without}");
+        let without = id_of(&without);
         let st = s.to_string();
-        let (kf, _) = timed(|| h.rewind(&["fork", &with, &st, "--schedule", "1", "-q"]));
-        let (rerun, _) = timed(|| bare.rewind(&["fork", &without, &st, "--schedule", "1", "-q"]));
-        let (seek, _) = timed(|| h.rewind(&["cat", &with, &st, "/nothing"]));
-        let (seek0, _) = timed(|| bare.rewind(&["cat", &without, &st, "/nothing"]));
+        let (kf, o) = timed(|| h.rewind(&["fork", &with, &st, "--schedule", "1", "-q"]));
+        forked(&o, Some(s));
+        let (rerun, o) = timed(|| bare.rewind(&["fork", &without, &st, "--schedule", "1", "-q"]));
+        forked(&o, None);
+        let (seek, o) = timed(|| h.rewind(&["cat", &with, &st, "/nothing"]));
+        sought(&o);
+        let (seek0, o) = timed(|| bare.rewind(&["cat", &without, &st, "/nothing"]));
+        sought(&o);
         println!(
             "    S = {s:>8}: fork {:6.3} s with keyframes, {:7.3} s rerun ({:6.1}x); seek {:6.3} s, {:7.3} s from step 0 ({:6.1}x); recorded in {:.1} s",
             kf.as_secs_f64(),

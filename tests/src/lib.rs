@@ -8,6 +8,8 @@
 
 pub mod debuginfod;
 
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -44,6 +46,23 @@ pub fn guest(name: &str) -> PathBuf {
     let path = Path::new(env!("REWIND_GUESTS")).join(name);
     assert!(path.exists(), "no guest program {}", path.display());
     path
+}
+
+/// A guest program that build.rs may leave out (`threads-musl`, without
+/// musl-gcc): its path, or None after saying on the test's stderr (not
+/// captured, so `cargo test` shows it) that the test is skipped.
+pub fn optional_guest(name: &str) -> Option<String> {
+    let path = Path::new(env!("REWIND_GUESTS")).join(name);
+    if path.exists() {
+        return Some(path.to_str().expect("UTF-8 path").to_string());
+    }
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: the guest program {name} was not built (build.rs warned why; \
+         scripts/setup installs what it needs)"
+    );
+    None
 }
 
 /// `guest(name)` as a string, for argument lists.
@@ -160,8 +179,23 @@ pub fn parse_status(out: &Output) -> Option<Run> {
 }
 
 /// A temporary `REWIND_HOME`, removed when dropped, and the commands that use it.
+///
+/// Every run recorded in it is replayed and must be identical (the promise of
+/// the README's "Tests"): after each command the home notes the runs that
+/// appeared in `runs/` (made by `run`, `check`, `fork`, or by a process a
+/// test started itself with this `REWIND_HOME`); `replay_identical` checks one
+/// when the test wants it at a point; before `remove` or `prune`, and when the
+/// home is dropped at the end of a test that passed, every noted run not yet
+/// replayed is. Runs that `import` added are not noted: replaying them is the
+/// import tests' own business, and only `--replayable` exports can be.
 pub struct Home {
     dir: tempfile::TempDir,
+    /// Runs present in `runs/` at the last look.
+    seen: RefCell<BTreeSet<String>>,
+    /// Runs recorded here and not yet replayed.
+    unreplayed: RefCell<BTreeSet<String>>,
+    /// False for benchmarks' homes: they measure, the tests check.
+    replay_at_drop: bool,
 }
 
 impl Default for Home {
@@ -177,6 +211,50 @@ impl Home {
                 .prefix("rewind-test-home-")
                 .tempdir()
                 .expect("a temporary directory"),
+            seen: RefCell::default(),
+            unreplayed: RefCell::default(),
+            replay_at_drop: true,
+        }
+    }
+
+    /// A home whose runs are not replayed when it is dropped: for the
+    /// benchmarks only, which time commands and check none of them twice.
+    pub fn unreplayed() -> Home {
+        let mut home = Home::new();
+        home.replay_at_drop = false;
+        home
+    }
+
+    /// Notes the runs that appeared since the last look; `imported` when the
+    /// command that added them was `rewind import`.
+    fn note_new_runs(&self, imported: bool) {
+        let mut seen = self.seen.borrow_mut();
+        for id in self.finished_run_dirs() {
+            if seen.insert(id.clone()) && !imported {
+                self.unreplayed.borrow_mut().insert(id);
+            }
+        }
+    }
+
+    /// The runs recorded here that were not replayed yet.
+    pub fn unreplayed_runs(&self) -> Vec<String> {
+        self.note_new_runs(false);
+        self.unreplayed.borrow().iter().cloned().collect()
+    }
+
+    /// Leaves a run out of the replays: only for a run a test damaged on
+    /// purpose, after it showed what it wanted to about it.
+    pub fn forget(&self, id: &str) {
+        self.note_new_runs(false);
+        self.unreplayed.borrow_mut().remove(id);
+    }
+
+    /// Replays every run recorded here that was not replayed yet.
+    pub fn replay_recorded(&self) {
+        self.note_new_runs(false);
+        let ids: Vec<String> = self.unreplayed.borrow().iter().cloned().collect();
+        for id in ids {
+            self.replay_identical(&id);
         }
     }
 
@@ -191,12 +269,28 @@ impl Home {
 
     /// `rewind ARGS` with this home and extra host environment variables.
     pub fn rewind_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        // Runs a test made with its own processes were noted at the last look.
+        self.note_new_runs(false);
+        if matches!(args.first(), Some(&"remove") | Some(&"prune")) {
+            self.replay_recorded();
+        }
         let mut cmd = Command::new(rewind_bin());
         cmd.args(args).env("REWIND_HOME", self.path());
         for (k, v) in env {
             cmd.env(k, v);
         }
-        run_command(cmd, DEADLINE)
+        let out = run_command(cmd, DEADLINE);
+        self.note_new_runs(args.first() == Some(&"import"));
+        out
+    }
+
+    /// `rewind ARGS` with this home, as a user without privileges ([`unprivileged`]).
+    pub fn rewind_unprivileged(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(rewind_bin());
+        cmd.args(args).env("REWIND_HOME", self.path());
+        let out = run_command(unprivileged(cmd), DEADLINE);
+        self.note_new_runs(false);
+        out
     }
 
     /// `rewind run ARGS`: panics unless it ends with a status line.
@@ -253,12 +347,24 @@ impl Home {
     }
 
     /// `rewind replay RUN` must say `identical` and exit 0.
+    #[track_caller]
     pub fn replay_identical(&self, run: &str) {
         let out = self.rewind(&["replay", run]);
         assert!(
             out.code == 0 && (out.stdout.contains("identical") || out.stderr.contains("identical")),
             "`rewind replay {run}` did not report identical:\n{out}"
         );
+        let id = if self.seen.borrow().contains(run) {
+            run.to_string()
+        } else {
+            let show = self.ok(&["show", run, "--json"]).stdout;
+            let v: serde_json::Value = serde_json::from_str(&show).expect("show --json is JSON");
+            v["id"]
+                .as_str()
+                .expect("show --json has the id")
+                .to_string()
+        };
+        self.unreplayed.borrow_mut().remove(&id);
     }
 
     /// `rewind ARGS`, asserting exit 0.
@@ -279,6 +385,41 @@ impl Home {
                 .collect(),
         }
     }
+}
+
+impl Drop for Home {
+    /// Replays what the test recorded and did not replay (unless it failed
+    /// already: its own message is the one that matters).
+    fn drop(&mut self) {
+        if self.replay_at_drop && !std::thread::panicking() {
+            self.replay_recorded();
+        }
+    }
+}
+
+/// `cmd` as a user without privileges: as it is when the tests do not run as
+/// root; as root (CI), inside a new user namespace (`unshare --user`, no
+/// mapping), where the process keeps its own files but loses root's right to
+/// read and write everyone's: a mode-000 directory is refused to it.
+pub fn unprivileged(cmd: Command) -> Command {
+    if unsafe { libc::geteuid() } != 0 {
+        return cmd;
+    }
+    let mut wrapped = Command::new("unshare");
+    wrapped
+        .args(["--user", "--"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        wrapped.current_dir(d);
+    }
+    wrapped
 }
 
 /// Runs a command with standard input empty, capturing its output, killing it

@@ -4,8 +4,17 @@
 use rewind_tests::{guest_arg, Home, Output};
 use std::os::unix::fs::PermissionsExt;
 
-fn is_root() -> bool {
-    unsafe { libc::geteuid() == 0 }
+/// The permission cases run as a user without privileges (root reads and
+/// writes everything, and CI runs as root); this shows the restriction holds
+/// there, so that a case that passes proves something.
+fn unprivileged_is_refused(dir: &std::path::Path) {
+    let mut ls = std::process::Command::new("ls");
+    ls.arg(dir);
+    let out = rewind_tests::run_command(rewind_tests::unprivileged(ls), rewind_tests::DEADLINE);
+    assert_ne!(
+        out.code, 0,
+        "an unprivileged `ls` reads a mode-000 directory:\n{out}"
+    );
 }
 
 #[track_caller]
@@ -69,19 +78,15 @@ fn unreadable_root() {
     std::fs::write(&file, "not a directory").unwrap();
     let out = home.rewind(&["run", "--root", file.to_str().unwrap(), "--", prog]);
     refused(&home, &out, &[]);
-    // A root with no read permission (root reads it anyway: then it is a
-    // valid root and this case proves nothing, so it is left out).
-    if !is_root() {
-        let dir = home.path().join("locked");
-        std::fs::create_dir(&dir).unwrap();
-        std::fs::copy(rewind_tests::guest("hello"), dir.join("hello")).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o000)).unwrap();
-        let out = home.rewind(&["run", "--root", dir.to_str().unwrap(), "--", prog]);
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        refused(&home, &out, &[]);
-    } else {
-        eprintln!("running as root: the mode-000 --root case is left out (root can read it)");
-    }
+    // A root with no read permission, for a user without privileges.
+    let dir = home.path().join("locked");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(rewind_tests::guest("hello"), dir.join("hello")).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o000)).unwrap();
+    unprivileged_is_refused(&dir);
+    let out = home.rewind_unprivileged(&["run", "--root", dir.to_str().unwrap(), "--", prog]);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    refused(&home, &out, &[dir.to_str().unwrap()]);
 }
 
 #[test]
@@ -108,29 +113,34 @@ fn unwritable_rewind_home() {
         "want one line on stderr:\n{out}"
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "in the way");
-    if !is_root() {
-        let locked = base.path().join("locked");
-        std::fs::create_dir(&locked).unwrap();
-        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
-        let out = rewind_tests::run_command(
-            {
-                let mut c = std::process::Command::new(rewind_tests::rewind_bin());
-                c.args(["run", "--", &prog]).env("REWIND_HOME", &locked);
-                c
-            },
-            rewind_tests::DEADLINE,
-        );
-        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_ne!(out.code, 0, "{out}");
-        assert_eq!(
-            out.stderr_lines().len(),
-            1,
-            "want one line on stderr:\n{out}"
-        );
-        assert_eq!(std::fs::read_dir(&locked).unwrap().count(), 0);
-    } else {
-        eprintln!("running as root: the mode-555 REWIND_HOME case is left out (root writes it)");
-    }
+    // A REWIND_HOME without write permission, for a user without privileges.
+    let locked = base.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let mut touch = std::process::Command::new("touch");
+    touch.arg(locked.join("probe"));
+    let probe =
+        rewind_tests::run_command(rewind_tests::unprivileged(touch), rewind_tests::DEADLINE);
+    assert_ne!(
+        probe.code, 0,
+        "an unprivileged `touch` writes a mode-555 directory:\n{probe}"
+    );
+    let out = rewind_tests::run_command(
+        {
+            let mut c = std::process::Command::new(rewind_tests::rewind_bin());
+            c.args(["run", "--", &prog]).env("REWIND_HOME", &locked);
+            rewind_tests::unprivileged(c)
+        },
+        rewind_tests::DEADLINE,
+    );
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_ne!(out.code, 0, "{out}");
+    assert_eq!(
+        out.stderr_lines().len(),
+        1,
+        "want one line on stderr:\n{out}"
+    );
+    assert_eq!(std::fs::read_dir(&locked).unwrap().count(), 0);
 }
 
 #[test]

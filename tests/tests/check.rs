@@ -400,6 +400,44 @@ fn the_deciding_step_is_real() {
     for t in v["tried"].as_array().unwrap() {
         home.replay_identical(t["run"].as_str().unwrap());
     }
+
+    // Made again independently, in a home the check never saw: `rewind run`
+    // with that one perturbation makes the failing run (same id, exited:2),
+    // and without it the passing one.
+    let epoch = show_json(&home, failing)["inputs"]["epoch"]
+        .as_u64()
+        .expect("inputs.epoch")
+        .to_string();
+    let perturb = match what.as_str() {
+        Some("reschedule") => vec!["--reschedule-at".to_string(), step.to_string()],
+        _ => vec![
+            "--stall-at".to_string(),
+            format!("{step}:{}", deciding[0]["ns"]),
+        ],
+    };
+    let fresh = Home::new();
+    let mut args = vec!["-q", "--epoch", &epoch];
+    args.extend(perturb.iter().map(String::as_str));
+    args.extend(["--example", "bank"]);
+    let remade = fresh.run(&args);
+    assert_eq!(
+        (remade.id.as_str(), remade.status.as_str()),
+        (failing, "exited:2"),
+        "`rewind run {}` is not the failing run:\n{}",
+        args.join(" "),
+        remade.out
+    );
+    let remade = fresh.run(&["-q", "--epoch", &epoch, "--example", "bank"]);
+    assert_eq!(
+        (remade.id.as_str(), remade.status.as_str()),
+        (passing, "exited:0"),
+        "`rewind run --example bank` is not the passing run:\n{}",
+        remade.out
+    );
+}
+
+fn show_json(home: &Home, run: &str) -> serde_json::Value {
+    serde_json::from_str(&home.ok(&["show", run, "--json"]).stdout).expect("show --json is JSON")
 }
 
 // ---- every example ----

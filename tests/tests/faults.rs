@@ -4,6 +4,23 @@
 
 use rewind_tests::{assert_lines, Home};
 
+/// A symbol's address in a guest program, from `nm` (binutils, installed
+/// with build-essential by scripts/setup).
+fn symbol_address(program: &str, symbol: &str) -> u64 {
+    let out = std::process::Command::new("nm")
+        .arg(rewind_tests::guest(program))
+        .output()
+        .expect("nm runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            let (addr, _, name) = (w.next()?, w.next()?, w.next()?);
+            (name == symbol).then(|| u64::from_str_radix(addr, 16).ok())?
+        })
+        .unwrap_or_else(|| panic!("no symbol {symbol} in {program}"))
+}
+
 #[test]
 fn null_dereference_is_sigsegv_with_its_address() {
     let home = Home::new();
@@ -87,17 +104,29 @@ fn opposite_lock_order_ends_deadlocked_naming_both_waits() {
     assert_eq!(run.status, "deadlocked", "{}", run.out);
     assert_eq!(run.out.code, 125, "{}", run.out);
     assert_lines(&run.out.stdout, &["starting transfer and auditor"]);
-    // Both lockers wait in futex (and main in join, also a futex).
-    let waits = run
-        .out
-        .stderr_lines()
-        .iter()
-        .filter(|l| l.contains("futex"))
-        .count();
+    // Each locker waits for the mutex the other holds: transfer (the first
+    // thread created) for `audit`, auditor for `accounts`; main waits in join.
+    let lines = run.out.stderr_lines();
+    let waiting_in = |tid: u32| -> &str {
+        let prefix = format!("rewind:   thread 1000/{tid}: ");
+        lines
+            .iter()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no line for thread {tid}:\n{}", run.out))
+    };
+    for (tid, mutex) in [(1001, "audit"), (1002, "accounts")] {
+        let wait = waiting_in(tid);
+        let addr = format!("{:#x}", symbol_address("deadlock", mutex));
+        assert!(
+            wait.starts_with(&format!("blocked in futex({addr}, FUTEX_WAIT_PRIVATE"))
+                && wait.contains("__lll_lock_wait"),
+            "thread {tid} does not wait for `{mutex}` ({addr}) in pthread_mutex_lock: {wait}"
+        );
+    }
+    let main = waiting_in(1000);
     assert!(
-        waits >= 2,
-        "stderr names fewer than two futex waits:\n{}",
-        run.out
+        main.starts_with("blocked in futex(") && !main.contains("__lll_lock_wait"),
+        "main is not waiting in pthread_join: {main}"
     );
     home.replay_identical(&run.id);
 }

@@ -94,6 +94,12 @@ fn a_late_fork_restores_a_keyframe_and_replays_identically() {
                 .contains("the fork does not differ from its parent"),
         "{a}"
     );
+    assert!(
+        a.stderr_lines()
+            .iter()
+            .any(|l| l.starts_with("rewind: forking from the keyframe at step ")),
+        "the late fork did not start from a keyframe:\n{a}"
+    );
     // The fork restored a keyframe and recorded only the rest; replay reruns
     // it from step 0 and must see the same events.
     h.replay_identical(&ra);

@@ -15,8 +15,7 @@ use std::path::{Path, PathBuf};
 /// Top-level directories of a root the monitor replaces with its own.
 pub const HIDDEN_TOP: &[&str] = &["dev", "proc", "sys"];
 
-/// Symbolic links followed in one resolution before giving up (MAXSYMLINKS).
-const MAX_SYMLINKS: u32 = 40;
+use crate::kernel::fs::vfs::MAX_SYMLINKS;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Image {
@@ -57,12 +56,26 @@ impl Image {
     }
 }
 
+/// The hash [`Image::hash`] gives an `Image::Program` whose file has these
+/// `bytes` and this `mode` (`st_mode`, file type included), without the file.
+pub fn program_hash(guest_path: &str, mode: u32, bytes: &[u8]) -> String {
+    let mut h = blake3::Hasher::new();
+    hash_entry_head(&mut h, guest_path, mode);
+    h.update(bytes);
+    h.finalize().to_hex().to_string()
+}
+
+/// What comes before a file's contents in an image hash: its path and mode.
+fn hash_entry_head(h: &mut blake3::Hasher, guest: &str, mode: u32) {
+    h.update(guest.as_bytes());
+    h.update(&[0]);
+    h.update(&mode.to_le_bytes());
+}
+
 fn hash_file(h: &mut blake3::Hasher, guest: &str, host: &Path) -> Result<(), EngineError> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(host).map_err(EngineError::io(host))?;
-    h.update(guest.as_bytes());
-    h.update(&[0]);
-    h.update(&meta.permissions().mode().to_le_bytes());
+    hash_entry_head(h, guest, meta.permissions().mode());
     let mut f = std::fs::File::open(host).map_err(EngineError::io(host))?;
     h.update_reader(&mut f).map_err(EngineError::io(host))?;
     Ok(())
@@ -148,6 +161,30 @@ fn hash_tree(h: &mut blake3::Hasher, dir: &Path, guest: &str) -> Result<(), Engi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_hashes_the_same_from_its_bytes() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("rewind-image-hash-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("prog");
+        std::fs::write(&file, b"\x7fELF bytes").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let image = Image::Program {
+            guest_path: "/examples/prog".into(),
+            host_path: file,
+        };
+        let want = image.hash().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            program_hash("/examples/prog", 0o100755, b"\x7fELF bytes"),
+            want
+        );
+        assert_ne!(
+            program_hash("/examples/prog", 0o100644, b"\x7fELF bytes"),
+            want
+        );
+    }
 
     #[test]
     fn links_resolve_inside_the_root() {

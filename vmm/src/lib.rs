@@ -15,6 +15,7 @@ pub mod inspect;
 pub mod kernel;
 pub mod machine;
 pub mod record;
+pub mod replay;
 pub mod session;
 pub mod store;
 

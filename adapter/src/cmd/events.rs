@@ -6,15 +6,8 @@ use std::io::Write;
 
 #[derive(Args, Debug)]
 pub struct EventsArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
-    /// Only events at this step or later.
-    #[arg(long, value_name = "S", default_value_t = 0)]
-    pub from: u64,
-    /// Only events at this step or earlier.
-    #[arg(long, value_name = "S")]
-    pub to: Option<u64>,
+    #[command(flatten)]
+    pub steps: super::RunSteps,
     /// One flat JSON object a line: {"step", "pid", "tid", "kind":
     /// "syscall", ..the kind's fields}; every kind is in docs/events.md. (The
     /// text form also marks where the run's schedule intervened.)
@@ -27,21 +20,22 @@ pub struct EventsArgs {
 }
 
 pub fn main(args: EventsArgs) -> Result<i32> {
-    let run = super::resolve(&args.run)?;
+    let super::RunSteps { run, from, to } = &args.steps;
+    let run = super::resolve(run)?;
     let mut trace = run
         .trace()
         .with_context(|| format!("run {}: cannot read its events", run.id))?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let to = args.to.unwrap_or(u64::MAX);
+    let (from, to) = (*from, to.unwrap_or(u64::MAX));
     // Where the run's schedule intervened, shown after that step's events.
     let mut marks = run
         .meta
         .perturbed
         .iter()
-        .filter(|p| (args.from..=to).contains(&p.step))
+        .filter(|p| (from..=to).contains(&p.step))
         .peekable();
-    for ev in trace.events_in(args.from, to) {
+    for ev in trace.events_in(from, to) {
         let ev = ev.with_context(|| format!("run {}", run.id))?;
         if ev.kind.is_access() && !args.accesses && !args.json {
             continue;

@@ -111,6 +111,15 @@ pub fn fork(
     };
     // From the last keyframe at or before the step, when the parent kept one.
     let kf = parent.usable_keyframe(store, step).map(|(k, _)| k);
+    // Said on the command line (the timeline benchmark checks it); a quiet
+    // fork (the DAP server's) says nothing.
+    match (&kf, &show) {
+        (_, Shown::Quiet) => {}
+        (Some(k), _) => eprintln!("rewind: forking from the keyframe at step {}", k.step),
+        (None, _) => {
+            eprintln!("rewind: forking from step 0 (no keyframe at or before step {step})")
+        }
+    }
     let outcome = match show {
         Shown::Progress => {
             let mut shown = crate::progress::Progress::new(&mut rec, "forking", parent.meta.steps);

@@ -25,6 +25,20 @@ pub mod where_;
 use anyhow::{Context, Result};
 use vmm::store::{Run, Store};
 
+/// A run and a stretch of its steps (`rewind events`, `rewind threads`).
+#[derive(clap::Args, Debug)]
+pub struct RunSteps {
+    /// The run: id, unique id prefix, @, @N or name.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// From this step.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub from: u64,
+    /// To this step [default: the end of the run].
+    #[arg(long, value_name = "S")]
+    pub to: Option<u64>,
+}
+
 /// The store of runs, from the environment.
 pub fn store() -> Result<Store> {
     Ok(Store::from_env()?)

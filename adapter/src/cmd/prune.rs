@@ -24,24 +24,11 @@ pub fn main(args: PruneArgs) -> Result<i32> {
     let lock = store.lock_exclusive(&mut || {
         eprintln!("rewind: waiting for the runs being recorded in this store to finish...")
     })?;
-    let doomed = store.identical_forks()?;
-    let mut freed = 0;
-    for (r, same) in &doomed {
-        let verb = if args.dry_run {
-            "would remove"
-        } else {
-            freed += store.remove_run(&lock, r)?;
-            "removed"
-        };
-        println!("{verb} {}  {}  (ran as {same} did)", r.id, r.meta.name);
-    }
-    if !args.dry_run {
-        eprintln!(
-            "rewind: pruned {} fork{} ({}); `rewind gc` frees the pages no run uses",
-            doomed.len(),
-            if doomed.len() == 1 { "" } else { "s" },
-            super::gc::bytes(freed)
-        );
-    }
+    let doomed: Vec<_> = store
+        .identical_forks()?
+        .into_iter()
+        .map(|(r, same)| (r, format!("  (ran as {same} did)")))
+        .collect();
+    super::remove::remove_all(&store, &lock, &doomed, args.dry_run, ("pruned", "fork"))?;
     Ok(0)
 }

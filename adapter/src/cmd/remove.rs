@@ -2,7 +2,9 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
+use vmm::store::lock::StoreLock;
 use vmm::store::maintain::with_descendants;
+use vmm::store::{Run, Store};
 
 #[derive(Args, Debug)]
 pub struct RemoveArgs {
@@ -28,27 +30,47 @@ pub fn main(args: RemoveArgs) -> Result<i32> {
         roots.push(run.id);
     }
     let all = store.list()?;
-    let doomed = with_descendants(&all, &roots);
+    let doomed: Vec<(Run, String)> = with_descendants(&all, &roots)
+        .into_iter()
+        .map(|r| {
+            let fork = match &r.manifest.fork_of {
+                Some(f) => format!("  (fork of {} at {})", f.parent, f.step),
+                None => String::new(),
+            };
+            (r, fork)
+        })
+        .collect();
+    remove_all(&store, &_lock, &doomed, args.dry_run, ("removed", "run"))?;
+    Ok(0)
+}
+
+/// Removes each run (or, with `dry_run`, says it would), a line each with
+/// its note, then a summary: `rewind: removed 3 runs (1.2 MB)`, with
+/// `words` = (`removed`, `run`). `remove` and `prune` both end here.
+pub fn remove_all(
+    store: &Store,
+    lock: &StoreLock,
+    doomed: &[(Run, String)],
+    dry_run: bool,
+    words: (&str, &str),
+) -> Result<()> {
     let mut freed = 0u64;
-    for r in &doomed {
-        let fork = match &r.manifest.fork_of {
-            Some(f) => format!("  (fork of {} at {})", f.parent, f.step),
-            None => String::new(),
-        };
-        if args.dry_run {
-            println!("would remove {}  {}{fork}", r.id, r.meta.name);
+    for (r, note) in doomed {
+        if dry_run {
+            println!("would remove {}  {}{note}", r.id, r.meta.name);
         } else {
-            freed += store.remove_run(&_lock, r)?;
-            println!("removed {}  {}{fork}", r.id, r.meta.name);
+            freed += store.remove_run(lock, r)?;
+            println!("removed {}  {}{note}", r.id, r.meta.name);
         }
     }
-    if !args.dry_run {
+    if !dry_run {
+        let (did, noun) = words;
         eprintln!(
-            "rewind: removed {} run{} ({}); `rewind gc` frees the pages no run uses",
+            "rewind: {did} {} {noun}{} ({}); `rewind gc` frees the pages no run uses",
             doomed.len(),
             if doomed.len() == 1 { "" } else { "s" },
             super::gc::bytes(freed)
         );
     }
-    Ok(0)
+    Ok(())
 }

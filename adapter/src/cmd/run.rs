@@ -6,17 +6,12 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use vmm::image::Image;
-use vmm::record::manifest::ENGINE_VERSION;
+use vmm::record::manifest::{guest_env, stdin_hash};
 use vmm::record::{ExitStatus, Manifest, Pct, Perturbation, Perturbed};
 use vmm::session::{self, Limits, Outcome, RunInputs};
 use vmm::store::{RunDetails, Store};
-
-/// The guest's environment before `--env`.
-pub const DEFAULT_ENV: &[&str] = &["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root"];
-/// Virtual nanoseconds per step.
-pub const QUANTUM_NS: u64 = 5000;
 
 #[derive(Args, Debug)]
 #[command(
@@ -123,30 +118,11 @@ pub fn normalize_guest(path: &str) -> String {
     vmm::kernel::fs::vfs::normalize("/", path)
 }
 
-fn start_of_today_utc() -> u64 {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
-    now - now % 86400
-}
-
-fn guest_env(extra: &[String]) -> Result<Vec<String>> {
-    let mut env: Vec<String> = DEFAULT_ENV.iter().map(|s| s.to_string()).collect();
-    for kv in extra {
-        let Some((k, _)) = kv.split_once('=') else {
-            usage!("--env `{kv}`: expected K=V");
-        };
-        if k.is_empty() || k.contains('\0') || kv.contains('\0') {
-            usage!("--env `{kv}`: expected K=V with a non-empty K");
-        }
-        let prefix = format!("{k}=");
-        match env.iter_mut().find(|e| e.starts_with(&prefix)) {
-            Some(e) => *e = kv.clone(),
-            None => env.push(kv.clone()),
-        }
+fn env_flags(flags: &[String]) -> Result<Vec<String>> {
+    match guest_env(flags) {
+        Ok(env) => Ok(env),
+        Err(why) => usage!("--env {why}"),
     }
-    Ok(env)
 }
 
 /// Checks that `host` is a readable regular file that starts like an ELF file.
@@ -183,8 +159,7 @@ pub fn read_stdin() -> Vec<u8> {
 impl Prepared {
     /// Makes `stdin` the run's standard input (an input: it is hashed into the id).
     pub fn set_stdin(&mut self, stdin: Vec<u8>) {
-        self.inputs.manifest.stdin =
-            (!stdin.is_empty()).then(|| blake3::hash(&stdin).to_hex().to_string());
+        self.inputs.manifest.stdin = stdin_hash(&stdin);
         self.inputs.stdin = stdin;
     }
 }
@@ -198,7 +173,7 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
         usage!("--cwd `{}`: must be an absolute guest path", args.cwd);
     }
     let cwd = normalize_guest(&args.cwd);
-    let env = guest_env(&args.env)?;
+    let env = env_flags(&args.env)?;
     if args.mem < (16 << 20) || !args.mem.is_multiple_of(4096) {
         usage!("--mem: at least 16M, in whole 4K pages");
     }
@@ -259,32 +234,27 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
         }
     };
     let image_hash = image.hash().context("cannot read the image")?;
+    let defaults = Manifest::new(program, argv, image_hash);
     let manifest = Manifest {
-        engine: ENGINE_VERSION.to_string(),
-        program,
-        argv,
         env,
         cwd,
-        image: image_hash,
-        stdin: None,
-        epoch: args.epoch.unwrap_or_else(start_of_today_utc),
+        epoch: args.epoch.unwrap_or(defaults.epoch),
         seed: args.seed,
         cores: args.cores,
         mem: args.mem,
-        quantum_ns: QUANTUM_NS,
         schedule: args.schedule,
         schedule_from: args.schedule_from.filter(|_| args.schedule != 0),
         schedule_until: args.schedule_until.filter(|_| args.schedule != 0),
         perturb: explicit_perturbations(args)?,
         reseed: args.reseed,
         points: args.points.unwrap_or_default(),
-        fork_of: None,
         pct: match (args.pct, args.schedule) {
             (Some(_), 0) => {
                 usage!("--pct makes --schedule N (N > 0) a PCT schedule: give --schedule")
             }
             (p, _) => p,
         },
+        ..defaults
     };
     Ok(Prepared {
         inputs: RunInputs {

@@ -6,7 +6,7 @@
 //! with its seed changed by `rewind check --seeds`) is said to be so rather
 //! than given a command that would make another run.
 
-use super::run::{normalize_guest, DEFAULT_ENV, QUANTUM_NS};
+use super::run::normalize_guest;
 use crate::examples;
 use anyhow::Result;
 use clap::Args;
@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use vmm::check::label::{labels, Judged, Label};
 use vmm::record::fork::{fork_manifest, ForkWith};
 use vmm::record::manifest::ENGINE_VERSION;
+use vmm::record::manifest::{guest_env, DEFAULT_ENV, DEFAULT_MEM, QUANTUM_NS};
 use vmm::record::{Manifest, Perturbation};
 use vmm::store::{ImageLocation, Run, Store};
 
@@ -82,30 +83,9 @@ fn size(bytes: u64) -> String {
     bytes.to_string()
 }
 
-/// The guest environment `--env` flags make (as `rewind run` does).
-fn env_from_flags(flags: &[String]) -> Vec<String> {
-    let mut env: Vec<String> = DEFAULT_ENV.iter().map(|s| s.to_string()).collect();
-    for kv in flags {
-        let Some((k, _)) = kv.split_once('=') else {
-            continue;
-        };
-        let prefix = format!("{k}=");
-        match env.iter_mut().find(|e| e.starts_with(&prefix)) {
-            Some(e) => *e = kv.clone(),
-            None => env.push(kv.clone()),
-        }
-    }
-    env
-}
-
-/// The BLAKE3 the image hash gives a built-in example (see `vmm::image`).
+/// The image hash of a built-in example, as the store writes it (mode 0755).
 fn example_image_hash(name: &str, bytes: &[u8]) -> String {
-    let mut h = blake3::Hasher::new();
-    h.update(format!("/examples/{name}").as_bytes());
-    h.update(&[0]);
-    h.update(&0o100755u32.to_le_bytes());
-    h.update(bytes);
-    h.finalize().to_hex().to_string()
+    vmm::image::program_hash(&format!("/examples/{name}"), 0o100755, bytes)
 }
 
 /// The commands that make `run`, its ancestors' first; or why there are none.
@@ -157,7 +137,7 @@ fn run_flags(
     if m.cores != 1 {
         flag("--cores", m.cores.to_string());
     }
-    if m.mem != 2 << 30 {
+    if m.mem != DEFAULT_MEM {
         flag("--mem", size(m.mem));
     }
     if m.cwd != "/" {
@@ -177,11 +157,7 @@ fn run_flags(
         .filter(|(i, e)| defaults.get(*i) != Some(&e.as_str()))
         .map(|(_, e)| e.clone())
         .collect();
-    if env_from_flags(&env_flags) != m.env
-        || env_flags
-            .iter()
-            .any(|e| !e.contains('=') || e.starts_with('='))
-    {
+    if guest_env(&env_flags).as_ref() != Ok(&m.env) {
         return Err("its environment cannot be given with --env".into());
     }
     for e in env_flags {
@@ -678,7 +654,7 @@ mod tests {
 
     #[test]
     fn env_flags_round_trip() {
-        let env = env_from_flags(&["HOME=/x".into(), "A=1".into()]);
+        let env = guest_env(&["HOME=/x".into(), "A=1".into()]).unwrap();
         assert_eq!(
             env,
             vec!["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/x", "A=1"]

@@ -8,28 +8,22 @@ use vmm::record::switches::stretches;
 
 #[derive(Args, Debug)]
 pub struct ThreadsArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
-    /// From this step.
-    #[arg(long, value_name = "S", default_value_t = 0)]
-    pub from: u64,
-    /// To this step [default: the end of the run].
-    #[arg(long, value_name = "S")]
-    pub to: Option<u64>,
+    #[command(flatten)]
+    pub steps: super::RunSteps,
     /// One JSON object a line: {"first", "last", "pid", "tid", "name"}.
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn main(args: ThreadsArgs) -> Result<i32> {
-    let run = super::resolve(&args.run)?;
+    let super::RunSteps { run, from, to } = &args.steps;
+    let run = super::resolve(run)?;
     let switches = run
         .switches()
         .with_context(|| format!("run {}: cannot read which thread ran when", run.id))?;
     let end = run.meta.steps;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    for (first, last, s) in stretches(&switches, end, args.from, args.to.unwrap_or(end)) {
+    for (first, last, s) in stretches(&switches, end, *from, to.unwrap_or(end)) {
         let name = run.meta.thread_names.get(&s.tid).map_or("", String::as_str);
         if args.json {
             let v = serde_json::json!({"first": first, "last": last, "pid": s.pid, "tid": s.tid, "name": name});

@@ -5,24 +5,29 @@ use super::elf::{thread_name, TASK_COMM_LEN};
 use super::errno::*;
 use super::Kernel;
 
+/// Getpid implements Linux syscalls getpid(2), getpgrp(2), getpgid(2), getsid(2).
 pub fn sys_getpid(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(k.cur_pid() as u64)
 }
 
+/// Gettid implements Linux syscall gettid(2).
 pub fn sys_gettid(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(k.cur_tid() as u64)
 }
 
+/// Getppid implements Linux syscall getppid(2).
 pub fn sys_getppid(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(k.cur_proc().ppid as u64)
 }
 
 /// getuid, geteuid, getgid, getegid: the guest is root.
+/// GetidRoot implements Linux syscalls getuid(2), getgid(2), geteuid(2), getegid(2).
 pub fn sys_getid_root(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
 /// getresuid / getresgid: three zeros.
+/// GetresIds implements Linux syscalls getresuid(2), getresgid(2).
 pub fn sys_getres_ids(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     for p in &a[..3] {
         k.write_u32(*p, 0)?;
@@ -30,19 +35,26 @@ pub fn sys_getres_ids(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Getgroups implements Linux syscall getgroups(2).
 pub fn sys_getgroups(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
 /// setuid and friends: root may become anyone; nothing changes.
+/// SetIds implements Linux syscalls setuid(2), setgid(2), setpgid(2).
+/// Partial (setuid): accepted and ignored: the guest is root.
+/// Partial (setgid): accepted and ignored: the guest is root.
+/// Partial (setpgid): accepted and ignored: one process.
 pub fn sys_set_ids(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Setsid implements Linux syscall setsid(2).
 pub fn sys_setsid(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(k.cur_pid() as u64)
 }
 
+/// Umask implements Linux syscall umask(2).
 pub fn sys_umask(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let p = k.cur_proc();
     let old = p.umask;
@@ -57,6 +69,7 @@ pub const UTS_RELEASE: &str = "6.1.0-rewind";
 pub const UTS_VERSION: &str = "#1 SMP PREEMPT_DYNAMIC";
 pub const UTS_MACHINE: &str = "x86_64";
 
+/// Uname implements Linux syscall uname(2).
 pub fn sys_uname(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let mut buf = vec![0u8; UTS_FIELD * 6];
     for (i, f) in [
@@ -95,6 +108,7 @@ struct Sysinfo {
     _f: [u8; 4],
 }
 
+/// Sysinfo implements Linux syscall sysinfo(2).
 pub fn sys_sysinfo(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let total = k.m.ram.size();
     let used = k.m.ram.frames_in_use() * crate::machine::layout::PAGE_SIZE;
@@ -117,6 +131,7 @@ const GRND_INSECURE: u64 = 4;
 const GETRANDOM_MAX: u64 = 33_554_431;
 
 /// Bytes from the run's seeded stream.
+/// Getrandom implements Linux syscall getrandom(2).
 pub fn sys_getrandom(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if a[2] & !(GRND_NONBLOCK | GRND_RANDOM | GRND_INSECURE) != 0 {
         return Err(EINVAL);
@@ -168,10 +183,12 @@ pub fn sys_prlimit64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Getrlimit implements Linux syscall getrlimit(2).
 pub fn sys_getrlimit(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     sys_prlimit64(k, [0, a[0], 0, a[1], 0, 0])
 }
 
+/// Setrlimit implements Linux syscall setrlimit(2).
 pub fn sys_setrlimit(_: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if a[0] >= RLIM_NLIMITS {
         return Err(EINVAL);
@@ -180,6 +197,7 @@ pub fn sys_setrlimit(_: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 }
 
 /// getrusage: all zeros, with virtual time as user time.
+/// Getrusage implements Linux syscall getrusage(2).
 pub fn sys_getrusage(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let mut buf = [0u8; 144];
     let ns = k.clock.elapsed_ns();
@@ -192,6 +210,8 @@ pub fn sys_getrusage(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 const PR_SET_NAME: u64 = 15;
 const PR_GET_NAME: u64 = 16;
 
+/// Prctl implements Linux syscall prctl(2).
+/// Partial (prctl): PR_SET_NAME and PR_GET_NAME only.
 pub fn sys_prctl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     match a[0] {
         PR_SET_NAME => {

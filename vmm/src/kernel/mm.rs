@@ -325,6 +325,7 @@ impl Kernel<'_> {
     }
 }
 
+/// Brk implements Linux syscall brk(2).
 pub fn sys_brk(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let want = a[0];
     let pid = k.cur_pid();
@@ -358,6 +359,8 @@ fn free_range(mm: &Mm, start: u64, end: u64) -> bool {
         .is_none_or(|(_, v)| v.end <= start)
 }
 
+/// Mmap implements Linux syscall mmap(2).
+/// Partial (mmap): MAP_SHARED file mappings are private copies.
 pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2], a[3], a[4] as i32, a[5]);
     if len == 0 || off & (PAGE_SIZE - 1) != 0 {
@@ -439,6 +442,7 @@ impl Kernel<'_> {
     }
 }
 
+/// Munmap implements Linux syscall munmap(2).
 pub fn sys_munmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (addr, len) = (a[0], a[1]);
     if len == 0 {
@@ -453,6 +457,7 @@ pub fn sys_munmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Mprotect implements Linux syscall mprotect(2).
 pub fn sys_mprotect(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (addr, len, prot) = (a[0], a[1], a[2]);
     if addr & (PAGE_SIZE - 1) != 0 {
@@ -471,6 +476,8 @@ pub fn sys_mprotect(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Madvise implements Linux syscall madvise(2).
+/// Partial (madvise): only MADV_DONTNEED does anything; other advice is accepted and ignored.
 pub fn sys_madvise(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (addr, len, advice) = (a[0], a[1], a[2]);
     let (addr, end) = user_range(addr, len).ok_or(EINVAL)?;
@@ -486,6 +493,7 @@ pub fn sys_madvise(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Mremap implements Linux syscall mremap(2).
 pub fn sys_mremap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (old, old_len, new_len, flags, new_addr) = (a[0], a[1], a[2], a[3], a[4]);
     if old & (PAGE_SIZE - 1) != 0 || new_len == 0 || flags & !(MREMAP_MAYMOVE | MREMAP_FIXED) != 0 {

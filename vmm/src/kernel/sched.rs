@@ -309,12 +309,14 @@ impl Kernel<'_> {
     }
 }
 
+/// SchedYield implements Linux syscall sched_yield(2).
 pub fn sys_sched_yield(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     k.sched.yield_now = true;
     Ok(0)
 }
 
 /// Reports `--cores` CPUs.
+/// SchedGetaffinity implements Linux syscall sched_getaffinity(2).
 pub fn sys_sched_getaffinity(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (len, mask) = (a[1] as usize, a[2]);
     let cores = k.inputs.manifest.cores.max(1) as usize;
@@ -330,10 +332,13 @@ pub fn sys_sched_getaffinity(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(need as u64)
 }
 
+/// SchedSetaffinity implements Linux syscall sched_setaffinity(2).
+/// Partial (sched_setaffinity): accepted and ignored: one virtual CPU runs every thread.
 pub fn sys_sched_setaffinity(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Getcpu implements Linux syscall getcpu(2).
 pub fn sys_getcpu(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if a[0] != 0 {
         k.write_u32(a[0], 0)?;

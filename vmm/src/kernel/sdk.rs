@@ -15,6 +15,7 @@ pub const SDK_BOOKMARK: u64 = 2;
 const MAX_MESSAGE: usize = 1024;
 
 /// sdk(kind, cond, message, length)
+/// Sdk implements Linux syscall rewind_sdk(2).
 pub fn sys_sdk(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let kind = match a[0] {
         SDK_ALWAYS => SdkKind::Always,

@@ -177,6 +177,8 @@ impl Kernel<'_> {
     }
 }
 
+/// Clone implements Linux syscall clone(2).
+/// Partial (clone): threads only: a new process (fork, vfork, posix_spawn) gets ENOSYS.
 pub fn sys_clone(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.clone_thread(CloneArgs {
         flags: a[0],
@@ -218,18 +220,21 @@ pub fn sys_clone3(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     })
 }
 
+/// Exit implements Linux syscall exit(2).
 pub fn sys_exit(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let tid = k.cur_tid();
     k.exit_thread(tid, a[0] as i32);
     Ok(Sys::NoReturn)
 }
 
+/// ExitGroup implements Linux syscall exit_group(2).
 pub fn sys_exit_group(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let pid = k.cur_pid();
     k.exit_process(pid, ExitStatus::Exited(a[0] as i32 & 0xff));
     Ok(Sys::NoReturn)
 }
 
+/// SetTidAddress implements Linux syscall set_tid_address(2).
 pub fn sys_set_tid_address(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.cur_thread().clear_child_tid = a[0];
     Ok(k.cur_tid() as u64)
@@ -238,6 +243,7 @@ pub fn sys_set_tid_address(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 /// Size of `struct robust_list_head`.
 const ROBUST_LIST_HEAD_SIZE: u64 = 24;
 
+/// SetRobustList implements Linux syscall set_robust_list(2).
 pub fn sys_set_robust_list(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if a[1] != ROBUST_LIST_HEAD_SIZE {
         return Err(EINVAL);
@@ -246,6 +252,7 @@ pub fn sys_set_robust_list(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// GetRobustList implements Linux syscall get_robust_list(2).
 pub fn sys_get_robust_list(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let tid = if a[0] == 0 { k.cur_tid() } else { a[0] as Tid };
     let head = k.threads.get(&tid).ok_or(ESRCH)?.robust_list;
@@ -254,6 +261,7 @@ pub fn sys_get_robust_list(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// ArchPrctl implements Linux syscall arch_prctl(2).
 pub fn sys_arch_prctl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (fs, gs) = (k.m.fs_base(), k.m.gs_base());
     match a[0] {

@@ -108,12 +108,14 @@ impl Kernel<'_> {
     }
 }
 
+/// ClockGettime implements Linux syscall clock_gettime(2).
 pub fn sys_clock_gettime(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let ns = k.clock_ns(a[0])?;
     k.write_struct(a[1], &Timespec::from_ns(ns))?;
     Ok(0)
 }
 
+/// ClockGetres implements Linux syscall clock_getres(2).
 pub fn sys_clock_getres(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.clock_ns(a[0])?;
     if a[1] != 0 {
@@ -122,6 +124,7 @@ pub fn sys_clock_getres(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Gettimeofday implements Linux syscall gettimeofday(2).
 pub fn sys_gettimeofday(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if a[0] != 0 {
         let ns = k.clock.realtime();
@@ -137,6 +140,7 @@ pub fn sys_gettimeofday(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Time implements Linux syscall time(2).
 pub fn sys_time(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let s = k.clock.realtime() / NS_PER_SEC;
     if a[0] != 0 {
@@ -149,6 +153,7 @@ fn sleep_until(k: &mut Kernel, deadline: u64, call: PendingCall) -> Sys {
     k.block(Wait::Sleep, Some(deadline), call)
 }
 
+/// Nanosleep implements Linux syscall nanosleep(2).
 pub fn sys_nanosleep(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let ts: Timespec = k.read_struct(a[0])?;
     let ns = ts.to_ns().ok_or(EINVAL)?;
@@ -156,6 +161,7 @@ pub fn sys_nanosleep(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     Ok(sleep_until(k, deadline, PendingCall { nr: 35, args: a }))
 }
 
+/// ClockNanosleep implements Linux syscall clock_nanosleep(2).
 pub fn sys_clock_nanosleep(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (id, flags) = (a[0], a[1]);
     let ts: Timespec = k.read_struct(a[2])?;
@@ -284,12 +290,14 @@ fn ns_timeval(ns: u64) -> Timeval {
 }
 
 /// alarm(seconds): the seconds left of the previous alarm, rounded up.
+/// Alarm implements Linux syscall alarm(2).
 pub fn sys_alarm(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let secs = a[0] & 0xffff_ffff;
     let (left, _) = k.set_itimer(ITIMER_REAL, secs * NS_PER_SEC, 0);
     Ok(left.div_ceil(NS_PER_SEC))
 }
 
+/// Setitimer implements Linux syscall setitimer(2).
 pub fn sys_setitimer(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let which = a[0] as u32;
     if which > ITIMER_PROF {
@@ -312,6 +320,7 @@ pub fn sys_setitimer(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Getitimer implements Linux syscall getitimer(2).
 pub fn sys_getitimer(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let which = a[0] as u32;
     if which > ITIMER_PROF {

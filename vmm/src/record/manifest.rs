@@ -6,6 +6,46 @@ use serde::{Deserialize, Serialize};
 /// engine's behaviour changes the ids of the runs it makes.
 pub const ENGINE_VERSION: &str = concat!("rewind-engine/", env!("CARGO_PKG_VERSION"), "/1");
 
+/// The guest's environment before `--env`.
+pub const DEFAULT_ENV: &[&str] = &["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root"];
+/// Virtual nanoseconds each step adds to the clock (`quantum_ns`).
+pub const QUANTUM_NS: u64 = 5000;
+
+/// The guest's environment: [`DEFAULT_ENV`] with each `K=V` of `flags`
+/// replacing the variable K or added after; Err names a flag that is not
+/// `K=V` with a non-empty K and no NUL.
+pub fn guest_env(flags: &[String]) -> Result<Vec<String>, String> {
+    let mut env: Vec<String> = DEFAULT_ENV.iter().map(|s| s.to_string()).collect();
+    for kv in flags {
+        let Some((k, _)) = kv.split_once('=') else {
+            return Err(format!("`{kv}`: expected K=V"));
+        };
+        if k.is_empty() || kv.contains('\0') {
+            return Err(format!("`{kv}`: expected K=V with a non-empty K"));
+        }
+        let prefix = format!("{k}=");
+        match env.iter_mut().find(|e| e.starts_with(&prefix)) {
+            Some(e) => *e = kv.clone(),
+            None => env.push(kv.clone()),
+        }
+    }
+    Ok(env)
+}
+
+/// The manifest's `stdin`: the BLAKE3 of the bytes, None when there are none.
+pub fn stdin_hash(bytes: &[u8]) -> Option<String> {
+    (!bytes.is_empty()).then(|| blake3::hash(bytes).to_hex().to_string())
+}
+
+/// The default epoch: the start of the current day, UTC, in Unix seconds.
+pub fn start_of_today_utc() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    now - now % 86400
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
     pub engine: String,
@@ -136,6 +176,41 @@ impl std::fmt::Display for Perturbation {
 impl std::fmt::Display for Perturbed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} at step {}", self.what, self.step)
+    }
+}
+
+/// Guest memory when `--mem` is not given.
+pub const DEFAULT_MEM: u64 = 2 << 30;
+
+impl Manifest {
+    /// The inputs of a run of `argv` (the program at guest path `program`,
+    /// in the image whose hash is `image`) with every other input at its
+    /// default: this engine, [`DEFAULT_ENV`], cwd `/`, no standard input, the
+    /// epoch at the start of today (UTC), seed 0, one core, [`DEFAULT_MEM`],
+    /// [`QUANTUM_NS`], schedule 0.
+    pub fn new(program: String, argv: Vec<String>, image: String) -> Manifest {
+        Manifest {
+            engine: ENGINE_VERSION.to_string(),
+            program,
+            argv,
+            env: DEFAULT_ENV.iter().map(|s| s.to_string()).collect(),
+            cwd: "/".into(),
+            image,
+            stdin: None,
+            epoch: start_of_today_utc(),
+            seed: 0,
+            cores: 1,
+            mem: DEFAULT_MEM,
+            quantum_ns: QUANTUM_NS,
+            schedule: 0,
+            schedule_from: None,
+            schedule_until: None,
+            perturb: Vec::new(),
+            reseed: None,
+            points: Default::default(),
+            fork_of: None,
+            pct: None,
+        }
     }
 }
 

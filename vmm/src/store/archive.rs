@@ -44,7 +44,7 @@ use super::lock::StoreLock;
 use super::maintain::{remove_tree, run_pages, IMAGES_DIR};
 use super::meta::{ImageLocation, Meta};
 use super::pages::{hex, PageHash, PageStore, PAGE_BYTES};
-use super::{pending, Run, Store, StoreError};
+use super::{io, pending, Run, Store, StoreError};
 use crate::image::{Image, HIDDEN_TOP};
 use crate::record::Manifest;
 use serde::{Deserialize, Serialize};
@@ -464,13 +464,6 @@ pub struct ExportSummary {
     pub pages: u64,
     /// Things left out, and why.
     pub warnings: Vec<String>,
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 /// A root image's entries in the order the image hash walks them.

@@ -9,20 +9,13 @@
 
 use super::lock::{LockKind, StoreLock};
 use super::pages::PageHash;
-use super::{Run, Store, StoreError};
+use super::{io, Run, Store, StoreError};
 use crate::record::diff::first_divergence;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 /// Where imported images live: `images/<image hash>/`.
 pub const IMAGES_DIR: &str = "images";
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
 
 fn exclusive(lock: &StoreLock) {
     assert_eq!(

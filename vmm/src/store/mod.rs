@@ -93,6 +93,14 @@ pub enum StoreError {
     Engine(#[from] crate::EngineError),
 }
 
+/// `map_err(io(path))`: an I/O error on `path`, the one helper of the store.
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// The directory that holds runs.
 #[derive(Debug, Clone)]
 pub struct Store {

@@ -4,7 +4,7 @@
 //! from, as 8-byte records `fd: i32, len: u32` (little-endian), consecutive
 //! writes to one descriptor merged into one record.
 
-use super::StoreError;
+use super::{io, StoreError};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -27,13 +27,6 @@ pub(crate) struct OutputWriter {
     /// The record being extended: descriptor and length so far.
     current: Option<(i32, u32)>,
     total: u64,
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 impl OutputWriter {

@@ -36,25 +36,12 @@ fn program(tmp: &Tmp) -> Image {
 fn manifest(image: &Image, seed: u64, stdin: &[u8]) -> Manifest {
     Manifest {
         engine: "test".into(),
-        program: "/prog".into(),
-        argv: vec!["prog".into()],
         env: vec!["PATH=/bin".into()],
-        cwd: "/".into(),
-        image: image.hash().unwrap(),
-        stdin: (!stdin.is_empty()).then(|| blake3::hash(stdin).to_hex().to_string()),
+        stdin: crate::record::manifest::stdin_hash(stdin),
         epoch: 0,
         seed,
-        cores: 1,
         mem: 1 << 30,
-        quantum_ns: 5000,
-        schedule: 0,
-        schedule_from: None,
-        schedule_until: None,
-        perturb: Vec::new(),
-        reseed: None,
-        points: Default::default(),
-        fork_of: None,
-        pct: None,
+        ..Manifest::new("/prog".into(), vec!["prog".into()], image.hash().unwrap())
     }
 }
 

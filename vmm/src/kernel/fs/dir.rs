@@ -98,6 +98,7 @@ pub fn sys_getdents64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(buf.len() as u64)
 }
 
+/// Getcwd implements Linux syscall getcwd(2).
 pub fn sys_getcwd(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let mut cwd = k.cur_proc().cwd.clone().into_bytes();
     cwd.push(0);
@@ -122,6 +123,7 @@ fn set_cwd(k: &mut Kernel, ino: Ino, fallback: String) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Chdir implements Linux syscall chdir(2).
 pub fn sys_chdir(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     let ino = k.lookup_at(AT_FDCWD as u64, &path, true)?;
@@ -129,6 +131,7 @@ pub fn sys_chdir(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     set_cwd(k, ino, lexical)
 }
 
+/// Fchdir implements Linux syscall fchdir(2).
 pub fn sys_fchdir(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (_, d) = k.desc(a[0])?;
     let Target::Node(ino) = d.target else {
@@ -156,10 +159,12 @@ fn mkdir(k: &mut Kernel, dirfd: u64, path_va: u64, mode: u64) -> SysResult<u64> 
     Ok(0)
 }
 
+/// Mkdir implements Linux syscall mkdir(2).
 pub fn sys_mkdir(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     mkdir(k, AT_FDCWD as u64, a[0], a[1])
 }
 
+/// Mkdirat implements Linux syscall mkdirat(2).
 pub fn sys_mkdirat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     mkdir(k, a[0], a[1], a[2])
 }
@@ -211,16 +216,19 @@ fn unlink(k: &mut Kernel, dirfd: u64, path: &str) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Rmdir implements Linux syscall rmdir(2).
 pub fn sys_rmdir(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     rmdir(k, AT_FDCWD as u64, &path)
 }
 
+/// Unlink implements Linux syscall unlink(2).
 pub fn sys_unlink(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     unlink(k, AT_FDCWD as u64, &path)
 }
 
+/// Unlinkat implements Linux syscall unlinkat(2).
 pub fn sys_unlinkat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if a[2] & !AT_REMOVEDIR != 0 {
         return Err(EINVAL);
@@ -306,10 +314,12 @@ fn rename(
     Ok(0)
 }
 
+/// Rename implements Linux syscall rename(2).
 pub fn sys_rename(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     rename(k, AT_FDCWD as u64, a[0], AT_FDCWD as u64, a[1], 0)
 }
 
+/// Renameat implements Linux syscall renameat(2).
 pub fn sys_renameat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     rename(k, a[0], a[1], a[2], a[3], 0)
 }
@@ -363,10 +373,12 @@ fn link(
     Ok(0)
 }
 
+/// Link implements Linux syscall link(2).
 pub fn sys_link(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     link(k, AT_FDCWD as u64, a[0], AT_FDCWD as u64, a[1], 0)
 }
 
+/// Linkat implements Linux syscall linkat(2).
 pub fn sys_linkat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     link(k, a[0], a[1], a[2], a[3], a[4])
 }
@@ -392,10 +404,12 @@ fn symlink(k: &mut Kernel, target_va: u64, dirfd: u64, path_va: u64) -> SysResul
     Ok(0)
 }
 
+/// Symlink implements Linux syscall symlink(2).
 pub fn sys_symlink(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     symlink(k, a[0], AT_FDCWD as u64, a[1])
 }
 
+/// Symlinkat implements Linux syscall symlinkat(2).
 pub fn sys_symlinkat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     symlink(k, a[0], a[1], a[2])
 }

@@ -13,11 +13,13 @@ use std::sync::Arc;
 /// Most entries of one iovec array (IOV_MAX).
 const IOV_MAX: u64 = 1024;
 
+/// Open implements Linux syscall open(2).
 pub fn sys_open(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     open(k, AT_FDCWD as u64, &path, a[1] as u32, a[2] as u32)
 }
 
+/// Creat implements Linux syscall creat(2).
 pub fn sys_creat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     open(
@@ -29,6 +31,7 @@ pub fn sys_creat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     )
 }
 
+/// Openat implements Linux syscall openat(2).
 pub fn sys_openat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[1])?;
     open(k, a[0], &path, a[2] as u32, a[3] as u32)
@@ -391,10 +394,12 @@ fn pos_arg(p: u64) -> SysResult<u64> {
     Ok(p)
 }
 
+/// Read implements Linux syscall read(2).
 pub fn sys_read(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     read_into(k, a[0], &[(a[1], len_arg(a[2]))], None)
 }
 
+/// Write implements Linux syscall write(2).
 pub fn sys_write(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     write_from(k, a[0], &[(a[1], len_arg(a[2]))], None)
 }
@@ -407,18 +412,21 @@ pub fn sys_pwrite64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     write_from(k, a[0], &[(a[1], len_arg(a[2]))], Some(pos_arg(a[3])?))
 }
 
+/// Readv implements Linux syscall readv(2).
 pub fn sys_readv(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.desc(a[0])?;
     let bufs = iovecs(k, a[1], a[2])?;
     read_into(k, a[0], &bufs, None)
 }
 
+/// Writev implements Linux syscall writev(2).
 pub fn sys_writev(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.desc(a[0])?;
     let bufs = iovecs(k, a[1], a[2])?;
     write_from(k, a[0], &bufs, None)
 }
 
+/// Preadv implements Linux syscall preadv(2).
 pub fn sys_preadv(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.desc(a[0])?;
     let pos = pos_arg(a[3])?;
@@ -426,6 +434,7 @@ pub fn sys_preadv(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     read_into(k, a[0], &bufs, Some(pos))
 }
 
+/// Pwritev implements Linux syscall pwritev(2).
 pub fn sys_pwritev(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.desc(a[0])?;
     let pos = pos_arg(a[3])?;
@@ -462,6 +471,7 @@ const SEEK_END: u64 = 2;
 const SEEK_DATA: u64 = 3;
 const SEEK_HOLE: u64 = 4;
 
+/// Lseek implements Linux syscall lseek(2).
 pub fn sys_lseek(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (id, d) = k.desc(a[0])?;
     let (off, whence) = (a[1] as i64, a[2]);
@@ -510,6 +520,7 @@ pub fn sys_lseek(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(new as u64)
 }
 
+/// Close implements Linux syscall close(2).
 pub fn sys_close(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (n, _) = k.fd(a[0])?;
     k.close_fd(n);
@@ -517,6 +528,7 @@ pub fn sys_close(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 }
 
 /// close_range(first, last, flags): CLOSE_RANGE_CLOEXEC marks instead of closing.
+/// CloseRange implements Linux syscall close_range(2).
 pub fn sys_close_range(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     const CLOSE_RANGE_UNSHARE: u64 = 2;
     const CLOSE_RANGE_CLOEXEC: u64 = 4;
@@ -552,6 +564,7 @@ fn share(k: &mut Kernel, id: DescId) {
     }
 }
 
+/// Dup implements Linux syscall dup(2).
 pub fn sys_dup(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (_, f) = k.fd(a[0])?;
     share(k, f.desc);
@@ -615,6 +628,7 @@ const F_UNLCK: u16 = 2;
 /// Flags F_SETFL may change.
 const SETFL_FLAGS: u32 = O_APPEND | O_NONBLOCK | O_ASYNC | O_DIRECT | O_NOATIME;
 
+/// Fcntl implements Linux syscall fcntl(2).
 pub fn sys_fcntl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (n, f) = k.fd(a[0])?;
     let (cmd, arg) = (a[1], a[2]);
@@ -658,6 +672,8 @@ pub fn sys_fcntl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     }
 }
 
+/// Flock implements Linux syscall flock(2).
+/// Partial (flock): does nothing: one process holds every file.
 pub fn sys_flock(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.fd(a[0])?;
     Ok(0)
@@ -672,6 +688,8 @@ const FIOCLEX: u64 = 0x5451;
 
 /// No descriptor is a terminal (standard output is a pipe to the run's
 /// output, whatever the host's is): TCGETS and TIOCGWINSZ are ENOTTY.
+/// Ioctl implements Linux syscall ioctl(2).
+/// Partial (ioctl): FIOCLEX, FIONCLEX, FIONBIO, FIONREAD; terminals' calls get ENOTTY.
 pub fn sys_ioctl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (n, f) = k.fd(a[0])?;
     let d = k.vfs.descs.get(&f.desc).cloned().ok_or(EBADF)?;
@@ -733,6 +751,7 @@ fn truncate_node(k: &mut Kernel, ino: Ino, len: u64) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Ftruncate implements Linux syscall ftruncate(2).
 pub fn sys_ftruncate(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (_, d) = k.desc(a[0])?;
     if d.flags & O_PATH != 0 {
@@ -747,6 +766,7 @@ pub fn sys_ftruncate(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     truncate_node(k, ino, a[1])
 }
 
+/// Truncate implements Linux syscall truncate(2).
 pub fn sys_truncate(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     let ino = k.lookup_at(AT_FDCWD as u64, &path, true)?;
@@ -754,6 +774,7 @@ pub fn sys_truncate(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 }
 
 /// fallocate(fd, mode, offset, len): mode 0 (extend) only.
+/// Fallocate implements Linux syscall fallocate(2).
 pub fn sys_fallocate(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (_, d) = k.desc(a[0])?;
     let (mode, off, len) = (a[1], a[2] as i64, a[3] as i64);
@@ -782,6 +803,7 @@ pub fn sys_fallocate(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 }
 
 /// fsync, fdatasync, syncfs: the overlay is memory, always in sync.
+/// Fsync implements Linux syscalls fsync(2), fdatasync(2).
 pub fn sys_fsync(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (_, d) = k.desc(a[0])?;
     match d.target {
@@ -790,11 +812,13 @@ pub fn sys_fsync(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     }
 }
 
+/// Syncfs implements Linux syscall syncfs(2).
 pub fn sys_syncfs(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.desc(a[0])?;
     Ok(0)
 }
 
+/// Sync implements Linux syscall sync(2).
 pub fn sys_sync(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }

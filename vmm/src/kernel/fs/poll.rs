@@ -73,6 +73,7 @@ fn finish(k: &mut Kernel, n: u64, timeout: Option<u64>, call: PendingCall) -> Sy
 }
 
 /// poll(fds, nfds, timeout_ms).
+/// Poll implements Linux syscall poll(2).
 pub fn sys_poll(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let n = scan(k, a[0], a[1])?;
     let ms = a[2] as i32;
@@ -81,6 +82,7 @@ pub fn sys_poll(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 }
 
 /// ppoll(fds, nfds, timeout, sigmask, sigsetsize): the mask is not applied.
+/// Ppoll implements Linux syscall ppoll(2).
 pub fn sys_ppoll(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let timeout = if a[2] == 0 {
         None

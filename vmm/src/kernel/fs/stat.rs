@@ -164,23 +164,27 @@ fn write_stat(k: &mut Kernel, r: NodeRef, buf: u64) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Stat implements Linux syscall stat(2).
 pub fn sys_stat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     let ino = k.lookup_at(AT_FDCWD as u64, &path, true)?;
     write_stat(k, NodeRef::Node(ino), a[1])
 }
 
+/// Lstat implements Linux syscall lstat(2).
 pub fn sys_lstat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     let ino = k.lookup_at(AT_FDCWD as u64, &path, false)?;
     write_stat(k, NodeRef::Node(ino), a[1])
 }
 
+/// Fstat implements Linux syscall fstat(2).
 pub fn sys_fstat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let r = k.fd_ref(a[0])?;
     write_stat(k, r, a[1])
 }
 
+/// Newfstatat implements Linux syscall newfstatat(2).
 pub fn sys_newfstatat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let flags = a[3];
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT) != 0 {
@@ -190,6 +194,7 @@ pub fn sys_newfstatat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     write_stat(k, r, a[2])
 }
 
+/// Statx implements Linux syscall statx(2).
 pub fn sys_statx(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (dirfd, path, flags, mask, buf) = (a[0], a[1], a[2], a[3], a[4]);
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE) != 0
@@ -238,12 +243,14 @@ fn write_statfs(k: &mut Kernel, r: NodeRef, buf: u64) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Statfs implements Linux syscall statfs(2).
 pub fn sys_statfs(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     let ino = k.lookup_at(AT_FDCWD as u64, &path, true)?;
     write_statfs(k, NodeRef::Node(ino), a[1])
 }
 
+/// Fstatfs implements Linux syscall fstatfs(2).
 pub fn sys_fstatfs(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let r = k.fd_ref(a[0])?;
     write_statfs(k, r, a[1])
@@ -266,12 +273,14 @@ fn access_check(k: &mut Kernel, r: NodeRef, mode: u64) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Access implements Linux syscall access(2).
 pub fn sys_access(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     let ino = k.lookup_at(AT_FDCWD as u64, &path, true)?;
     access_check(k, NodeRef::Node(ino), a[1])
 }
 
+/// Faccessat implements Linux syscall faccessat(2).
 pub fn sys_faccessat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[1])?;
     let ino = k.lookup_at(a[0], &path, true)?;
@@ -309,12 +318,14 @@ fn readlink_node(k: &mut Kernel, ino: Ino, buf: u64, size: u64) -> SysResult<u64
     Ok(n as u64)
 }
 
+/// Readlink implements Linux syscall readlink(2).
 pub fn sys_readlink(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     let ino = k.lookup_at(AT_FDCWD as u64, &path, false)?;
     readlink_node(k, ino, a[1], a[2])
 }
 
+/// Readlinkat implements Linux syscall readlinkat(2).
 pub fn sys_readlinkat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[1])?;
     let ino = if path.is_empty() {
@@ -349,17 +360,20 @@ fn chmod(k: &mut Kernel, r: NodeRef, mode: u64) -> SysResult<u64> {
     })
 }
 
+/// Chmod implements Linux syscall chmod(2).
 pub fn sys_chmod(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     let ino = k.lookup_at(AT_FDCWD as u64, &path, true)?;
     chmod(k, NodeRef::Node(ino), a[1])
 }
 
+/// Fchmod implements Linux syscall fchmod(2).
 pub fn sys_fchmod(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let r = k.fd_ref(a[0])?;
     chmod(k, r, a[1])
 }
 
+/// Fchmodat implements Linux syscall fchmodat(2).
 pub fn sys_fchmodat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[1])?;
     let ino = k.lookup_at(a[0], &path, true)?;
@@ -379,23 +393,27 @@ fn chown(k: &mut Kernel, r: NodeRef, uid: u64, gid: u64) -> SysResult<u64> {
     })
 }
 
+/// Chown implements Linux syscall chown(2).
 pub fn sys_chown(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     let ino = k.lookup_at(AT_FDCWD as u64, &path, true)?;
     chown(k, NodeRef::Node(ino), a[1], a[2])
 }
 
+/// Lchown implements Linux syscall lchown(2).
 pub fn sys_lchown(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     let ino = k.lookup_at(AT_FDCWD as u64, &path, false)?;
     chown(k, NodeRef::Node(ino), a[1], a[2])
 }
 
+/// Fchown implements Linux syscall fchown(2).
 pub fn sys_fchown(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let r = k.fd_ref(a[0])?;
     chown(k, r, a[1], a[2])
 }
 
+/// Fchownat implements Linux syscall fchownat(2).
 pub fn sys_fchownat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if a[4] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(EINVAL);
@@ -408,6 +426,7 @@ const UTIME_NOW: i64 = (1 << 30) - 1;
 const UTIME_OMIT: i64 = (1 << 30) - 2;
 
 /// utimensat(dirfd, path, times, flags); a NULL path is `dirfd` itself (futimens).
+/// Utimensat implements Linux syscall utimensat(2).
 pub fn sys_utimensat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (dirfd, path, times, flags) = (a[0], a[1], a[2], a[3]);
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {

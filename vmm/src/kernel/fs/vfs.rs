@@ -42,7 +42,7 @@ pub const MAX_FILE: u64 = 1 << 30;
 /// Most bytes the overlay's files hold together (ENOSPC past it).
 pub const MAX_OVERLAY: u64 = 2 << 30;
 /// Symbolic links followed in one lookup before ELOOP (Linux's MAXSYMLINKS).
-const MAX_SYMLINKS: u32 = 40;
+pub const MAX_SYMLINKS: u32 = 40;
 
 /// A character device the monitor serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

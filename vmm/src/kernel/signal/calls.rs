@@ -5,6 +5,7 @@
 
 use super::*;
 
+/// RtSigaction implements Linux syscall rt_sigaction(2).
 pub fn sys_rt_sigaction(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (sig, act, old, size) = (a[0] as i32, a[1], a[2], a[3]);
     if !valid_signal(sig) || size != 8 {
@@ -38,6 +39,7 @@ const SIG_BLOCK: u64 = 0;
 const SIG_UNBLOCK: u64 = 1;
 const SIG_SETMASK: u64 = 2;
 
+/// RtSigprocmask implements Linux syscall rt_sigprocmask(2).
 pub fn sys_rt_sigprocmask(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (how, set, old, size) = (a[0], a[1], a[2], a[3]);
     if size != 8 {
@@ -65,6 +67,7 @@ pub fn sys_rt_sigprocmask(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 }
 
 /// rt_sigreturn: back from a handler, to the state its frame holds.
+/// RtSigreturn implements Linux syscall rt_sigreturn(2).
 pub fn sys_rt_sigreturn(k: &mut Kernel, _: [u64; 6]) -> SysResult<Sys> {
     match k.restore_frame() {
         Ok(()) => {}
@@ -99,6 +102,7 @@ fn kill_targets(k: &Kernel, pid: i32) -> Vec<Pid> {
     }
 }
 
+/// Kill implements Linux syscall kill(2).
 pub fn sys_kill(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (pid, sig) = (a[0] as i32, a[1] as i32);
     if sig != 0 && !valid_signal(sig) {
@@ -139,10 +143,12 @@ fn thread_kill(
     Ok(0)
 }
 
+/// Tkill implements Linux syscall tkill(2).
 pub fn sys_tkill(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     thread_kill(k, None, a[0] as i32, a[1] as i32, None)
 }
 
+/// Tgkill implements Linux syscall tgkill(2).
 pub fn sys_tgkill(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     thread_kill(k, Some(a[0] as i32), a[1] as i32, a[2] as i32, None)
 }
@@ -167,6 +173,7 @@ fn user_siginfo(k: &mut Kernel, tgid: i32, sig: i32, uinfo: u64) -> SysResult<Si
     })
 }
 
+/// RtSigqueueinfo implements Linux syscall rt_sigqueueinfo(2).
 pub fn sys_rt_sigqueueinfo(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (pid, sig) = (a[0] as i32, a[1] as i32);
     if !valid_signal(sig) {
@@ -181,6 +188,7 @@ pub fn sys_rt_sigqueueinfo(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// RtTgsigqueueinfo implements Linux syscall rt_tgsigqueueinfo(2).
 pub fn sys_rt_tgsigqueueinfo(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (tgid, tid, sig) = (a[0] as i32, a[1] as i32, a[2] as i32);
     if !valid_signal(sig) {
@@ -227,6 +235,7 @@ impl Kernel<'_> {
     }
 }
 
+/// Sigaltstack implements Linux syscall sigaltstack(2).
 pub fn sys_sigaltstack(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (uss, uoss) = (a[0], a[1]);
     let sp = k.m.regs().rsp;
@@ -247,6 +256,7 @@ pub fn sys_sigaltstack(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// RtSigpending implements Linux syscall rt_sigpending(2).
 pub fn sys_rt_sigpending(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let size = a[1] as usize;
     if size > 8 {
@@ -265,6 +275,7 @@ pub fn sys_rt_sigpending(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+/// Pause implements Linux syscall pause(2).
 pub fn sys_pause(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let call = PendingCall {
         nr: NR_PAUSE,
@@ -273,6 +284,7 @@ pub fn sys_pause(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     Ok(k.block(Wait::Signal, None, call))
 }
 
+/// RtSigsuspend implements Linux syscall rt_sigsuspend(2).
 pub fn sys_rt_sigsuspend(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     if a[1] != 8 {
         return Err(EINVAL);
@@ -292,6 +304,7 @@ pub fn sys_rt_sigsuspend(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     Ok(k.block(Wait::Signal, None, call))
 }
 
+/// RtSigtimedwait implements Linux syscall rt_sigtimedwait(2).
 pub fn sys_rt_sigtimedwait(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (uset, uinfo, uts, size) = (a[0], a[1], a[2], a[3]);
     if size != 8 {
