@@ -2,9 +2,12 @@
 //! tells the tests where they are (`REWIND_GUESTS`):
 //!
 //! - `guest/tests/*.c` with glibc: `cc -static -O1 -g -pthread`, named after the file;
-//! - `threads.c` with musl too: `musl-gcc -static` -> `threads-musl`;
+//! - `threads.c` and `account.c` with musl too: `musl-gcc -static` ->
+//!   `threads-musl`, `account-musl`;
 //! - `threads.rs` with Rust std, static-pie: `rustc -C target-feature=+crt-static` -> `threads-rust`;
-//! - `hello.c` dynamically linked -> `hello-dynamic` (which `rewind run` must refuse);
+//! - `values.rs` the same way unoptimized (its variables in memory, for the
+//!   debug adapter's variables tests) -> `values-rust`;
+//! - `hello.c` dynamically linked -> `hello-dynamic` (run with its interpreter and libc);
 //! - `guest/examples/bank.c` -> `bank`, so the benchmark can time it natively;
 //! - `guest/examples/pool.c` with a sleep where main yields -> `pool-sleep`;
 //! - `deadlock` and `long` with their debug info split off (`objcopy
@@ -60,12 +63,14 @@ fn main() {
         );
     }
     if have_musl {
-        build(
-            &musl,
-            &["-static", "-O1", "-g", "-pthread", "-Wall"],
-            &tests.join("threads.c"),
-            &out.join("threads-musl"),
-        );
+        for name in ["threads", "account"] {
+            build(
+                &musl,
+                &["-static", "-O1", "-g", "-pthread", "-Wall"],
+                &tests.join(format!("{name}.c")),
+                &out.join(format!("{name}-musl")),
+            );
+        }
     } else {
         println!(
             "cargo:warning=`{musl}` not found: the static musl test program is not built \
@@ -122,6 +127,20 @@ fn main() {
         ],
         &tests.join("threads.rs"),
         &out.join("threads-rust"),
+    );
+    build(
+        &rustc,
+        &[
+            "--edition",
+            "2021",
+            "-C",
+            "target-feature=+crt-static",
+            "-C",
+            "opt-level=0",
+            "-g",
+        ],
+        &tests.join("values.rs"),
+        &out.join("values-rust"),
     );
 }
 

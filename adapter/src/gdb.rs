@@ -1,7 +1,8 @@
 //! The gdb remote stub: a `vmm::debug::Session` served over gdb's remote
 //! protocol by the gdbstub crate. Every thread of the process is a gdb
-//! thread; registers include `orig_rax`, `fs_base` and `gs_base` (so
-//! thread-locals and `errno` work); breakpoints, watchpoints, stepping and
+//! thread; registers include `orig_rax`, `fs_base` and `gs_base`, and
+//! the connection answers `qGetTLSAddr` (`gdb_tls.rs`: thread-locals, and
+//! glibc's `errno`); breakpoints, watchpoints, stepping and
 //! reverse execution are the session's.
 
 use gdbstub::arch::{Arch, Registers};
@@ -104,19 +105,48 @@ pub struct Stub {
     /// The thread gdb sees first (and stops in at first).
     pub first: u32,
     action: Option<Action>,
+    /// The threads' pointers, for the connection's `qGetTLSAddr`.
+    pub tls: crate::gdb_tls::TlsTable,
 }
 
 impl Stub {
-    pub fn new(session: Session, first: u32) -> Stub {
-        Stub {
+    pub fn new(mut session: Session, first: u32) -> Stub {
+        let layout = session
+            .kernel()
+            .symbols
+            .symbolizer()
+            .and_then(|s| s.modules().first().map(|m| *m.module.tls()))
+            .unwrap_or_default();
+        let mut stub = Stub {
             session,
             first,
             action: None,
-        }
+            tls: crate::gdb_tls::TlsTable::new(layout),
+        };
+        stub.publish_tls();
+        stub
     }
 
-    /// Does what gdb asked and says why the machine stopped.
+    /// Each thread's pointer now, for `qGetTLSAddr`.
+    fn publish_tls(&mut self) {
+        let s = &self.session;
+        let pointers = s
+            .threads()
+            .into_iter()
+            .filter_map(|t| Some((t, s.registers(t).ok()?.fs_base)))
+            .collect();
+        self.tls.publish(pointers);
+    }
+
+    /// Does what gdb asked and says why the machine stopped, with the
+    /// threads' pointers published for that stop.
     fn perform(&mut self) -> Result<MultiThreadStopReason<u64>, String> {
+        let r = self.perform_action();
+        self.publish_tls();
+        r
+    }
+
+    fn perform_action(&mut self) -> Result<MultiThreadStopReason<u64>, String> {
         let action = self.action.take().unwrap_or(Action::Continue);
         let s = &mut self.session;
         let stop = match action {

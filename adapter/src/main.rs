@@ -5,6 +5,8 @@ mod cmd;
 mod dap;
 mod examples;
 mod gdb;
+mod gdb_tls;
+mod lsp;
 mod progress;
 mod signals;
 mod util;
@@ -79,6 +81,8 @@ enum Command {
     Open(cmd::open::OpenArgs),
     /// Debug a run at a step with gdb: a fork that records nothing, reverse execution included.
     Gdb(cmd::gdb::GdbArgs),
+    /// A language server (stdio): what the recordings found, on the source lines (docs/lsp.md).
+    Lsp(lsp::LspArgs),
 }
 
 fn main() -> ExitCode {
@@ -168,6 +172,7 @@ fn main() -> ExitCode {
         }
         Command::Open(a) => cmd::open::main(a),
         Command::Gdb(a) => cmd::gdb::main(a),
+        Command::Lsp(a) => lsp::main(a),
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

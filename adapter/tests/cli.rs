@@ -52,6 +52,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
     let image = Image::Program {
         guest_path: "/prog".into(),
         host_path: prog,
+        deps: Vec::new(),
     };
     let manifest = Manifest {
         engine: "test".into(),

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define LAST 335
@@ -62,8 +63,7 @@ static int skip(long nr, const uint64_t *a)
     case SYS_seccomp:                                /* strict mode kills the next call */
     case SYS_rt_sigreturn:                           /* returns to a garbage frame */
     case 335:                                        /* uretprobe (Linux 6.11): SIGILL outside a uprobe */
-    case SYS_fork: case SYS_vfork: case SYS_clone:
-    case SYS_execve: case SYS_execveat:
+    case SYS_fork: case SYS_vfork: case SYS_clone:  /* each child would fuzz too */
     case SYS_pause: case SYS_rt_sigsuspend:          /* block forever */
     case SYS_rt_sigtimedwait:
     case SYS_poll: case SYS_ppoll: case SYS_select: case SYS_pselect6:
@@ -108,6 +108,28 @@ int main(void)
             calls++;
         }
     }
+    /* The process calls again with a child to name: garbage waits (which
+     * reap it), groups, sessions and limits, the pid half the time the
+     * child's. */
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    static const long procs[] = {SYS_wait4, SYS_waitid, SYS_setpgid, SYS_getpgid, SYS_getsid,
+                                 SYS_prlimit64, SYS_getppid, SYS_setsid};
+    for (int round = 0; round < ROUNDS; round++) {
+        for (unsigned i = 0; i < sizeof procs / sizeof procs[0]; i++) {
+            uint64_t a[6];
+            for (int j = 0; j < 6; j++)
+                a[j] = garbage();
+            if (round & 1)
+                a[procs[i] == SYS_waitid ? 1 : 0] = child;
+            memset(buf, 'A', BUF);
+            syscall(procs[i], a[0], a[1], a[2], a[3], a[4], a[5]);
+            calls++;
+        }
+    }
+    while (waitpid(-1, NULL, 0) > 0)
+        ;
     char line[64];
     int n = snprintf(line, sizeof line, "fuzz: %ld calls made\n", calls);
     write(1, line, n); /* fd 1 may have been replaced by now: no check */

@@ -10,7 +10,11 @@
  *   mremap      a page grown to absurd sizes with mremap, moved and touched
  *   threads     N threads (argv[2], default 3000) alive at once, then joined
  *   deep-signals a handler that raises its own signal (SA_NODEFER) until the
- *               stack is exhausted */
+ *               stack is exhausted
+ *   fork-bomb   fork until fork fails (EAGAIN at the process cap), then
+ *               kill them all (kill -1) and reap them
+ *   descriptors pipes until EMFILE, huge lengths into pipes and sockets,
+ *               absurd pipe sizes, socket buffers, poll/select/epoll counts */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -20,9 +24,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define TIB (1ULL << 40)
@@ -210,6 +219,74 @@ static void deep_signals(void)
     raise(SIGUSR1);
 }
 
+/* Forks until fork fails: the monitor's process cap must answer EAGAIN
+ * long before guest or host memory runs out. Then every child is killed
+ * and reaped. */
+static void fork_bomb(void)
+{
+    int n = 0;
+    for (;;) {
+        pid_t c = fork();
+        if (c == 0) {
+            pause();
+            _exit(0);
+        }
+        if (c < 0)
+            break;
+        n++;
+    }
+    printf("fork: %s after %d children\n", errno == EAGAIN ? "EAGAIN" : strerror(errno), n);
+    kill(-1, SIGKILL);
+    int reaped = 0;
+    while (wait(NULL) > 0)
+        reaped++;
+    printf("reaped %d\n", reaped);
+}
+
+static void descriptors(void)
+{
+    int made = 0, fds[2];
+    while (pipe(fds) == 0)
+        made++;
+    printf("%d pipes, then %s\n", made, strerrorname_np(errno));
+    for (int fd = 3; fd < 1024; fd++)
+        close(fd);
+    char *hole = (char *)0x100000000000ULL;
+    char *none = mmap(NULL, GIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    char *big = mmap(NULL, GIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    pipe2(fds, O_NONBLOCK);
+    show("write(pipe, unmapped, 2^46)", sys(SYS_write, fds[1], (long)hole, HUGE_LEN));
+    show("write(pipe, PROT_NONE, 2^46)", sys(SYS_write, fds[1], (long)none, HUGE_LEN));
+    show("write(pipe, 1 GiB, 2^30)", sys(SYS_write, fds[1], (long)big, GIB));
+    show("read(pipe, unmapped, 2^46)", sys(SYS_read, fds[0], (long)hole, HUGE_LEN));
+    show("read(pipe, 1 GiB, 2^30)", sys(SYS_read, fds[0], (long)big, GIB));
+    show("fcntl(pipe, F_SETPIPE_SZ, 2^40)", fcntl(fds[1], F_SETPIPE_SZ, (int)(TIB >> 20)));
+    show("fcntl(pipe, F_SETPIPE_SZ, INT_MAX)", fcntl(fds[1], F_SETPIPE_SZ, 0x7fffffff));
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv);
+    int huge = 0x7fffffff;
+    setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &huge, sizeof huge);
+    int got = 0;
+    socklen_t len = sizeof got;
+    getsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &got, &len);
+    printf("SO_RCVBUF INT_MAX gives %d\n", got);
+    show("send(socket, 1 GiB, 2^30)", send(sv[0], big, GIB, 0));
+    show("send(socket, unmapped, 2^46)", send(sv[0], hole, HUGE_LEN, 0));
+    int u = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in lo = {.sin_family = AF_INET, .sin_port = htons(7)};
+    lo.sin_addr.s_addr = htonl(0x7f000001);
+    show("sendto(udp, 1 GiB, 2^30)", sendto(u, big, GIB, 0, (struct sockaddr *)&lo, sizeof lo));
+    struct pollfd pfd = {fds[0], POLLIN, 0};
+    show("poll(1, 2^40 descriptors)", syscall(SYS_poll, &pfd, 1L << 40, 0));
+    show("select(2^31-1 descriptors)", syscall(SYS_select, 0x7fffffffL, hole, 0L, 0L, 0L));
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN};
+    epoll_ctl(ep, EPOLL_CTL_ADD, sv[1], &ev);
+    show("epoll_wait(INT_MAX events)", epoll_wait(ep, (struct epoll_event *)big, 0x7fffffff, 0));
+    show("epoll_wait(unmapped, 1000 events)", epoll_wait(ep, (struct epoll_event *)hole, 1000, 0));
+    show("epoll_wait(1 GiB, 2^26 events)", epoll_wait(ep, (struct epoll_event *)big, 1 << 26, 0));
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -223,8 +300,13 @@ int main(int argc, char **argv)
         threads(argc > 2 ? atoi(argv[2]) : 3000);
     else if (!strcmp(mode, "deep-signals"))
         deep_signals();
+    else if (!strcmp(mode, "fork-bomb"))
+        fork_bomb();
+    else if (!strcmp(mode, "descriptors"))
+        descriptors();
     else {
-        fprintf(stderr, "usage: hostile io|reserve|mremap|threads [N]|deep-signals\n");
+        fprintf(stderr,
+                "usage: hostile io|reserve|mremap|threads [N]|deep-signals|fork-bomb|descriptors\n");
         return 2;
     }
     printf("done\n");

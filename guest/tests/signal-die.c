@@ -2,7 +2,7 @@
 // (term, abort, kill, from-thread), synchronous faults that kill even with a
 // handler (blocked-segv, ignored-segv, segv-in-segv), frames the monitor
 // cannot build or read back (no-restorer, bad-stack, bad-sigreturn), and
-// stop signals, which do nothing here (stop).
+// stop signals, which stop the process with nobody to continue it (stop).
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>

@@ -21,15 +21,19 @@
 
 pub mod debuginfo;
 pub mod debuginfod;
+pub mod lines;
 pub mod module;
 pub mod own;
 pub mod source;
+pub mod tls;
 pub mod unwind;
+pub mod values;
 
 pub use debuginfo::DebugFinder;
 pub use module::{DebugOrigin, Module};
 pub use source::{Origin, Source, SourceError};
 pub use unwind::{reg, Memory, Method, Registers};
+pub use values::{FrameVariables, Place, Shown, Value, ValueError, Variable};
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -112,6 +116,10 @@ pub struct Backtrace {
     pub chosen: usize,
     /// Why unwinding stopped before the outermost frame, if it did.
     pub stopped: Option<String>,
+    /// The thread's pointer (`fs_base`), for thread-local variables and
+    /// errno; the caller of [`Symbolizer::unwind`] sets it.
+    #[serde(skip)]
+    pub thread_pointer: Option<u64>,
 }
 
 /// One ELF file mapped into the guest.
@@ -287,14 +295,22 @@ impl Symbolizer {
                 method = Method::SignalFrame;
                 regs.sp().and_then(|sp| unwind::from_signal_frame(sp, mem))
             } else {
-                exact = false;
-                let cfi = self
-                    .module_at(probe)
+                let module = self.module_at(probe);
+                let cfi = module
+                    .as_ref()
                     .and_then(|m| unwind::by_cfi(&m.module, probe, m.bias, &regs, mem));
+                // A thread stopped in a PLT stub (at a memory point, say):
+                // static binaries' stubs have no CFI.
+                let in_plt = |m: &&Mapped| m.module.in_plt(probe.wrapping_sub(m.bias));
+                let innermost = std::mem::replace(&mut exact, false);
                 match cfi {
                     Some(r) => {
                         method = Method::Cfi;
                         Some(r)
+                    }
+                    None if innermost && module.as_ref().is_some_and(in_plt) => {
+                        method = Method::Cfi;
+                        unwind::from_plt_stub(&regs, mem)
                     }
                     None => {
                         method = Method::FramePointer;
@@ -324,6 +340,7 @@ impl Symbolizer {
             frames,
             chosen,
             stopped,
+            thread_pointer: None,
         }
     }
 
@@ -344,6 +361,13 @@ impl Symbolizer {
         out.sort_unstable();
         out.dedup();
         out
+    }
+
+    /// The function symbol covering `pc`: (start, end), load addresses.
+    pub fn function_range(&self, pc: u64) -> Option<(u64, u64)> {
+        let m = self.module_at(pc)?;
+        let (a, b) = m.module.symbol_range(pc.wrapping_sub(m.bias))?;
+        Some((a.wrapping_add(m.bias), b.wrapping_add(m.bias)))
     }
 
     /// A function's address by name, in any mapped file.

@@ -57,8 +57,15 @@ pub struct Module {
     debug_index: OnceLock<FdeIndex>,
     /// The lowest and highest address of its loaded segments.
     span: (u64, u64),
+    /// Its PLT stubs' sections (`.plt`, `.plt.sec`, `.iplt`...): jumps with
+    /// no call frame information of their own.
+    plt: Vec<(u64, u64)>,
     /// File entries of the line tables: path -> (MD5, size, mtime) as recorded.
     files: OnceLock<HashMap<String, FileEntry>>,
+    /// Units by address and parsed units, for reading variables.
+    pub(crate) values: crate::values::IndexCell,
+    /// Its thread-local block's layout and errno.
+    tls: crate::tls::Tls,
 }
 
 /// What the line table records of one source file.
@@ -138,6 +145,7 @@ impl Module {
             gimli::RunTimeEndian::Big
         };
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let tls = crate::tls::Tls::of(&file, bytes);
         let mut syms: Vec<Sym> = file
             .symbols()
             .chain(file.dynamic_symbols())
@@ -166,6 +174,15 @@ impl Module {
             .segments()
             .map(|s| (s.address(), s.address() + s.size()))
             .fold((u64::MAX, 0), |acc, s| (acc.0.min(s.0), acc.1.max(s.1)));
+
+        let plt = file
+            .sections()
+            .filter(|s| {
+                s.name()
+                    .is_ok_and(|n| n.starts_with(".plt") || n.starts_with(".iplt"))
+            })
+            .map(|s| (s.address(), s.address() + s.size()))
+            .collect();
 
         let mut bases = gimli::BaseAddresses::default();
         if let Some(s) = file.section_by_name(".eh_frame") {
@@ -236,7 +253,10 @@ impl Module {
             eh_index: OnceLock::new(),
             debug_index: OnceLock::new(),
             span,
+            plt,
             files: OnceLock::new(),
+            values: OnceLock::new(),
+            tls,
         })
     }
 
@@ -264,7 +284,17 @@ impl Module {
         self.dwarf.as_deref()
     }
 
+    /// Its thread-local storage: where a thread's block and errno are.
+    pub fn tls(&self) -> &crate::tls::Tls {
+        &self.tls
+    }
+
     /// Lowest and highest link-time address of its loaded segments.
+    /// Whether `addr` (unbiased) is in a PLT stub.
+    pub fn in_plt(&self, addr: u64) -> bool {
+        self.plt.iter().any(|&(lo, hi)| (lo..hi).contains(&addr))
+    }
+
     pub fn span(&self) -> (u64, u64) {
         self.span
     }
@@ -274,6 +304,13 @@ impl Module {
         let i = self.syms.partition_point(|s| s.start <= addr);
         let s = &self.syms[i.checked_sub(1)?];
         (addr < s.start + s.size.max(1)).then(|| (demangle(&s.name).into_owned(), addr - s.start))
+    }
+
+    /// The function symbol covering `addr`: (start, end), link-time.
+    pub fn symbol_range(&self, addr: u64) -> Option<(u64, u64)> {
+        let i = self.syms.partition_point(|s| s.start <= addr);
+        let s = &self.syms[i.checked_sub(1)?];
+        (addr < s.start + s.size.max(1)).then_some((s.start, s.start + s.size.max(1)))
     }
 
     /// A function's address by its name (mangled or demangled).
@@ -353,6 +390,19 @@ impl Module {
             .get_or_init(|| self.collect_files())
             .get(path)
             .copied()
+    }
+
+    /// Every source file the line tables name (full paths, sorted): which
+    /// files the program was built from.
+    pub fn source_files(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .files
+            .get_or_init(|| self.collect_files())
+            .keys()
+            .cloned()
+            .collect();
+        out.sort();
+        out
     }
 
     fn collect_files(&self) -> HashMap<String, FileEntry> {
@@ -436,7 +486,7 @@ fn section(file: &object::File, name: &str, endian: gimli::RunTimeEndian) -> Opt
 }
 
 /// The full path of file `index` of a line program.
-fn file_path(
+pub(crate) fn file_path(
     dwarf: &gimli::Dwarf<Reader>,
     unit: &gimli::Unit<Reader>,
     header: &gimli::LineProgramHeader<Reader>,

@@ -258,6 +258,16 @@ pub fn evaluate(
     }
 }
 
+/// The caller of a PLT stub: a stub only jumps, so the return address its
+/// caller pushed is still at [rsp] and every other register is the caller's.
+pub fn from_plt_stub(regs: &Registers, mem: &mut dyn Memory) -> Option<Registers> {
+    let sp = regs.sp()?;
+    let mut out = *regs;
+    out.set(reg::RIP, Some(mem.read_u64(sp)?));
+    out.set(reg::RSP, Some(sp + 8));
+    Some(out)
+}
+
 /// The caller by the frame-pointer chain: saved rbp at [rbp], return
 /// address at [rbp + 8].
 pub fn by_frame_pointer(regs: &Registers, mem: &mut dyn Memory) -> Option<Registers> {

@@ -83,3 +83,76 @@ fn sources_say_where_they_came_from_and_refuse_a_wrong_file() {
         "{err}"
     );
 }
+
+/// Separate debug info from a host directory laid out as
+/// `/usr/lib/debug/.build-id/xx/yyyy.debug` (here a temporary one): a
+/// stripped program (`objcopy --only-keep-debug`, then `--strip-debug`; the
+/// build id stays) gets its lines back, and says where they came from.
+#[test]
+fn split_debug_info_is_found_by_build_id_in_a_debug_directory() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../guest/examples/pool.c")
+        .canonicalize()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("pool");
+    let run = |cmd: &str, args: &[&std::ffi::OsStr]| {
+        let st = std::process::Command::new(cmd)
+            .args(args)
+            .status()
+            .unwrap_or_else(|e| panic!("{cmd}: {e} (scripts/setup installs build-essential)"));
+        assert!(st.success(), "{cmd} {args:?}");
+    };
+    run(
+        "cc",
+        &[
+            "-static".as_ref(),
+            // Code (so a build id) of its own: modules are cached by it.
+            "-O0".as_ref(),
+            "-g".as_ref(),
+            "-pthread".as_ref(),
+            "-o".as_ref(),
+            exe.as_os_str(),
+            src.as_os_str(),
+        ],
+    );
+    let id = symbols::module::build_id(&std::fs::read(&exe).unwrap())
+        .map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+        .expect("a build id");
+    let debug_dir = dir.path().join("debug");
+    let debug = debug_dir
+        .join(".build-id")
+        .join(&id[..2])
+        .join(format!("{}.debug", &id[2..]));
+    std::fs::create_dir_all(debug.parent().unwrap()).unwrap();
+    run(
+        "objcopy",
+        &[
+            "--only-keep-debug".as_ref(),
+            exe.as_os_str(),
+            debug.as_os_str(),
+        ],
+    );
+    run("objcopy", &["--strip-debug".as_ref(), exe.as_os_str()]);
+    let stripped = std::fs::read(&exe).unwrap();
+    let worker_line = line_of(&src, "cost += pool.queue[i].cost;");
+
+    // Nowhere to look: named by symbol only (parsed without the cache).
+    let bare = symbols::Module::parse(&stripped, &DebugFinder::none()).unwrap();
+    assert!(!bare.has_dwarf());
+
+    let mut finder = DebugFinder::none();
+    finder.debug_dirs = vec![debug_dir];
+    let mut s = Symbolizer::new(finder);
+    let m = s.add("/pool", &stripped, 0).unwrap();
+    assert!(m.module.has_dwarf());
+    assert_eq!(
+        m.module.debug_origin(),
+        &symbols::DebugOrigin::HostFile(debug.clone())
+    );
+    let addrs = s.line_addresses("pool.c", worker_line);
+    assert!(!addrs.is_empty(), "no address for pool.c:{worker_line}");
+    let f = &s.frames_at(addrs[0])[0];
+    assert_eq!(f.function.as_deref(), Some("worker"));
+    assert_eq!(f.location.as_ref().unwrap().line, worker_line);
+}

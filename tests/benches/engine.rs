@@ -80,13 +80,21 @@ fn main() {
         access_us = access_us.min(us / per);
     }
     println!(
-        "(e) engine, a shared access (memory point, counter):        {access_us:7.2} us  = {:>9.0} accesses/s",
+        "(e) engine, a memory point (shared access, counter):        {access_us:7.2} us  = {:>9.0} accesses/s",
         1e6 / access_us
     );
     println!(
         "    shared access / bare exit round trip:                    {:6.2} x   (goal: at most 3 x)",
         access_us / exit_us.min(exit_us2)
     );
+
+    match exits_per_step(&home, "counter", 2_000) {
+        Some((exits, steps)) => println!(
+            "    KVM exits per step of `run --points memory counter 2000`: {:6.3}   ({exits} KVM_RUN calls, {steps} steps; strace)",
+            exits as f64 / steps as f64
+        ),
+        None => println!("    KVM exits per step: skipped (no strace on this host)"),
+    }
 
     let mut native_lost = 0;
     let native = best(10, || {
@@ -199,6 +207,42 @@ fn differential(home: &Home, run_args: &[&str], guest: &str, small: u64, large: 
         (t_large - t_small) * 1e6 / units,
         (s_large - s_small) as f64 / units,
     )
+}
+
+/// KVM_RUN calls and steps of one memory-point run of `guest n`, counted
+/// by strace (None without it): how many exits a point costs, the #DB that
+/// completes an access and the hide routine included (neither exits).
+fn exits_per_step(home: &Home, guest: &str, n: u64) -> Option<(u64, u64)> {
+    let trace = home.path().join("strace.out");
+    let prog = guest_arg(guest);
+    let out = Command::new("strace")
+        .args(["-f", "-e", "trace=ioctl", "-o"])
+        .arg(&trace)
+        .arg(rewind_tests::rewind_bin())
+        .args([
+            "run",
+            "--points",
+            "memory",
+            "--",
+            prog.as_str(),
+            &n.to_string(),
+        ])
+        .env("REWIND_HOME", home.path())
+        .stdout(Stdio::null())
+        .output()
+        .ok()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let steps = stderr.lines().find_map(|l| {
+        l.split(" after ")
+            .nth(1)?
+            .split(" steps")
+            .next()?
+            .parse()
+            .ok()
+    })?;
+    let text = std::fs::read_to_string(&trace).ok()?;
+    let exits = text.lines().filter(|l| l.contains("KVM_RUN")).count() as u64;
+    Some((exits, steps))
 }
 
 // ---------------------------------------------------------------------------

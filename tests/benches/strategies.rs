@@ -4,7 +4,11 @@
 //! of the position of the first violating schedule among the default 64;
 //! for `bounded`, whose order is fixed, that position once. A seed that
 //! finds nothing counts as more than 64. Prints a Markdown table (README and
-//! docs/design.md, "Search strategies").
+//! docs/design.md, "Search strategies"): a row per example and points
+//! (`memory`, check's default, for every example; `syscalls` too for those
+//! with a system call in their racy window: the others have no step inside
+//! it with syscall points, and are never found). Then checks per second,
+//! memory points against syscall points, measured in the same process.
 //!
 //!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench strategies
 //!
@@ -27,19 +31,23 @@ const EXAMPLES: &[&str] = &[
     "twolocks",
 ];
 /// The examples whose racy window has no system call: checked with
-/// `--points memory`.
+/// `--points memory` only.
 const MEMORY: &[&str] = &["counter", "flag", "lazy", "lockfree", "twolocks"];
+
+/// What a check found: the position of the first violating schedule, or
+/// that schedule 0 itself violates.
+#[derive(Clone, Copy)]
+enum Found {
+    At(u64),
+    Missed,
+    Schedule0,
+}
 const SCHEDULES: u64 = 64;
 
-/// The position of the first violating schedule, or None within SCHEDULES.
-fn needed(h: &Home, example: &str, strategy: &str, seed: u64) -> Option<u64> {
+/// The position of the first violating schedule within SCHEDULES.
+fn needed(h: &Home, example: &str, points: &str, strategy: &str, seed: u64) -> Found {
     let seed = seed.to_string();
     let schedules = SCHEDULES.to_string();
-    let points = if MEMORY.contains(&example) {
-        "memory"
-    } else {
-        "syscalls"
-    };
     let out = h.rewind(&[
         "check",
         "--points",
@@ -63,18 +71,30 @@ fn needed(h: &Home, example: &str, strategy: &str, seed: u64) -> Option<u64> {
     );
     let v: serde_json::Value = serde_json::from_str(out.stdout.trim())
         .unwrap_or_else(|e| panic!("check --json: {e}\n{out}"));
-    assert!(
-        v["base"]["violations"]
-            .as_array()
-            .is_some_and(|a| a.is_empty()),
-        "schedule 0 of {example} violates a property itself:\n{out}"
-    );
+    if v["base"]["violations"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty())
+    {
+        return Found::Schedule0;
+    }
     let tried = v["tried"].as_array().expect("tried");
-    let found = v["violations"].as_u64().unwrap_or(0) > 0;
-    found.then_some(tried.len() as u64)
+    match v["violations"].as_u64().unwrap_or(0) > 0 {
+        true => Found::At(tried.len() as u64),
+        false => Found::Missed,
+    }
 }
 
-fn median(mut xs: Vec<Option<u64>>) -> String {
+fn median(xs: Vec<Found>) -> String {
+    if xs.iter().any(|x| matches!(x, Found::Schedule0)) {
+        return "schedule 0 violates".into();
+    }
+    let mut xs: Vec<Option<u64>> = xs
+        .into_iter()
+        .map(|x| match x {
+            Found::At(n) => Some(n),
+            _ => None,
+        })
+        .collect();
     // Not found sorts last.
     xs.sort_by_key(|x| x.unwrap_or(u64::MAX));
     let found = xs.iter().filter(|x| x.is_some()).count();
@@ -106,19 +126,102 @@ fn main() {
         "median over {seeds} check seeds of the first violating schedule's position (of {SCHEDULES})"
     );
     println!();
-    println!("| example | random | pct (depth 3) | bounded |");
-    println!("| --- | --- | --- | --- |");
-    for ex in examples {
-        // A store of its own for each example, removed after it.
-        let h = Home::new();
-        let random: Vec<_> = (0..seeds).map(|s| needed(&h, ex, "random", s)).collect();
-        let pct: Vec<_> = (0..seeds).map(|s| needed(&h, ex, "pct", s)).collect();
-        let bounded =
-            needed(&h, ex, "bounded", 0).map_or(format!(">{SCHEDULES}"), |n| n.to_string());
+    println!("| example | points | random | pct (depth 3) | bounded |");
+    println!("| --- | --- | --- | --- | --- |");
+    for ex in &examples {
+        let points: &[&str] = match MEMORY.contains(ex) {
+            true => &["memory"],
+            false => &["memory", "syscalls"],
+        };
+        for p in points {
+            // A store of its own for each row, removed after it.
+            let h = Home::new();
+            let random: Vec<_> = (0..seeds).map(|s| needed(&h, ex, p, "random", s)).collect();
+            let pct: Vec<_> = (0..seeds).map(|s| needed(&h, ex, p, "pct", s)).collect();
+            let bounded = match needed(&h, ex, p, "bounded", 0) {
+                Found::At(n) => n.to_string(),
+                Found::Missed => format!(">{SCHEDULES}"),
+                Found::Schedule0 => "schedule 0 violates".into(),
+            };
+            println!(
+                "| {ex} | {p} | {} | {} | {bounded} |",
+                median(random),
+                median(pct)
+            );
+        }
+    }
+    checks_per_second();
+}
+
+/// Runs per second of `rewind check --all --no-narrow` on a fixed example,
+/// memory points against syscall points, in this process.
+fn checks_per_second() {
+    const RUNS: u64 = 16;
+    println!();
+    println!("checks per second (`check --all --no-narrow --schedules {RUNS} --jobs 1`):");
+    let mut rates = Vec::new();
+    for ex in ["bank-fixed", "counter-fixed"] {
+        for p in ["syscalls", "memory"] {
+            let h = Home::new();
+            let schedules = RUNS.to_string();
+            let started = std::time::Instant::now();
+            let out = h.rewind(&[
+                "check",
+                "--points",
+                p,
+                "--all",
+                "--no-narrow",
+                "--jobs",
+                "1",
+                "--schedules",
+                &schedules,
+                "--example",
+                ex,
+            ]);
+            assert_eq!(out.code, 0, "{out}");
+            let rate = (RUNS + 1) as f64 / started.elapsed().as_secs_f64();
+            println!("  {ex}, {p} points: {rate:.1} runs/s");
+            rates.push(rate);
+        }
+        let n = rates.len();
         println!(
-            "| {ex} | {} | {} | {bounded} |",
-            median(random),
-            median(pct)
+            "  {ex}: memory points run at {:.2}x the rate of syscall points",
+            rates[n - 1] / rates[n - 2]
         );
     }
+    // A program making 10,000 shared accesses: `counter 2500`, two threads
+    // each reading and writing a shared total 2,500 times (its race found
+    // or not, every schedule runs: `--all`).
+    // Fewer schedules: a memory-point run of it is ~26,000 steps, and a
+    // command has 120 s.
+    const BIG_RUNS: u64 = 3;
+    let prog = rewind_tests::guest_arg("counter");
+    let mut pair = Vec::new();
+    for p in ["syscalls", "memory"] {
+        let h = Home::new();
+        let schedules = BIG_RUNS.to_string();
+        let started = std::time::Instant::now();
+        let out = h.rewind(&[
+            "check",
+            "--points",
+            p,
+            "--all",
+            "--no-narrow",
+            "--jobs",
+            "1",
+            "--schedules",
+            &schedules,
+            "--",
+            &prog,
+            "2500",
+        ]);
+        assert!(out.code == 0 || out.code == 1, "{out}");
+        let rate = (BIG_RUNS + 1) as f64 / started.elapsed().as_secs_f64();
+        println!("  counter 2500 (10,000 shared accesses), {p} points: {rate:.2} runs/s");
+        pair.push(rate);
+    }
+    println!(
+        "  counter 2500: memory points run at {:.3}x the rate of syscall points",
+        pair[1] / pair[0]
+    );
 }

@@ -4,6 +4,14 @@
 //! then parsed) and warm (the cache filled), each in a new `rewind`
 //! process as a user runs it. Figures are printed, never asserted.
 //!
+//! Where the warm time goes: beside `where STEP`, `rewind ps --at STEP-1`
+//! (the same keyframe and the same replay but the last exit, places named
+//! by symbol, no source) and `rewind show` (the store, no machine), each
+//! with its CPU time (the child's user + system time): the ratios say what
+//! the seek, the symbols and the process cost, and wall over CPU says how
+//! much was waiting for a core.
+//! `WHERE_CALLS=N` records a shorter run.
+//!
 //!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench where
 
 use rewind_tests::debuginfod::{build_id, Server};
@@ -23,6 +31,35 @@ fn timed(f: impl FnOnce() -> Output) -> (Duration, Output) {
     (t.elapsed(), o)
 }
 
+/// User plus system time of this process's waited-for children so far.
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let r = unsafe {
+        let mut r: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut r);
+        r
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(r.ru_utime) + tv(r.ru_stime)
+}
+
+/// Medians of wall and CPU time over `WARM_RUNS` runs of `rewind args`.
+fn medians(h: &Home, args: &[&str], env: &[(&str, &str)]) -> (Duration, Duration) {
+    let mut wall = Vec::new();
+    let mut cpu = Vec::new();
+    for _ in 0..WARM_RUNS {
+        let before = children_cpu();
+        let (t, out) = timed(|| h.rewind_env(args, env));
+        assert_eq!(out.code, 0, "{out}");
+        assert!(!out.stderr.contains("downloaded"), "{out}");
+        cpu.push(children_cpu() - before);
+        wall.push(t);
+    }
+    wall.sort();
+    cpu.sort();
+    (wall[WARM_RUNS / 2], cpu[WARM_RUNS / 2])
+}
+
 fn main() {
     println!("rewind where benchmark");
     println!("rewind binary: {}", rewind_tests::rewind_bin().display());
@@ -31,7 +68,7 @@ fn main() {
     let url = server.url();
     let h = Home::new();
     let prog = guest_arg("long-split");
-    let calls = CALLS.to_string();
+    let calls = std::env::var("WHERE_CALLS").unwrap_or_else(|_| CALLS.to_string());
     // Recording a million steps outlasts the tests' deadline on a loaded host.
     let (rec, out) = timed(|| {
         let mut cmd = std::process::Command::new(rewind_tests::rewind_bin());
@@ -43,7 +80,7 @@ fn main() {
     let run = parse_status(&out).unwrap_or_else(|| panic!("{out}"));
     let steps = run.steps.expect("a step count");
     println!(
-        "long-split {CALLS}: {steps} steps, recorded in {:.1} s; debug info only from debuginfod at {url}",
+        "long-split {calls}: {steps} steps, recorded in {:.1} s; debug info only from debuginfod at {url}",
         rec.as_secs_f64()
     );
     let mut warm_at = Vec::new();
@@ -58,19 +95,26 @@ fn main() {
         assert_eq!(out.code, 0, "{out}");
         assert!(out.stderr.contains("downloaded debug info"), "{out}");
         assert!(out.stdout.contains("long.c:"), "{out}");
-        let mut warm: Vec<Duration> = (0..WARM_RUNS)
-            .map(|_| {
-                let (t, out) = timed(|| h.rewind_env(&["where", &run.id, &st], &env));
-                assert!(!out.stderr.contains("downloaded"), "{out}");
-                t
-            })
-            .collect();
-        warm.sort();
-        let warm = warm[WARM_RUNS / 2];
+        let (warm, warm_cpu) = medians(&h, &["where", &run.id, &st], &env);
+        let before = (step - 1).to_string();
+        let (ps, ps_cpu) = medians(&h, &["ps", &run.id, "--at", &before], &env);
+        let (show, show_cpu) = medians(&h, &["show", &run.id], &env);
+        let s = |d: Duration| d.as_secs_f64();
         println!(
-            "  where at step {step:>8}: cold {:.3} s (download + parse + seek), warm {:.3} s (median of {WARM_RUNS})",
-            cold.as_secs_f64(),
-            warm.as_secs_f64()
+            "  where at step {step:>8}: cold {:.3} s (download + parse + seek), warm {:.3} s (median of {WARM_RUNS}), {:.3} s CPU ({:.2}x wall over CPU)",
+            s(cold),
+            s(warm),
+            s(warm_cpu),
+            s(warm) / s(warm_cpu).max(1e-6)
+        );
+        println!(
+            "    ps --at STEP-1 (the seek, no source) {:.3} s, {:.3} s CPU: where is {:.2}x its CPU; show (no machine) {:.3} s, {:.3} s CPU: where is {:.1}x its CPU",
+            s(ps),
+            s(ps_cpu),
+            s(warm_cpu) / s(ps_cpu).max(1e-6),
+            s(show),
+            s(show_cpu),
+            s(warm_cpu) / s(show_cpu).max(1e-6)
         );
         warm_at.push(warm);
     }

@@ -34,9 +34,13 @@ let pool; // { failing, passing }
 let bank;
 
 before(() => {
-  const p = JSON.parse(rewind('check', '--example', 'pool', '--json'));
-  pool = { failing: p.narrowed.with.run, passing: p.narrowed.without.run };
-  const b = JSON.parse(rewind('check', '--example', 'bank', '--json'));
+  const p = JSON.parse(rewind('check', '--points', 'syscalls', '--example', 'pool', '--json'));
+  // Check labels the two runs by outcome: the failing one is the one killed.
+  const killed = /^killed/.test(p.narrowed.with.status);
+  pool = killed
+    ? { failing: p.narrowed.with.run, passing: p.narrowed.without.run }
+    : { failing: p.narrowed.without.run, passing: p.narrowed.with.run };
+  const b = JSON.parse(rewind('check', '--points', 'syscalls', '--example', 'bank', '--json'));
   bank = {
     failing: b.narrowed.with.run,
     passing: b.narrowed.without.run,
@@ -55,16 +59,17 @@ after(() => {
 
 async function session() {
   const dc = new DebugClient(BIN, 'dap', 'rewind', { env });
-  dc.defaultTimeout = 60000; // a debug build records and forks slower
+  dc.defaultTimeout = 240000; // a debug build records, forks and checks slower
   await dc.start();
   return dc;
 }
 
 /** Launches and waits for the first stop; returns [stopped, position, timeline]. */
 async function open(dc, args) {
-  const stopped = dc.waitForEvent('stopped', 30000);
-  const position = dc.waitForEvent('rewind/position', 30000);
-  const timeline = dc.waitForEvent('rewind/timeline', 30000);
+  // A check first (memory scheduling points by default) takes a while on a loaded machine.
+  const stopped = dc.waitForEvent('stopped', 240000);
+  const position = dc.waitForEvent('rewind/position', 240000);
+  const timeline = dc.waitForEvent('rewind/timeline', 240000);
   await Promise.all([dc.configurationSequence(), dc.launch(args)]);
   return [(await stopped).body, (await position).body, (await timeline).body];
 }
@@ -104,22 +109,33 @@ test('the failing pool run opens at the crash, and steps both ways', async () =>
     assert.equal(worker.presentationHint, 'normal');
 
     const scopes = (await dc.scopesRequest({ frameId: st.stackFrames[0].id })).body.scopes;
-    assert.deepEqual(scopes.map((s) => s.name), ['Step', 'Registers']);
-    const regs = (await dc.variablesRequest({ variablesReference: scopes[1].variablesReference })).body.variables;
+    assert.deepEqual(scopes.map((s) => s.name), ['Locals', 'Arguments', 'Globals', 'Step', 'Registers']);
+    const registers = scopes.find((s) => s.name === 'Registers');
+    const regs = (await dc.variablesRequest({ variablesReference: registers.variablesReference })).body.variables;
     const rip = regs.find((v) => v.name === 'rip');
     assert.equal(rip.value, st.stackFrames[0].instructionPointerReference);
     const ev = (await dc.evaluateRequest({ expression: '$rip', frameId: st.stackFrames[0].id })).body;
     assert.equal(ev.result, rip.value);
 
-    // stepBack: the crashing thread's previous event.
+    // The crash is the faulting instruction itself, inside the step before it.
+    assert.equal(pos.inStep.step, pos.step - 1);
+    assert.equal(pos.inStep.pc, st.stackFrames[0].instructionPointerReference);
+    // stepBack: the line before the crash, in the crashing thread.
     const [back, backPos] = await stopAfter(dc, () => dc.stepBackRequest({ threadId: crashTid }));
     assert.equal(back.reason, 'step');
     assert.ok(backPos.step < pos.step);
-    assert.ok(backPos.events.some((e) => e.tid === crashTid));
-    // next: forward again to the crash.
-    const [fwd, fwdPos] = await stopAfter(dc, () => dc.nextRequest({ threadId: crashTid }));
-    assert.equal(fwdPos.step, pos.step);
+    const backTop = (await dc.stackTraceRequest({ threadId: crashTid })).body.stackFrames[0];
+    assert.equal(backTop.name, 'worker');
+    assert.ok(backTop.line < worker.line, `${backTop.line} is before the crash's ${worker.line}`);
+    // next, line by line: forward again to the crash.
+    let fwd;
+    let fwdPos;
+    for (let i = 0; i < 5; i++) {
+      [fwd, fwdPos] = await stopAfter(dc, () => dc.nextRequest({ threadId: crashTid }));
+      if (fwd.reason !== 'step') break;
+    }
     assert.equal(fwd.reason, 'exception');
+    assert.equal(fwdPos.step, pos.step);
 
     // reverseContinue to a function breakpoint on a system call.
     const bps = (await dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: 'write' }] })).body.breakpoints;
@@ -147,6 +163,23 @@ test('the failing pool run opens at the crash, and steps both ways', async () =>
     assert.equal(entry.reason, 'entry');
     assert.equal(startPos.step, 0);
     await assert.rejects(dc.stepBackRequest({ threadId: 1000 }), /step 0/);
+  } finally {
+    await dc.stop();
+  }
+});
+
+test('with `stepping: "events"`, steps go from event to event', async () => {
+  const dc = await session();
+  try {
+    const [stopped, pos] = await open(dc, { run: pool.failing, stepping: 'events' });
+    const tid = stopped.threadId;
+    const [back, backPos] = await stopAfter(dc, () => dc.stepBackRequest({ threadId: tid }));
+    assert.equal(back.reason, 'step');
+    assert.ok(backPos.step < pos.step);
+    assert.ok(backPos.events.some((e) => e.tid === tid));
+    const [fwd, fwdPos] = await stopAfter(dc, () => dc.nextRequest({ threadId: tid }));
+    assert.equal(fwdPos.step, pos.step);
+    assert.equal(fwd.reason, 'exception');
   } finally {
     await dc.stop();
   }

@@ -6,7 +6,9 @@
 //! whatever `REWIND_BIN` names. The guest programs are built by this crate's
 //! `build.rs` from `guest/tests/`; [`guest`] finds them.
 
+pub mod dap;
 pub mod debuginfod;
+pub mod lsp;
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -314,12 +316,42 @@ impl Home {
         );
     }
 
+    /// `rewind run ARGS` with `input` on its standard input: panics unless
+    /// it ends with a status line.
+    pub fn run_with_stdin(&self, args: &[&str], input: &[u8]) -> Run {
+        self.note_new_runs(false);
+        let mut cmd = Command::new(rewind_bin());
+        cmd.arg("run").args(args).env("REWIND_HOME", self.path());
+        let out = run_command_with_input(cmd, DEADLINE, input);
+        self.note_new_runs(false);
+        parse_status(&out).unwrap_or_else(|| panic!("no status line:\n{out}"))
+    }
+
     /// `rewind run -- PROG ARGS...` of a guest program built by build.rs.
     pub fn run_guest(&self, name: &str, args: &[&str]) -> Run {
         let prog = guest_arg(name);
         let mut full = vec!["--", prog.as_str()];
         full.extend_from_slice(args);
         self.run(&full)
+    }
+
+    /// Runs a self-checking guest program: it must exit 0 having printed
+    /// `all passed` and no `FAIL` line, and replay identically. Returns the
+    /// run and its output.
+    pub fn run_passing(&self, name: &str) -> (Run, String) {
+        let run = self.run_guest(name, &[]);
+        let log = self.log(&run.id);
+        let failed: Vec<&str> = log.lines().filter(|l| l.starts_with("FAIL")).collect();
+        assert!(
+            failed.is_empty(),
+            "{name}: checks failed:\n{}\n{}",
+            failed.join("\n"),
+            run.out
+        );
+        assert_eq!(run.status, "exited:0", "{name}:\n{}", run.out);
+        assert_lines(&log, &["all passed"]);
+        self.replay_identical(&run.id);
+        (run, log)
     }
 
     /// `rewind events RUN` (one line per event), asserting success.
@@ -424,14 +456,30 @@ pub fn unprivileged(cmd: Command) -> Command {
 
 /// Runs a command with standard input empty, capturing its output, killing it
 /// and panicking if it takes longer than `deadline`.
-pub fn run_command(mut cmd: Command, deadline: Duration) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+pub fn run_command(cmd: Command, deadline: Duration) -> Output {
+    run_command_with_input(cmd, deadline, &[])
+}
+
+/// [`run_command`] with `input` on standard input (empty: `/dev/null`).
+pub fn run_command_with_input(mut cmd: Command, deadline: Duration, input: &[u8]) -> Output {
+    cmd.stdin(if input.is_empty() {
+        Stdio::null()
+    } else {
+        Stdio::piped()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let described = format!("{cmd:?}");
     let mut child = cmd
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {described}: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&input);
+        });
+    }
     let mut stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
     let out_reader = std::thread::spawn(move || {
@@ -476,6 +524,11 @@ fn shell_code(status: std::process::ExitStatus) -> i32 {
     }
 }
 
+/// Whether some line of `events` contains every one of `parts`.
+pub fn has_event(events: &str, parts: &[&str]) -> bool {
+    events.lines().any(|l| parts.iter().all(|p| l.contains(p)))
+}
+
 /// Asserts that every line in `want` occurs in `text`, in any order.
 #[track_caller]
 pub fn assert_lines(text: &str, want: &[&str]) {
@@ -484,5 +537,30 @@ pub fn assert_lines(text: &str, want: &[&str]) {
             text.lines().any(|l| l.trim_end() == *w),
             "missing the line {w:?} in:\n{text}"
         );
+    }
+}
+
+/// A small C program for the tests that build one themselves: `work()`
+/// writes `mark` at line 5, called from `main` at line 10.
+pub const MARK_PROGRAM: &str = "#include <unistd.h>\n\nstatic void work(void)\n{\n    write(1, \"mark\\n\", 5);\n}\n\nint main(void)\n{\n    work();\n    return 0;\n}\n";
+
+/// Runs a build tool (`cc`, `objcopy`, `touch`...) and asserts it succeeded.
+#[track_caller]
+pub fn tool(cmd: &str, args: &[&std::ffi::OsStr]) {
+    let st = Command::new(cmd)
+        .args(args)
+        .status()
+        .unwrap_or_else(|e| panic!("{cmd}: {e} (scripts/setup installs build-essential)"));
+    assert!(st.success(), "{cmd} {args:?}: {st}");
+}
+
+impl Home {
+    /// The step of the first event of a run that is this system call.
+    pub fn first_call(&self, run: &str, name: &str) -> u64 {
+        self.events_json(run)
+            .into_iter()
+            .find(|e| e["name"] == name)
+            .and_then(|e| e["step"].as_u64())
+            .unwrap_or_else(|| panic!("no {name} in run {run}"))
     }
 }

@@ -58,14 +58,6 @@ fn not_an_elf() {
 }
 
 #[test]
-fn dynamically_linked_program() {
-    let home = Home::new();
-    let prog = guest_arg("hello-dynamic");
-    let out = home.rewind(&["run", "--", &prog]);
-    refused(&home, &out, &[&prog, "dynamic"]);
-}
-
-#[test]
 fn unreadable_root() {
     let home = Home::new();
     let prog = "/hello";

@@ -3,6 +3,7 @@
 //! installed by scripts/setup). The scenarios are in
 //! tests/dap-client/dap.test.mjs; every run they make is replayed there.
 
+use rewind_tests::dap::{debug_client, guest_source};
 use rewind_tests::{rewind_bin, run_command};
 use std::path::Path;
 use std::process::Command;
@@ -10,22 +11,24 @@ use std::time::Duration;
 
 #[test]
 fn debug_client_sessions() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("dap-client");
-    assert!(
-        dir.join("node_modules/@vscode/debugadapter-testsupport")
-            .exists(),
-        "{} has no node_modules: run scripts/setup --install-only",
-        dir.display()
+    debug_client("dap.test.mjs", &[]);
+}
+
+/// The debug core in the adapter, by the same DebugClient: line and
+/// instruction steps both ways, source, conditional, hit-count, function
+/// and data breakpoints, logpoints, gotoTargets, memory, disassembly,
+/// sources and modules, on `stepper` (tests/dap-client/lines.test.mjs).
+#[test]
+fn debug_client_lines_and_breakpoints() {
+    let stepper = rewind_tests::guest("stepper");
+    let source = guest_source("stepper.c");
+    debug_client(
+        "lines.test.mjs",
+        &[
+            ("STEPPER", stepper.as_os_str()),
+            ("STEPPER_SOURCE", source.as_os_str()),
+        ],
     );
-    let mut cmd = Command::new("node");
-    cmd.arg("--test")
-        .arg("--test-reporter=tap")
-        .arg("dap.test.mjs")
-        .current_dir(&dir)
-        .env("REWIND_BIN", rewind_bin());
-    let out = run_command(cmd, Duration::from_secs(600));
-    assert_eq!(out.code, 0, "node --test failed:\n{out}");
-    assert!(out.stdout.contains("# fail 0"), "{out}");
 }
 
 /// `rewind open` prints what opens a run in an editor; `check` and `fork`
@@ -33,7 +36,7 @@ fn debug_client_sessions() {
 #[test]
 fn open_prints_what_opens_a_run() {
     let home = rewind_tests::Home::new();
-    let check = home.rewind(&["check", "--example", "bank"]);
+    let check = home.rewind(&["check", "--points", "syscalls", "--example", "bank"]);
     assert_eq!(check.code, 1, "{check}");
     let line = check
         .stdout
@@ -86,11 +89,25 @@ fn open_prints_what_opens_a_run() {
 #[test]
 fn emacs_dap_mode_session() {
     let home = rewind_tests::Home::new();
-    let check = home.rewind(&["check", "--example", "pool", "--json"]);
+    let check = home.rewind(&[
+        "check",
+        "--points",
+        "syscalls",
+        "--example",
+        "pool",
+        "--json",
+    ]);
     let report: serde_json::Value = serde_json::from_str(&check.stdout)
         .unwrap_or_else(|e| panic!("check --json: {e}\n{check}"));
-    let run = report["narrowed"]["with"]["run"]
-        .as_str()
+    let run = ["with", "without"]
+        .iter()
+        .map(|k| &report["narrowed"][k])
+        .find(|r| {
+            r["status"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("killed"))
+        })
+        .and_then(|r| r["run"].as_str())
         .unwrap_or_else(|| panic!("a narrowed failing run:\n{check}"))
         .to_string();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("dap-client/dap-mode-test.el");
@@ -107,5 +124,58 @@ fn emacs_dap_mode_session() {
         "emacs dap-mode (installed by scripts/setup) failed:\n{out}"
     );
     assert!(out.stdout.contains("dap-mode: ok"), "{out}");
+    home.replay_identical(&run);
+}
+
+/// The same adapter driven by nvim-dap in headless Neovim (scripts/setup
+/// installs Neovim; nvim-dap's checkout comes from `$NVIM_DAP_PATH`, and
+/// without it the test says it was skipped): the failing pool run at the
+/// crash, a line step back, reverse-continue to a function breakpoint.
+#[test]
+fn nvim_dap_session() {
+    let Some(dap_path) = std::env::var_os("NVIM_DAP_PATH") else {
+        eprintln!("nvim_dap_session: skipped (set NVIM_DAP_PATH to a checkout of nvim-dap)");
+        return;
+    };
+    let nvim = std::env::var_os("REWIND_NVIM").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/neovim/bin/nvim"),
+        std::path::PathBuf::from,
+    );
+    assert!(
+        nvim.exists(),
+        "{} is missing: run scripts/setup --install-only",
+        nvim.display()
+    );
+    let home = rewind_tests::Home::new();
+    let check = home.rewind(&["check", "--example", "pool", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&check.stdout)
+        .unwrap_or_else(|e| panic!("check --json: {e}\n{check}"));
+    let run = ["with", "without"]
+        .iter()
+        .map(|k| &report["narrowed"][k])
+        .find(|r| {
+            r["status"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("killed"))
+        })
+        .and_then(|r| r["run"].as_str())
+        .unwrap_or_else(|| panic!("a failing run:\n{check}"))
+        .to_string();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("dap-client/nvim-dap-test.lua");
+    let mut cmd = Command::new(nvim);
+    cmd.args(["--headless", "-u", "NONE", "-i", "NONE", "-l"])
+        .arg(&script)
+        .env("NVIM_DAP_PATH", dap_path)
+        .env("REWIND_BIN", rewind_bin())
+        .env("REWIND_HOME", home.path())
+        .env("XDG_STATE_HOME", home.path())
+        .env("XDG_CACHE_HOME", home.path())
+        .env("RUN", &run);
+    let out = run_command(cmd, Duration::from_secs(180));
+    assert_eq!(out.code, 0, "nvim-dap failed:\n{out}");
+    assert!(
+        out.stdout.contains("nvim-dap: ok") || out.stderr.contains("nvim-dap: ok"),
+        "{out}"
+    );
     home.replay_identical(&run);
 }

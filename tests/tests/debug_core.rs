@@ -11,7 +11,7 @@ use vmm::debug::{DebugError, Origin, Session, Stop, Watch, WatchKind};
 
 /// The failing run `rewind check --example pool` finds (a worker's SIGSEGV).
 pub fn failing_pool(home: &Home) -> String {
-    let out = home.rewind(&["check", "--example", "pool"]);
+    let out = home.rewind(&["check", "--points", "syscalls", "--example", "pool"]);
     assert_eq!(out.code, 1, "check finds the pool's crash:\n{out}");
     out.stdout
         .lines()

@@ -91,3 +91,82 @@ fn line_of(needle: &str) -> u32 {
     let text = std::fs::read_to_string(path).unwrap();
     text.lines().position(|l| l.contains(needle)).unwrap() as u32 + 1
 }
+
+/// The source from debuginfod (`/buildid/<id>/source/<path>`): a program
+/// built here, its debug info split off and served, with the host's copy
+/// of the source refused (changed after the program was built), is shown
+/// with the source debuginfod serves, downloaded once.
+#[test]
+fn the_source_comes_from_debuginfod_when_the_hosts_copy_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("prog.c");
+    std::fs::write(&src, rewind_tests::MARK_PROGRAM).unwrap();
+    let full = dir.path().join("prog-full");
+    let exe = dir.path().join("prog");
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    let debug = served.join("prog.debug");
+    let run = rewind_tests::tool;
+    run(
+        "cc",
+        &[
+            "-static".as_ref(),
+            "-g".as_ref(),
+            "-O0".as_ref(),
+            src.as_os_str(),
+            "-o".as_ref(),
+            full.as_os_str(),
+        ],
+    );
+    run(
+        "objcopy",
+        &[
+            "--only-keep-debug".as_ref(),
+            full.as_os_str(),
+            debug.as_os_str(),
+        ],
+    );
+    run(
+        "objcopy",
+        &["--strip-debug".as_ref(), full.as_os_str(), exe.as_os_str()],
+    );
+    // The program is older than its source here: the host's copy is refused.
+    run(
+        "touch",
+        &["-d".as_ref(), "2020-01-01".as_ref(), exe.as_os_str()],
+    );
+    let server = Server::start(&served);
+    server.wait_for(&build_id(&exe));
+    let cache = tempfile::tempdir().unwrap();
+    let url = server.url();
+    let env = [
+        ("DEBUGINFOD_URLS", url.as_str()),
+        ("DEBUGINFOD_CACHE_PATH", cache.path().to_str().unwrap()),
+    ];
+    let h = Home::new();
+    let out = h.rewind_env(
+        &["run", "--", exe.to_str().unwrap()],
+        &[("DEBUGINFOD_URLS", "")],
+    );
+    let status = rewind_tests::parse_status(&out).unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(status.status, "exited:0", "{out}");
+    let step = h.first_call(&status.id, "write").to_string();
+    let w = h.rewind_env(&["where", &status.id, &step], &env);
+    assert_eq!(w.code, 0, "{w}");
+    assert!(w.stdout.contains("at  work (prog.c:5)"), "{w}");
+    assert!(
+        w.stdout.contains(">     5 |     write(1, \"mark\\n\", 5);"),
+        "{w}"
+    );
+    assert!(w.stdout.contains("prog.c from debuginfod ("), "{w}");
+    assert_eq!(downloads(&w), 1, "the debug info: {w}");
+    assert!(
+        w.stderr.lines().any(|l| l.contains("downloaded source")),
+        "{w}"
+    );
+    // Again: from the cache, nothing downloaded.
+    let again = h.rewind_env(&["where", &status.id, &step], &env);
+    assert!(again.stdout.contains("prog.c from debuginfod ("), "{again}");
+    assert!(!again.stderr.contains("downloaded"), "{again}");
+    h.replay_identical(&status.id);
+}

@@ -5,48 +5,11 @@
 //! Every recorded run is replayed and must be identical.
 
 use rewind_tests::*;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// `rewind run ARGS` with `input` on its standard input.
 fn run_with_stdin(home: &Home, args: &[&str], input: &[u8]) -> Run {
-    let mut cmd = Command::new(rewind_bin());
-    cmd.arg("run")
-        .args(args)
-        .env("REWIND_HOME", home.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("start rewind");
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            panic!(
-                "`rewind run {}` still running after {DEADLINE:?}",
-                args.join(" ")
-            );
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    writer.join().unwrap();
-    let out = child.wait_with_output().unwrap();
-    let out = Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    parse_status(&out).unwrap_or_else(|| panic!("no status line:\n{out}"))
+    home.run_with_stdin(args, input)
 }
 
 #[test]

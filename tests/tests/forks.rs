@@ -19,6 +19,8 @@ fn single_writer_holds_for_own_files_and_is_violated_by_a_shared_one() {
     let prog = guest_arg("two-writers");
     let own = h.rewind(&[
         "check",
+        "--points",
+        "syscalls",
         "--schedules",
         "4",
         "--property",
@@ -29,6 +31,8 @@ fn single_writer_holds_for_own_files_and_is_violated_by_a_shared_one() {
     assert_eq!(own.code, 0, "each thread writes its own file:\n{own}");
     let shared = h.rewind(&[
         "check",
+        "--points",
+        "syscalls",
         "--schedules",
         "4",
         "--property",
@@ -47,6 +51,8 @@ fn single_writer_holds_for_own_files_and_is_violated_by_a_shared_one() {
     // A glob that matches nothing written holds.
     let other = h.rewind(&[
         "check",
+        "--points",
+        "syscalls",
         "--schedules",
         "2",
         "--property",
@@ -170,7 +176,7 @@ fn cat_shows_a_file_before_and_after_the_guest_wrote_it() {
 #[test]
 fn diff_and_threads_of_the_bank_passing_and_failing_runs() {
     let h = Home::new();
-    let check = h.rewind(&["check", "--example", "bank"]);
+    let check = h.rewind(&["check", "--points", "syscalls", "--example", "bank"]);
     assert_eq!(check.code, 1, "{check}");
     let pass = run_after(&check.stdout, "passing: ");
     let fail = run_after(&check.stdout, "failing: ");

@@ -8,7 +8,7 @@ use rewind_tests::{Home, Output};
 
 /// The failing run `rewind check --example pool` finds.
 fn failing_pool(home: &Home) -> String {
-    let out = home.rewind(&["check", "--example", "pool"]);
+    let out = home.rewind(&["check", "--points", "syscalls", "--example", "pool"]);
     assert_eq!(out.code, 1, "check finds the pool's crash:\n{out}");
     out.stdout
         .lines()
@@ -273,4 +273,68 @@ fn shell_words(line: &str) -> Vec<String> {
         words.push(word);
     }
     words
+}
+
+/// Thread-locals and glibc's errno in gdb: the stub answers `qGetTLSAddr`
+/// from each thread's `fs_base` and the executable's TLS block, on
+/// guest/tests/account.c (a `__thread long spent` per thread, an open that
+/// fails before the mark).
+#[test]
+fn thread_locals_and_errno() {
+    let home = Home::new();
+    let run = home.run_guest("account", &[]);
+    assert_eq!(run.status, "exited:0", "{}", run.line);
+    let out = gdb(
+        &home,
+        &run.id,
+        "0",
+        &[
+            "break withdraw",
+            "continue",
+            "continue",
+            "continue",
+            "p spent",
+            "p balance",
+            "thread 1",
+            "p spent",
+            "delete",
+            "break account.c:41",
+            "continue",
+            "p (int)errno",
+        ],
+    );
+    // The spender thread's second withdrawal: its own 40 spent so far;
+    // main's own is 10.
+    assert_has(&out, "Thread 2 hit Breakpoint 1, withdraw (amount=40)");
+    assert_has(&out, "$1 = 40\n$2 = 50\n");
+    assert_has(&out, "$3 = 10\n");
+    assert!(
+        !out.stdout.contains("qGetTLSAddr") && !out.stderr.contains("qGetTLSAddr"),
+        "{out}"
+    );
+    // open("/no/such/file") failed with ENOENT.
+    assert_has(&out, "$4 = 2\n");
+    home.replay_identical(&run.id);
+}
+
+/// Ctrl-C at the terminal sends SIGINT to gdb and to `rewind gdb` alike;
+/// it is gdb's: the server (sent it here from gdb's shell: gdb's parent)
+/// goes on serving, gdb still reads the target's registers, and `rewind
+/// gdb` exits 0 when gdb is done.
+#[test]
+fn ctrl_c_is_gdbs_and_the_server_goes_on() {
+    let home = Home::new();
+    let run = home.run_guest("account", &[]);
+    let out = gdb(
+        &home,
+        &run.id,
+        "20",
+        &[
+            "shell kill -INT $(cut -d' ' -f4 /proc/$PPID/stat)",
+            "info registers rip",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stdout.contains("rip            0x"), "{out}");
+    home.replay_identical(&run.id);
 }

@@ -1,7 +1,9 @@
 //! A hostile guest (`guest/tests/hostile.c`) asks the monitor for unbounded
 //! work: huge lengths from unmapped and PROT_NONE memory, a 64 TiB
 //! reservation unmapped and reprotected, mremap to absurd sizes, thousands
-//! of threads, signal handlers nested until the stack is gone. Each run must
+//! of threads, signal handlers nested until the stack is gone, a fork bomb. Each run must
+//! of threads, signal handlers nested until the stack is gone, pipes and
+//! sockets asked for absurd lengths and counts. Each run must
 //! end as Linux would have it, with no monitor error, within generous bounds
 //! on the `rewind` process's peak RSS and wall time (measured from its
 //! rusage by wait4), and replay identically.
@@ -202,4 +204,46 @@ fn thousands_of_threads() {
 fn signal_handlers_nested_until_the_stack_is_gone() {
     let log = hostile(&["deep-signals"], "killed:SIGSEGV", &["depth 1000"]);
     assert!(!log.contains("done"), "{log}");
+}
+
+#[test]
+fn a_fork_bomb_meets_the_process_cap() {
+    // 511 children and the first process: MAX_PROCS. Their code pages are
+    // shared with the parent, so the bomb costs their writable pages.
+    hostile(
+        &["fork-bomb"],
+        "exited:0",
+        &["fork: EAGAIN after 511 children", "reaped 511"],
+    );
+}
+
+#[test]
+fn descriptors_cost_what_they_hold() {
+    // Descriptors stop at RLIMIT_NOFILE; a pipe or socket holds at most its
+    // buffer whatever length the guest names; counts are checked before
+    // anything is allocated for them.
+    hostile(
+        &["descriptors"],
+        "exited:0",
+        &[
+            "510 pipes, then EMFILE",
+            "write(pipe, unmapped, 2^46) = -1 (EFAULT)",
+            "write(pipe, PROT_NONE, 2^46) = -1 (EFAULT)",
+            "write(pipe, 1 GiB, 2^30) = 65536",
+            "read(pipe, unmapped, 2^46) = -1 (EFAULT)",
+            "read(pipe, 1 GiB, 2^30) = 65536",
+            "fcntl(pipe, F_SETPIPE_SZ, 2^40) = 1048576",
+            "fcntl(pipe, F_SETPIPE_SZ, INT_MAX) = -1 (EPERM)",
+            "SO_RCVBUF INT_MAX gives 1048576",
+            "send(socket, 1 GiB, 2^30) = 1048576",
+            "send(socket, unmapped, 2^46) = -1 (EAGAIN)",
+            "sendto(udp, 1 GiB, 2^30) = -1 (EMSGSIZE)",
+            "poll(1, 2^40 descriptors) = 0",
+            "select(2^31-1 descriptors) = -1 (EFAULT)",
+            "epoll_wait(INT_MAX events) = -1 (EINVAL)",
+            "epoll_wait(unmapped, 1000 events) = -1 (EFAULT)",
+            "epoll_wait(1 GiB, 2^26 events) = 1",
+            "done",
+        ],
+    );
 }

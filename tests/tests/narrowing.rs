@@ -1,5 +1,8 @@
 //! Narrowing finds one deciding step even when the schedule that found the
-//! failure perturbed other steps.
+//! failure perturbed other steps, and a check ends when a schedule spins.
+//! These mechanisms are measured with system-call points (`--points
+//! syscalls`); narrowing of memory-point failures is tested by every racy
+//! example (racy_examples.rs) and by check.rs.
 
 use rewind_tests::{guest_arg, Home};
 
@@ -9,7 +12,9 @@ fn a_single_reschedule_near_the_schedules_own_perturbations_decides_it() {
     let prog = guest_arg("pool-sleep");
     // A fixed epoch: the same inputs, the same ids, whenever the test runs.
     let epoch = "1700000000";
-    let out = h.rewind(&["check", "--json", "--epoch", epoch, "--", &prog]);
+    let out = h.rewind(&[
+        "check", "--json", "--points", "syscalls", "--epoch", epoch, "--", &prog,
+    ]);
     assert_eq!(out.code, 1, "{out}");
     let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
     let n = &v["narrowed"];
@@ -43,7 +48,16 @@ fn a_schedule_that_spins_forever_ends_timed_out_instead_of_hanging_the_check() {
     assert_eq!(base.status, "exited:0", "{}", base.out);
     h.replay_identical(&base.id);
     // No --timeout: the check bounds perturbed runs by itself.
-    let out = h.rewind(&["check", "--schedules", "4", "--no-narrow", "--", &prog]);
+    let out = h.rewind(&[
+        "check",
+        "--points",
+        "syscalls",
+        "--schedules",
+        "4",
+        "--no-narrow",
+        "--",
+        &prog,
+    ]);
     assert_eq!(out.code, 1, "{out}");
     assert!(
         out.stdout
@@ -56,4 +70,21 @@ fn a_schedule_that_spins_forever_ends_timed_out_instead_of_hanging_the_check() {
             .contains("ended timed-out where schedule 0 ended exited:0"),
         "{out}"
     );
+}
+
+/// With memory points (check's default) a spinning thread reaches a point at
+/// every read of the lock word, so no schedule spins forever.
+#[test]
+fn with_memory_points_a_spinning_schedule_reaches_points_and_ends() {
+    let h = Home::new();
+    let prog = guest_arg("spinlock");
+    let out = h.rewind(&["check", "--schedules", "4", "--no-narrow", "--", &prog]);
+    assert_eq!(out.code, 0, "{out}");
+    let lines: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("schedule"))
+        .collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    assert!(lines.iter().all(|l| l.contains("exited:0")), "{out}");
 }

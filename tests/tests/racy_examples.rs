@@ -1,8 +1,7 @@
 //! The examples whose racy window has no system call in it (issue 7):
 //! `counter`, `flag`, `lazy`, `lockfree`, `twolocks`. Each is found by
-//! `rewind check --example NAME --points memory` within the default
-//! schedules (check's points default to syscalls for now: README) and
-//! narrowed to one step, whose sentence names the deciding access (the
+//! `rewind check --example NAME` (check's points default to memory) within
+//! the default schedules and narrowed to one step, whose sentence names the deciding access (the
 //! variable and the function); the deciding step is real (the
 //! command `rewind show` prints for the failing run makes it again and it
 //! fails; schedule 0, without it, passes); and each `-fixed` twin passes
@@ -37,7 +36,7 @@ const PERTURB: [&str; 3] = ["--reschedule-at", "--stall-at", "--switch-at"];
 /// Found, narrowed to one memory access naming `variable`, and real.
 fn found(example: &str, variable: &str) {
     let h = Home::new();
-    let (out, v) = check_json(&h, &["--example", example, "--points", "memory"]);
+    let (out, v) = check_json(&h, &["--example", example]);
     assert_eq!(out.code, 1, "the race of `{example}` was not found:\n{out}");
     assert_eq!(v["base"]["status"], "exited:0", "{v:#}");
     let tried = v["tried"].as_array().unwrap();
@@ -98,7 +97,7 @@ fn found(example: &str, variable: &str) {
 /// The fixed twin passes every default schedule.
 fn passes(example: &str) {
     let h = Home::new();
-    let (out, v) = check_json(&h, &["--example", example, "--all", "--points", "memory"]);
+    let (out, v) = check_json(&h, &["--example", example, "--all"]);
     assert_eq!(out.code, 0, "`{example}` failed a check:\n{out}");
     assert_eq!(v["violations"], 0, "{v:#}");
     let tried = v["tried"].as_array().unwrap();
@@ -131,7 +130,6 @@ fn flag_fixed() {
 }
 
 #[test]
-#[ignore = "its check and narrowing take longer than the 120 s test deadline on a loaded 2-core host: cargo test --test racy_examples -- --ignored"]
 fn lazy() {
     // The deciding access is the store that fills in the published storage.
     found("lazy", "storage");
@@ -153,7 +151,6 @@ fn lockfree_fixed() {
 }
 
 #[test]
-#[ignore = "its check and narrowing take longer than the 120 s test deadline on a loaded 2-core host: cargo test --test racy_examples -- --ignored"]
 fn twolocks() {
     found("twolocks", "balance");
 }

@@ -6,33 +6,12 @@
 //! garbage signal frames. Each guest program checks itself and prints
 //! `all passed` (or `FAIL ...` lines); every recorded run must replay.
 
-use rewind_tests::{assert_lines, Home, Run};
-
-/// Runs a self-checking guest program: it must exit 0 having printed `all passed`.
-fn run_passing(home: &Home, name: &str) -> (Run, String) {
-    let run = home.run_guest(name, &[]);
-    let log = home.log(&run.id);
-    let failed: Vec<&str> = log.lines().filter(|l| l.starts_with("FAIL")).collect();
-    assert!(
-        failed.is_empty(),
-        "{name}: checks failed:\n{}\n{}",
-        failed.join("\n"),
-        run.out
-    );
-    assert_eq!(run.status, "exited:0", "{name}:\n{}", run.out);
-    assert_lines(&log, &["all passed"]);
-    home.replay_identical(&run.id);
-    (run, log)
-}
-
-fn has_event(events: &str, parts: &[&str]) -> bool {
-    events.lines().any(|l| parts.iter().all(|p| l.contains(p)))
-}
+use rewind_tests::{assert_lines, has_event, Home};
 
 #[test]
 fn handlers_run_and_return_with_siginfo_masks_and_flags() {
     let home = Home::new();
-    let (run, log) = run_passing(&home, "signal-handler");
+    let (run, log) = home.run_passing("signal-handler");
     assert_lines(
         &log,
         &[
@@ -66,7 +45,7 @@ fn handlers_run_and_return_with_siginfo_masks_and_flags() {
 #[test]
 fn a_sigsegv_handler_fixes_the_page_and_the_write_resumes() {
     let home = Home::new();
-    let (run, log) = run_passing(&home, "signal-segv-handler");
+    let (run, log) = home.run_passing("signal-segv-handler");
     assert_lines(
         &log,
         &[
@@ -89,7 +68,7 @@ fn a_sigsegv_handler_fixes_the_page_and_the_write_resumes() {
 #[test]
 fn handlers_run_on_the_alternate_stack_even_for_a_stack_overflow() {
     let home = Home::new();
-    let (_, log) = run_passing(&home, "signal-altstack");
+    let (_, log) = home.run_passing("signal-altstack");
     assert_lines(
         &log,
         &[
@@ -104,7 +83,7 @@ fn handlers_run_on_the_alternate_stack_even_for_a_stack_overflow() {
 #[test]
 fn kill_and_tgkill_reach_other_threads_and_interrupt_their_calls() {
     let home = Home::new();
-    let (run, log) = run_passing(&home, "signal-kill");
+    let (run, log) = home.run_passing("signal-kill");
     assert_lines(
         &log,
         &[
@@ -149,7 +128,7 @@ fn kill_and_tgkill_reach_other_threads_and_interrupt_their_calls() {
 #[test]
 fn vector_and_fpu_state_survive_a_handler_that_clobbers_them() {
     let home = Home::new();
-    let (_, log) = run_passing(&home, "signal-fpu");
+    let (_, log) = home.run_passing("signal-fpu");
     assert_lines(
         &log,
         &[
@@ -207,10 +186,22 @@ fn default_actions_and_undeliverable_signals_end_the_run_with_128_plus_signal() 
         );
         home.replay_identical(&run.id);
     }
-    // Stop and continue do nothing: there is no job control.
+    // A stop signal stops the process (job control), and with nobody to
+    // continue it the run is deadlocked, the report saying so.
     let run = home.run_guest("signal-die", &["stop"]);
-    assert_eq!(run.status, "exited:0", "{}", run.out);
-    assert_lines(&home.log(&run.id), &["stop signals did nothing"]);
+    assert_eq!(run.status, "deadlocked", "{}", run.out);
+    assert!(
+        run.out
+            .stderr
+            .contains("thread 1000/1000: stopped by SIGSTOP"),
+        "{}",
+        run.out
+    );
+    assert!(
+        !home.log(&run.id).contains("stop signals did nothing"),
+        "{}",
+        run.out
+    );
     home.replay_identical(&run.id);
 }
 

@@ -161,7 +161,15 @@ fn show_gives_commands_that_recreate_the_same_ids_in_a_fresh_home() {
 
     // A run made by narrowing in `rewind check` (an explicit perturbation)
     // is made again by `rewind run --reschedule-at`/`--stall-at`.
-    let out = home.rewind(&["check", "--example", "bank", "--schedules", "16"]);
+    let out = home.rewind(&[
+        "check",
+        "--points",
+        "syscalls",
+        "--example",
+        "bank",
+        "--schedules",
+        "16",
+    ]);
     let failing = out
         .stdout
         .lines()

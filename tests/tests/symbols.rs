@@ -18,7 +18,14 @@ fn line_of(file: &str, needle: &str) -> u32 {
 
 /// The narrowed failing run of `rewind check --example NAME`.
 fn failing_run(h: &Home, example: &str) -> String {
-    let out = h.rewind(&["check", "--json", "--example", example]);
+    let out = h.rewind(&[
+        "check",
+        "--points",
+        "syscalls",
+        "--json",
+        "--example",
+        example,
+    ]);
     assert_eq!(out.code, 1, "{out}");
     let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
     v["narrowed"]["failing"].as_str().unwrap().to_string()
@@ -188,7 +195,14 @@ fn the_deadlock_report_of_philosophers_names_source_lines() {
 #[test]
 fn the_narrowing_sentence_and_check_where_name_source_lines() {
     let h = Home::new();
-    let out = h.rewind(&["check", "--example", "bank", "--where"]);
+    let out = h.rewind(&[
+        "check",
+        "--points",
+        "syscalls",
+        "--example",
+        "bank",
+        "--where",
+    ]);
     assert_eq!(out.code, 1, "{out}");
     let ledger = line_of(
         "guest/examples/bank.c",
@@ -242,5 +256,102 @@ fn where_inside_a_signal_handler_goes_through_the_signal_frame() {
     assert!(
         frames[tramp + 1..].iter().any(|f| f["function"] == "main"),
         "{v:#}"
+    );
+}
+
+/// A program whose DWARF 5 line table records its source's MD5, built
+/// here: gcc leaves the checksum out, so the assembly's `.file` lines get
+/// it (`md5 0x...`) before gas builds the table, in the bytes' order clang
+/// writes.
+fn build_with_md5(src: &std::path::Path) -> std::path::PathBuf {
+    let dir = src.parent().unwrap();
+    let asm = dir.join("prog.s");
+    let cc = |args: &[&std::ffi::OsStr]| rewind_tests::tool("cc", args);
+    cc(&[
+        "-g".as_ref(),
+        "-gdwarf-5".as_ref(),
+        "-O0".as_ref(),
+        "-S".as_ref(),
+        src.as_os_str(),
+        "-o".as_ref(),
+        asm.as_os_str(),
+    ]);
+    let out = std::process::Command::new("md5sum")
+        .arg(src)
+        .output()
+        .unwrap();
+    let sum = String::from_utf8(out.stdout).unwrap();
+    // gas stores the number little-endian; DWARF's MD5 is the digest's
+    // bytes in order (as clang writes them): give it reversed.
+    let digest = sum.split_whitespace().next().unwrap();
+    let sum: String = (0..16).rev().map(|i| &digest[2 * i..2 * i + 2]).collect();
+    // `"prog.c"` or `"/tmp/.../prog.c"`.
+    let name = format!("{}\"", src.file_name().unwrap().to_str().unwrap());
+    let text: String = std::fs::read_to_string(&asm)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            let numbered = t.starts_with(".file 0 ") || t.starts_with(".file 1 ");
+            if numbered && t.ends_with(&name) {
+                format!("{l} md5 0x{sum}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    assert!(
+        text.contains(" md5 0x"),
+        "no .file line for the source:\n{text}"
+    );
+    std::fs::write(&asm, text).unwrap();
+    let exe = dir.join("prog");
+    cc(&[
+        "-static".as_ref(),
+        asm.as_os_str(),
+        "-o".as_ref(),
+        exe.as_os_str(),
+    ]);
+    exe
+}
+
+/// The source `where` shows is checked by the MD5 the debug info records:
+/// the host file is shown when it matches, and refused, saying why, once
+/// it changed (the same size and lines, another text).
+#[test]
+fn where_checks_the_source_by_the_debug_infos_md5() {
+    const PROG: &str = rewind_tests::MARK_PROGRAM;
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("prog.c");
+    std::fs::write(&src, PROG).unwrap();
+    let exe = build_with_md5(&src);
+    let h = Home::new();
+    let run = h.run(&["--", exe.to_str().unwrap()]);
+    assert_eq!(run.status, "exited:0", "{}", run.line);
+    let step = h.first_call(&run.id, "write").to_string();
+    let out = h.ok(&["where", &run.id, &step]);
+    assert!(out.stdout.contains("at  work (prog.c:5)"), "{out}");
+    assert!(
+        out.stdout
+            .contains(">     5 |     write(1, \"mark\\n\", 5);"),
+        "{out}"
+    );
+    assert!(
+        out.stdout
+            .contains("on this host (its MD5 matches the debug info)"),
+        "{out}"
+    );
+
+    std::fs::write(&src, PROG.replace("mark", "MARK")).unwrap();
+    let out = h.ok(&["where", &run.id, &step]);
+    assert!(out.stdout.contains("at  work (prog.c:5)"), "{out}");
+    assert!(
+        !out.stdout.contains("MARK"),
+        "a changed file was shown: {out}"
+    );
+    assert!(
+        out.stdout
+            .contains("on this host: its MD5 differs from the debug info's"),
+        "{out}"
     );
 }

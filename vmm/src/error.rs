@@ -27,8 +27,6 @@ pub enum EngineError {
     NotElf(PathBuf),
     #[error("{0}: not an x86-64 ELF executable")]
     WrongArch(PathBuf),
-    #[error("{0}: dynamically linked programs are not supported yet; build it with -static")]
-    Dynamic(PathBuf),
     #[error("{0}: {1}")]
     BadElf(PathBuf, String),
     #[error("the vCPU stopped unexpectedly: {0}")]

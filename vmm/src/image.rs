@@ -1,6 +1,10 @@
 //! The root image: how guest paths resolve to host files, and its hash.
 //!
-//! Without `--root` the image is the program file alone, at its own path.
+//! Without `--root` the image is the program file at its own path and, for
+//! a dynamically linked program, its interpreter and the libraries it needs
+//! (`deps`, found by [`linked_files`] as the host's loader would find them),
+//! at their paths, with the symbolic links met on the way; a static
+//! program's image is the program alone, so its hash is what it always was.
 //! With `--root DIR` a guest path `/p` is `DIR/p`, with symbolic links
 //! resolved inside DIR (an absolute target or a `..` past the top stays in
 //! it). Files are read from the host only when the guest opens them; the
@@ -11,6 +15,9 @@
 
 use crate::EngineError;
 use std::path::{Path, PathBuf};
+
+mod linked;
+pub use linked::{dyn_info, linked_files, DynInfo, LinkError};
 
 /// Top-level directories of a root the monitor replaces with its own.
 pub const HIDDEN_TOP: &[&str] = &["dev", "proc", "sys"];
@@ -23,12 +30,48 @@ pub enum Image {
     Program {
         guest_path: String,
         host_path: PathBuf,
+        /// What a dynamically linked program needs beside it (empty for a
+        /// static one), in guest path order. Always written: keyframes
+        /// save the image in postcard, which has no field names, so a
+        /// skipped field shifts everything after it.
+        #[serde(default)]
+        deps: Vec<Dep>,
     },
     /// A directory tree that is the guest's `/`.
     Root { dir: PathBuf },
 }
 
+/// One more file of a program's image: a library, the interpreter, or a
+/// symbolic link on the way to one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Dep {
+    /// Its absolute guest path (the host's path).
+    pub guest: String,
+    pub kind: DepKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DepKind {
+    /// A regular file, read from this host path.
+    File { host: PathBuf },
+    /// A symbolic link with this target.
+    Symlink { target: String },
+}
+
 impl Image {
+    /// The image of the host program at `host` (an absolute, resolved path,
+    /// which is also its guest path): with its interpreter and libraries
+    /// when it is dynamically linked.
+    pub fn program(host: PathBuf) -> Result<Image, LinkError> {
+        let deps = linked_files(&host)?;
+        Ok(Image::Program {
+            guest_path: host.to_string_lossy().into_owned(),
+            host_path: host,
+            deps,
+        })
+    }
+
     /// The host file behind an absolute guest path, if any: with a root,
     /// symbolic links on the way are followed inside it (the result may not
     /// exist; it is never outside the root).
@@ -37,7 +80,27 @@ impl Image {
             Image::Program {
                 guest_path,
                 host_path,
-            } => (guest == guest_path).then(|| host_path.clone()),
+                deps,
+            } => {
+                let link = |p: &str| {
+                    deps.iter()
+                        .find(|d| d.guest == p)
+                        .and_then(|d| match &d.kind {
+                            DepKind::Symlink { target } => Some(target.clone()),
+                            DepKind::File { .. } => None,
+                        })
+                };
+                let path = resolve_links(guest, |p| Ok(link(p)))?;
+                if path == *guest_path {
+                    return Some(host_path.clone());
+                }
+                deps.iter()
+                    .find(|d| d.guest == path)
+                    .and_then(|d| match &d.kind {
+                        DepKind::File { host } => Some(host.clone()),
+                        DepKind::Symlink { .. } => None,
+                    })
+            }
             Image::Root { dir } => resolve_in_root(dir, guest),
         }
     }
@@ -49,7 +112,17 @@ impl Image {
             Image::Program {
                 guest_path,
                 host_path,
-            } => hash_file(&mut h, guest_path, host_path)?,
+                deps,
+            } => {
+                hash_file(&mut h, guest_path, host_path)?;
+                // Nothing more for a static program: its hash stays the same.
+                for d in deps {
+                    match &d.kind {
+                        DepKind::File { host } => hash_file(&mut h, &d.guest, host)?,
+                        DepKind::Symlink { target } => hash_link(&mut h, &d.guest, target),
+                    }
+                }
+            }
             Image::Root { dir } => hash_tree(&mut h, dir, "")?,
         }
         Ok(h.finalize().to_hex().to_string())
@@ -81,19 +154,42 @@ fn hash_file(h: &mut blake3::Hasher, guest: &str, host: &Path) -> Result<(), Eng
     Ok(())
 }
 
+/// A symbolic link's entry in an image hash.
+fn hash_link(h: &mut blake3::Hasher, guest: &str, target: &str) {
+    h.update(guest.as_bytes());
+    h.update(b"@\0");
+    h.update(target.as_bytes());
+}
+
 /// `guest` under `root`, following symbolic links as the guest would see
 /// them: relative to their directory, absolute ones from `root`, `..` never
 /// above `root`. None for a loop.
 fn resolve_in_root(root: &Path, guest: &str) -> Option<PathBuf> {
+    let path = resolve_links(guest, |p| {
+        let host = root.join(p.trim_start_matches('/'));
+        match std::fs::symlink_metadata(&host) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let t = std::fs::read_link(&host).map_err(|_| ())?;
+                Ok(Some(t.to_str().ok_or(())?.to_string()))
+            }
+            _ => Ok(None),
+        }
+    })?;
+    Some(root.join(path.trim_start_matches('/')))
+}
+
+/// The absolute path `guest` names once every symbolic link on the way is
+/// followed, `link(p)` giving the target of the link at absolute path `p`
+/// (None: not a link; Err: unreadable). `..` never goes above `/`. None for
+/// a loop or an unreadable link.
+pub fn resolve_links(
+    guest: &str,
+    link: impl Fn(&str) -> Result<Option<String>, ()>,
+) -> Option<String> {
     // Components still to walk, last first; and the resolved ones.
     let mut todo: Vec<String> = guest.split('/').rev().map(str::to_string).collect();
     let mut done: Vec<String> = Vec::new();
     let mut links = 0;
-    let here = |done: &[String]| {
-        let mut p = root.to_path_buf();
-        p.extend(done);
-        p
-    };
     while let Some(c) = todo.pop() {
         match c.as_str() {
             "" | "." => {}
@@ -101,26 +197,27 @@ fn resolve_in_root(root: &Path, guest: &str) -> Option<PathBuf> {
                 done.pop();
             }
             name => {
-                let p = here(&done).join(name);
-                match std::fs::symlink_metadata(&p) {
-                    Ok(m) if m.file_type().is_symlink() => {
+                let p = format!(
+                    "/{}",
+                    [done.as_slice(), &[name.to_string()]].concat().join("/")
+                );
+                match link(&p).ok()? {
+                    Some(target) => {
                         links += 1;
                         if links > MAX_SYMLINKS {
                             return None;
                         }
-                        let target = std::fs::read_link(&p).ok()?;
-                        let target = target.to_str()?;
                         if target.starts_with('/') {
                             done.clear();
                         }
                         todo.extend(target.split('/').rev().map(str::to_string));
                     }
-                    _ => done.push(name.to_string()),
+                    None => done.push(name.to_string()),
                 }
             }
         }
     }
-    Some(here(&done))
+    Some(format!("/{}", done.join("/")))
 }
 
 fn hash_tree(h: &mut blake3::Hasher, dir: &Path, guest: &str) -> Result<(), EngineError> {
@@ -163,6 +260,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_image_survives_a_keyframe_encoding_with_and_without_libraries() {
+        let lib = Dep {
+            guest: "/lib/libc.so.6".into(),
+            kind: DepKind::Symlink {
+                target: "libc-2.so".into(),
+            },
+        };
+        for deps in [Vec::new(), vec![lib]] {
+            let image = Image::Program {
+                guest_path: "/examples/prog".into(),
+                host_path: "/tmp/prog".into(),
+                deps,
+            };
+            // A field after the image, as in a saved kernel state.
+            let bytes = postcard::to_allocvec(&(&image, "after")).unwrap();
+            let back: (Image, String) = postcard::from_bytes(&bytes).unwrap();
+            assert_eq!(back, (image, "after".to_string()));
+        }
+    }
+
+    #[test]
     fn a_program_hashes_the_same_from_its_bytes() {
         use std::os::unix::fs::PermissionsExt;
         let dir = std::env::temp_dir().join(format!("rewind-image-hash-{}", std::process::id()));
@@ -173,6 +291,7 @@ mod tests {
         let image = Image::Program {
             guest_path: "/examples/prog".into(),
             host_path: file,
+            deps: Vec::new(),
         };
         let want = image.hash().unwrap();
         std::fs::remove_dir_all(&dir).unwrap();

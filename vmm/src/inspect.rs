@@ -63,6 +63,37 @@ pub fn at_exit<R>(
     .map_err(SeekError::Engine)
 }
 
+/// Runs `inputs` from step 0 to its end (or until `limits.timeout`),
+/// handing the machine to `look` at every exit before it is served, with
+/// the step that exit is: the thread that makes it is the current one.
+/// Nothing is recorded. For a pass over a whole run (the language server's
+/// lines per step); a seek to one step is `at_exit`.
+pub fn each_exit(
+    inputs: &RunInputs,
+    limits: &Limits,
+    mut look: impl FnMut(&mut Kernel, u64),
+) -> Result<(), EngineError> {
+    let mut rec = Discard;
+    let mut k = Kernel::boot(inputs, &mut rec)?;
+    let watchdog = crate::machine::watchdog::Watchdog::start(limits.timeout);
+    while !k.is_finished() && !watchdog.fired() {
+        let exit = k.run_guest()?;
+        if let crate::machine::Exit::Interrupted = exit {
+            continue;
+        }
+        let step = k.step + 1;
+        look(&mut k, step);
+        k.serve(exit);
+        if let Some(e) = k.take_failure() {
+            return Err(e);
+        }
+        if k.is_finished() || k.schedule_next().is_err() {
+            break;
+        }
+    }
+    Ok(())
+}
+
 impl Kernel<'_> {
     /// Runs the current thread to its next exit without serving it.
     fn run_to_next_exit(&mut self) -> Result<(), EngineError> {
@@ -126,7 +157,7 @@ impl Kernel<'_> {
         self.vfs.tree.contents(ino).ok().map(|b| b.to_vec())
     }
 
-    /// A line per process, then its threads' lines.
+    /// A line per process, then its threads' lines; then the zombies.
     pub fn process_lines(&mut self) -> Vec<String> {
         let threads = self.where_threads_are();
         let mut out = Vec::new();
@@ -144,6 +175,12 @@ impl Kernel<'_> {
                     .filter(|l| l.starts_with(&prefix))
                     .map(|l| format!("  {l}")),
             );
+        }
+        for (pid, z) in &self.zombies {
+            out.push(format!(
+                "process {pid} (parent {}): a zombie, {}",
+                z.ppid, z.status
+            ));
         }
         out
     }

@@ -16,6 +16,7 @@ pub mod kernel;
 pub mod machine;
 pub mod record;
 pub mod replay;
+pub mod schedule;
 pub mod session;
 pub mod store;
 

@@ -15,6 +15,27 @@ pub struct RunInputs {
     pub stdin: Vec<u8>,
 }
 
+impl RunInputs {
+    /// The inputs of a new run of `program` (a guest path inside `image`)
+    /// with `argv`: the manifest's defaults (`Manifest::new`) with the
+    /// image's hash, and no standard input. Front ends change the rest.
+    pub fn new(image: Image, program: String, argv: Vec<String>) -> Result<RunInputs, EngineError> {
+        let hash = image.hash()?;
+        Ok(RunInputs {
+            manifest: Manifest::new(program, argv, hash),
+            image,
+            stdin: Vec::new(),
+        })
+    }
+
+    /// Makes `stdin` the run's standard input, its hash the manifest's (an
+    /// input: it is part of the run's id).
+    pub fn set_stdin(&mut self, stdin: Vec<u8>) {
+        self.manifest.stdin = crate::record::manifest::stdin_hash(&stdin);
+        self.stdin = stdin;
+    }
+}
+
 /// Host-side limits; not inputs of the run.
 #[derive(Debug, Clone, Default)]
 pub struct Limits {

@@ -6,21 +6,18 @@
 //! Bounded for the suite by `REWIND_FUZZ_ROUNDS` (default 2,000 seeded
 //! mutations per input on top of the exhaustive ones); a developer runs
 //! the longer search with `REWIND_FUZZ_ROUNDS=1000000 cargo test -p vmm
-//! --test decoders --release`.
+//! --test decoders --release`. The trace, keyframes, manifest and `.rwd`
+//! files of a real run: `tests/tests/mutations.rs`.
 
 use vmm::record::manifest::Manifest;
 use vmm::record::switches::{self, Switch};
 
-/// SplitMix64: the same mutations on every run.
-struct Rng(u64);
+/// The engine's SplitMix64: the same mutations on every run.
+struct Rng(vmm::schedule::Rng);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 }
 
@@ -46,7 +43,7 @@ fn mutate(good: &[u8], check: impl Fn(&[u8])) -> u64 {
         check(&b);
         n += 1;
     }
-    let mut rng = Rng(0x5265_7769_6e64);
+    let mut rng = Rng(vmm::schedule::Rng::new(0x5265_7769_6e64));
     for _ in 0..rounds() {
         let mut b = good.to_vec();
         for _ in 0..1 + rng.next() % 4 {

@@ -10,13 +10,24 @@ use std::path::PathBuf;
 use vmm::check::label::{labels, Judged, Label};
 use vmm::check::property::Property;
 use vmm::check::{CheckSpec, Checker, Parent, Progress, Report, Side, Strategy, Tried};
+use vmm::record::Points;
 use vmm::session::Limits;
+use vmm::store::Store;
 
 /// Schedules tried when `--schedules` is not given.
 pub const DEFAULT_SCHEDULES: u64 = 64;
 /// The strategy when `--strategy` is not given (chosen by the numbers in
 /// docs/design.md, "Search strategies").
 pub const DEFAULT_STRATEGY: StrategyArg = StrategyArg::Random;
+
+/// A check's scheduling points when `--points` is not given: memory points
+/// find races with no system call in their window (docs/design.md, "Memory
+/// scheduling points").
+pub const DEFAULT_POINTS: Points = Points::Memory;
+
+const POINTS_HELP: &str = "Scheduling points: `memory` (system calls, faults and every access \
+     to memory more than one thread touches) or `syscalls` (system calls and faults \
+     alone) [default: memory; with --run, the run's own, or these from --schedule-from on]";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StrategyArg {
@@ -31,7 +42,8 @@ pub enum StrategyArg {
 #[derive(Args, Debug)]
 #[command(
     override_usage = "rewind check [OPTIONS] -- PROG [ARGS]...\n       rewind check [OPTIONS] --example NAME\n       rewind check --run RUN --schedule-from STEP [OPTIONS]",
-    after_help = after_help()
+    after_help = after_help(),
+    mut_arg("points", |a| a.help(POINTS_HELP))
 )]
 pub struct CheckArgs {
     #[command(flatten)]
@@ -175,6 +187,12 @@ pub fn spec(
             let inputs = run
                 .inputs()
                 .with_context(|| format!("cannot check from run {}", run.id))?;
+            // The check's points from the window on: a run's schedules
+            // are forks of it there.
+            let mut inputs = inputs;
+            if let (Some(p), Some(from)) = (args.run.points, args.run.schedule_from) {
+                inputs.manifest.set_points_after(from, p);
+            }
             let parent = Parent {
                 id: run.id.clone(),
                 applied: run.meta.perturbed.clone(),
@@ -186,6 +204,7 @@ pub fn spec(
             prepared.set_stdin(stdin());
             // Schedule 0 of a check is its base: the window is the check's.
             let mut inputs = prepared.inputs;
+            inputs.manifest.points = args.run.points.unwrap_or(DEFAULT_POINTS);
             inputs.manifest.schedule_from = None;
             inputs.manifest.schedule_until = None;
             (inputs, prepared.name, None)
@@ -234,8 +253,10 @@ pub fn main(args: CheckArgs) -> Result<i32> {
     }
     let report = Checker::new(&spec, &store).run(&mut lines)?;
     lines.clear();
+    super::warn_all(&report.warnings);
+    let json = keep(&store, &report);
     if args.json {
-        println!("{}", serde_json::to_string(&json_report(&report))?);
+        println!("{}", serde_json::to_string(&json)?);
     } else {
         print_report(&report, &spec);
     }
@@ -344,6 +365,17 @@ fn tried_json(t: &Tried) -> serde_json::Value {
         "violations": t.violations.iter().map(|(p, w)| serde_json::json!({"property": p, "why": w})).collect::<Vec<_>>(),
         "broken": t.broken,
     })
+}
+
+/// Keeps a check's report for readers that were not watching (the language
+/// server, docs/lsp.md; the debug adapter's deciding mark), whether the check
+/// ran here or in a debug session; returns the `--json` report.
+pub fn keep(store: &Store, report: &Report) -> serde_json::Value {
+    let json = json_report(report);
+    if let Err(e) = store.save_check(&report.base.id, &json) {
+        eprintln!("rewind: warning: the check's result is not kept: {e}");
+    }
+    json
 }
 
 fn json_report(r: &Report) -> serde_json::Value {

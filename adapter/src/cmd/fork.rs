@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use vmm::record::diff::first_divergence;
 use vmm::record::fork::{fork_manifest, ForkWith};
-use vmm::session::{Limits, RunInputs};
+use vmm::session::RunInputs;
 use vmm::store::RunDetails;
 
 #[derive(Args, Debug)]
@@ -24,6 +24,10 @@ pub struct ForkArgs {
     /// Reseed the guest's randomness with N after STEP.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Scheduling points after STEP [default: RUN's]: `syscalls` or
+    /// `memory` (also every access to memory more than one thread touches).
+    #[arg(long, value_name = "syscalls|memory")]
+    pub points: Option<vmm::record::Points>,
     /// Do not show the fork's output.
     #[arg(short, long)]
     pub quiet: bool,
@@ -42,7 +46,7 @@ pub fn main(args: ForkArgs) -> Result<i32> {
     } else {
         Shown::Echo
     };
-    let forked = fork(&store, &parent, args.step, with, show)?;
+    let forked = fork_points(&store, &parent, args.step, with, args.points, show)?;
     eprintln!("rewind: {}", summary(&forked.run.id, &forked.outcome));
     match forked.first_difference {
         Some(step) => eprintln!("rewind: the fork first differs from its parent at step {step}"),
@@ -81,6 +85,18 @@ pub fn fork(
     with: ForkWith,
     show: Shown,
 ) -> Result<Forked> {
+    fork_points(store, parent, step, with, None, show)
+}
+
+/// `fork`, with `points` after the step when given (else the parent's).
+pub fn fork_points(
+    store: &vmm::store::Store,
+    parent: &vmm::store::Run,
+    step: u64,
+    with: ForkWith,
+    points: Option<vmm::record::Points>,
+    show: Shown,
+) -> Result<Forked> {
     if step > parent.meta.steps {
         crate::util::usage!(
             "step {} is past the end of run {} ({} steps)",
@@ -92,25 +108,22 @@ pub fn fork(
     let inputs = parent
         .inputs()
         .with_context(|| format!("cannot fork run {}", parent.id))?;
-    let manifest = fork_manifest(
+    let mut manifest = fork_manifest(
         &parent.id,
         &inputs.manifest,
         &parent.meta.perturbed,
         step,
         with,
     );
+    if let Some(p) = points {
+        manifest.set_points_after(step, p);
+    }
     let inputs = RunInputs { manifest, ..inputs };
     let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
     rec.set_echo(matches!(show, Shown::Echo));
-    let limits = Limits {
-        timeout: parent
-            .meta
-            .timeout_secs
-            .map(std::time::Duration::from_secs_f64),
-        ..Default::default()
-    };
+    let limits = parent.limits();
     // From the last keyframe at or before the step, when the parent kept one.
-    let kf = parent.usable_keyframe(store, step).map(|(k, _)| k);
+    let kf = super::usable_keyframe(parent, store, step).map(|(k, _)| k);
     // Said on the command line (the timeline benchmark checks it); a quiet
     // fork (the DAP server's) says nothing.
     match (&kf, &show) {
@@ -127,6 +140,7 @@ pub fn fork(
         }
         _ => parent.run_fork(store, kf.as_ref(), &inputs, &limits, &mut rec)?,
     };
+    super::warn_all(rec.take_warnings());
     let run = rec.finish(
         &outcome,
         &RunDetails {

@@ -4,6 +4,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use vmm::debug::{DebugError, Origin, Session};
 
@@ -46,25 +47,13 @@ fn shell_word(w: &str) -> String {
 }
 
 pub fn main(args: GdbArgs) -> Result<i32> {
-    let run = super::resolve(&args.run)?;
-    if args.step > run.meta.steps {
-        crate::util::usage!(
-            "step {} is past the end of run {} ({} steps)",
-            args.step,
-            run.id,
-            run.meta.steps
-        );
-    }
+    let run = super::inspect::run_at(&args.run, args.step)?;
     let store = super::store()?;
     let origin =
         Origin::of_run(&run, &store).with_context(|| format!("cannot debug run {}", run.id))?;
     let session = match Session::open(origin, args.step, args.pid) {
         Ok(s) => s,
-        Err(DebugError::Ended(at)) => anyhow::bail!(
-            "run {} has no live process after step {} (it ended at step {at})",
-            run.id,
-            args.step
-        ),
+        Err(DebugError::Ended(at)) => return Err(super::inspect::ended(&run, args.step, at)),
         Err(e) => return Err(e.into()),
     };
     let first = match args.tid {
@@ -120,12 +109,24 @@ pub fn main(args: GdbArgs) -> Result<i32> {
             run.id, args.step
         );
     } else {
-        child = Some(
-            Command::new(&gdb_words[0])
-                .args(&gdb_words[1..])
-                .spawn()
-                .context("cannot start gdb (is it installed?)")?,
-        );
+        let mut cmd = Command::new(&gdb_words[0]);
+        cmd.args(&gdb_words[1..]);
+        // SAFETY: signal() is async-signal-safe; gdb gets the default
+        // disposition whatever this process does with SIGINT below.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        child = Some(cmd.spawn().context("cannot start gdb (is it installed?)")?);
+        // Ctrl-C at the terminal goes to gdb and to this process alike: it
+        // is gdb's (it interrupts the target by the protocol); this server
+        // goes on until gdb detaches, and its temporary files go with it.
+        // SAFETY: sets one signal's disposition.
+        unsafe {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+        }
     }
     let (stream, _) = listener.accept().context("waiting for gdb")?;
     serve(session, first, stream)?;
@@ -141,8 +142,10 @@ pub fn main(args: GdbArgs) -> Result<i32> {
 /// Serves one gdb connection until it detaches or the process ends.
 fn serve(session: Session, first: u32, stream: TcpStream) -> Result<()> {
     stream.set_nodelay(true)?;
-    let conn: Box<dyn gdbstub::conn::ConnectionExt<Error = std::io::Error>> = Box::new(stream);
     let mut stub = crate::gdb::Stub::new(session, first);
+    let conn: Box<dyn gdbstub::conn::ConnectionExt<Error = std::io::Error>> = Box::new(
+        crate::gdb_tls::TlsConn::new(Box::new(stream), stub.tls.clone()),
+    );
     let gdb = gdbstub::stub::GdbStub::new(conn);
     match gdb.run_blocking::<crate::gdb::EventLoop>(&mut stub) {
         Ok(_) => Ok(()),

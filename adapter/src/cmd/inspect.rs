@@ -5,8 +5,9 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write;
 use vmm::inspect::{at_step, SeekError};
-use vmm::session::Limits;
-use vmm::store::Run;
+use vmm::record::keyframe::Keyframe;
+use vmm::session::{Limits, RunInputs};
+use vmm::store::{Run, Store};
 
 /// `rewind cat`'s exit status when the file did not exist at that step.
 pub const NO_SUCH_FILE: i32 = 3;
@@ -34,11 +35,16 @@ pub struct PsArgs {
     pub at: u64,
 }
 
-pub(crate) fn seek<R>(
-    run: &Run,
-    step: u64,
-    look: impl FnOnce(&mut vmm::kernel::Kernel) -> R,
-) -> Result<R> {
+/// RUN and STEP as `cat`, `ps`, `where` and `gdb` take them: the run,
+/// when the step is inside it.
+pub(crate) fn run_at(spec: &str, step: u64) -> Result<Run> {
+    let run = super::resolve(spec)?;
+    within(&run, step)?;
+    Ok(run)
+}
+
+/// A usage error unless `step` is a step of `run`.
+fn within(run: &Run, step: u64) -> Result<()> {
     if step > run.meta.steps {
         crate::util::usage!(
             "step {step} is past the end of run {} ({} steps)",
@@ -46,31 +52,71 @@ pub(crate) fn seek<R>(
             run.meta.steps
         );
     }
-    let store = super::store()?;
-    let inputs = run
-        .inputs()
-        .with_context(|| format!("cannot look inside run {}", run.id))?;
-    let kf = run.usable_keyframe(&store, step);
-    let limits = Limits {
-        timeout: run
-            .meta
-            .timeout_secs
-            .map(std::time::Duration::from_secs_f64),
-        ..Default::default()
-    };
-    let kf = kf.as_ref().map(|(k, own)| (k, *own));
-    match at_step(&inputs, kf, &store.pages(), step, &limits, look) {
+    Ok(())
+}
+
+/// What a look inside a run starts from: its store, inputs and limits, and
+/// the keyframe to reach `step` from (said on stderr when unusable).
+pub(crate) struct Inside {
+    pub store: Store,
+    pub inputs: RunInputs,
+    pub keyframe: Option<(Keyframe, bool)>,
+    pub limits: Limits,
+}
+
+impl Inside {
+    pub(crate) fn of(run: &Run, step: u64) -> Result<Inside> {
+        let store = super::store()?;
+        let inputs = run
+            .inputs()
+            .with_context(|| format!("cannot look inside run {}", run.id))?;
+        let keyframe = super::usable_keyframe(run, &store, step);
+        Ok(Inside {
+            store,
+            inputs,
+            keyframe,
+            limits: run.limits(),
+        })
+    }
+
+    /// The keyframe as the seeks take it.
+    pub(crate) fn keyframe(&self) -> Option<(&Keyframe, bool)> {
+        self.keyframe.as_ref().map(|(k, own)| (k, *own))
+    }
+}
+
+/// The error of a look at `step` of a run that was over by then.
+pub(crate) fn ended(run: &Run, step: u64, at: u64) -> anyhow::Error {
+    anyhow::anyhow!(
+        "run {} has no live process after step {step} (it ended at step {at})",
+        run.id
+    )
+}
+
+pub(crate) fn seek<R>(
+    run: &Run,
+    step: u64,
+    look: impl FnOnce(&mut vmm::kernel::Kernel) -> R,
+) -> Result<R> {
+    within(run, step)?;
+    let inside = Inside::of(run, step)?;
+    let pages = inside.store.pages();
+    match at_step(
+        &inside.inputs,
+        inside.keyframe(),
+        &pages,
+        step,
+        &inside.limits,
+        look,
+    ) {
         Ok(r) => Ok(r),
-        Err(SeekError::Ended(at)) => anyhow::bail!(
-            "run {} has no live process after step {step} (it ended at step {at})",
-            run.id
-        ),
+        Err(SeekError::Ended(at)) => Err(ended(run, step, at)),
         Err(e) => Err(e.into()),
     }
 }
 
 pub fn cat(args: CatArgs) -> Result<i32> {
-    let run = super::resolve(&args.run)?;
+    let run = run_at(&args.run, args.step)?;
     let path = args.path.clone();
     match seek(&run, args.step, |k| k.file_contents(&path))? {
         Some(bytes) => {
@@ -88,7 +134,7 @@ pub fn cat(args: CatArgs) -> Result<i32> {
 }
 
 pub fn ps(args: PsArgs) -> Result<i32> {
-    let run = super::resolve(&args.run)?;
+    let run = run_at(&args.run, args.at)?;
     for line in seek(&run, args.at, |k| k.process_lines())? {
         println!("{line}");
     }

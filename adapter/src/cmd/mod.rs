@@ -49,3 +49,22 @@ pub fn resolve(spec: &str) -> Result<Run> {
     let store = store()?;
     store.resolve(spec).with_context(|| format!("run `{spec}`"))
 }
+
+/// Prints what the store went on without, one `rewind: warning:` line each.
+pub fn warn_all(warnings: impl IntoIterator<Item = impl std::fmt::Display>) {
+    for w in warnings {
+        eprintln!("rewind: warning: {w}");
+    }
+}
+
+/// The keyframe to start from to reach `step` of `run` (see
+/// `Run::usable_keyframe`), saying on stderr when its keyframes are unusable.
+pub fn usable_keyframe(
+    run: &Run,
+    store: &Store,
+    step: u64,
+) -> Option<(vmm::record::keyframe::Keyframe, bool)> {
+    let usable = run.usable_keyframe(store, step);
+    warn_all(usable.warning);
+    usable.keyframe
+}

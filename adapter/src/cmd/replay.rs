@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::time::Duration;
 use vmm::replay::{MemRecorder, Verdict};
-use vmm::session::{self, Limits};
+use vmm::session;
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
@@ -22,16 +22,12 @@ pub fn main(args: ReplayArgs) -> Result<i32> {
     let inputs = run
         .inputs()
         .with_context(|| format!("cannot replay run {}", run.id))?;
-    let timeout = args
-        .timeout
-        .or(run.meta.timeout_secs.map(Duration::from_secs_f64));
+    let mut limits = run.limits();
+    limits.timeout = args.timeout.or(limits.timeout);
     let mut rec = MemRecorder::default();
     let outcome = session::run(
         &inputs,
-        &Limits {
-            timeout,
-            ..Default::default()
-        },
+        &limits,
         &mut crate::progress::Progress::new(&mut rec, "replaying", run.meta.steps),
     )
     .with_context(|| format!("cannot replay run {}", run.id))?;

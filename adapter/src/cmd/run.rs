@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use vmm::image::Image;
-use vmm::record::manifest::{guest_env, stdin_hash};
+use vmm::record::manifest::guest_env;
 use vmm::record::{ExitStatus, Manifest, Pct, Perturbation, Perturbed};
 use vmm::session::{self, Limits, Outcome, RunInputs};
 use vmm::store::{RunDetails, Store};
@@ -159,8 +159,7 @@ pub fn read_stdin() -> Vec<u8> {
 impl Prepared {
     /// Makes `stdin` the run's standard input (an input: it is hashed into the id).
     pub fn set_stdin(&mut self, stdin: Vec<u8>) {
-        self.inputs.manifest.stdin = stdin_hash(&stdin);
-        self.inputs.stdin = stdin;
+        self.inputs.set_stdin(stdin);
     }
 }
 
@@ -182,15 +181,15 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
             let names = examples::names().join(", ");
             usage!("--example `{name}`: no such example (there are: {names})");
         };
-        let host = store
-            .example_file(name, bytes)
-            .context("cannot write the example program")?;
+        // Its errors name the example's file, or say the disk is full.
+        let host = store.example_file(name, bytes)?;
         let guest = format!("/examples/{name}");
         let mut argv = vec![guest.clone()];
         argv.extend(args.command.iter().cloned());
         let image = Image::Program {
             guest_path: guest.clone(),
             host_path: host,
+            deps: Vec::new(),
         };
         (image, guest, argv, name.clone())
     } else {
@@ -208,10 +207,7 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
                 let Some(guest) = host.to_str().map(str::to_string) else {
                     bail!("cannot run {prog}: its path is not UTF-8");
                 };
-                let image = Image::Program {
-                    guest_path: guest.clone(),
-                    host_path: host,
-                };
+                let image = Image::program(host).with_context(|| format!("cannot run {prog}"))?;
                 (image, guest, argv, base)
             }
             Some(root) => {
@@ -233,9 +229,9 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
             }
         }
     };
-    let image_hash = image.hash().context("cannot read the image")?;
-    let defaults = Manifest::new(program, argv, image_hash);
-    let manifest = Manifest {
+    let mut inputs = RunInputs::new(image, program, argv).context("cannot read the image")?;
+    let defaults = inputs.manifest.clone();
+    inputs.manifest = Manifest {
         env,
         cwd,
         epoch: args.epoch.unwrap_or(defaults.epoch),
@@ -257,11 +253,7 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
         ..defaults
     };
     Ok(Prepared {
-        inputs: RunInputs {
-            manifest,
-            image,
-            stdin: Vec::new(),
-        },
+        inputs,
         name: args.name.clone().unwrap_or(default_name),
     })
 }
@@ -348,10 +340,12 @@ pub fn main(args: RunArgs) -> Result<i32> {
         image: inputs.image.clone(),
         timeout: args.timeout,
     };
+    let warnings = rec.take_warnings();
     let run = rec.finish(&outcome, &details)?;
     if newline {
         eprintln!();
     }
+    super::warn_all(warnings);
     // Where each thread was comes first: the status line is always the last.
     if matches!(
         outcome.status,

@@ -196,6 +196,7 @@ fn run_flags(
         ImageLocation::Program {
             guest_path,
             host_path,
+            ..
         } => {
             let example = guest_path
                 .strip_prefix("/examples/")
@@ -318,13 +319,19 @@ fn recipe_into(store: &Store, run: &Run, out: &mut Recipe, depth: usize) {
             Some((s, seed)) if m.schedule == 0 && s == f.step + 1 => ForkWith::Seed(seed),
             _ => ForkWith::Schedule(m.schedule),
         };
-        let made = fork_manifest(
+        let mut made = fork_manifest(
             &parent.id,
             &parent.manifest,
             &parent.meta.perturbed,
             f.step,
             with,
         );
+        // `rewind fork --points P` changed the points after the step.
+        let points = m.points_after_step(f.step);
+        let changed = made.points_after_step(f.step) != points;
+        if changed {
+            made.set_points_after(f.step, points);
+        }
         if made != *m {
             out.why_not = Some(match made_by_check(m) {
                 Some(why) => why,
@@ -349,6 +356,9 @@ fn recipe_into(store: &Store, run: &Run, out: &mut Recipe, depth: usize) {
         match with {
             ForkWith::Schedule(n) => argv.extend(["--schedule".into(), n.to_string()]),
             ForkWith::Seed(n) => argv.extend(["--seed".into(), n.to_string()]),
+        }
+        if changed {
+            argv.extend(["--points".into(), points.to_string()]);
         }
         out.lines.push(Line::new(argv, None, "/dev/null".into()));
         return;
@@ -454,8 +464,15 @@ fn image_line(loc: &ImageLocation) -> String {
         ImageLocation::Program {
             guest_path,
             host_path,
+            deps,
         } => {
-            if Path::new(guest_path) == host_path {
+            let files = deps
+                .iter()
+                .filter(|d| matches!(d.kind, vmm::image::DepKind::File { .. }))
+                .count();
+            if !deps.is_empty() {
+                format!("the program file {guest_path} with its interpreter and libraries ({files} files)")
+            } else if Path::new(guest_path) == host_path {
                 format!("the program file {guest_path}")
             } else {
                 format!(

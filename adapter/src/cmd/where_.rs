@@ -3,12 +3,11 @@
 //! the frame in the user's own code with the source around its line, and
 //! the frames that called it. By default the thread that made the step.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 use symbols::{Backtrace, Source};
 use vmm::inspect::{at_exit, SeekError};
-use vmm::session::Limits;
 
 #[derive(Args, Debug)]
 pub struct WhereArgs {
@@ -41,73 +40,62 @@ struct Found {
 }
 
 pub fn main(args: WhereArgs) -> Result<i32> {
-    let run = super::resolve(&args.run)?;
-    if args.step > run.meta.steps {
-        crate::util::usage!(
-            "step {} is past the end of run {} ({} steps)",
-            args.step,
-            run.id,
-            run.meta.steps
-        );
-    }
-    let store = super::store()?;
-    let inputs = run
-        .inputs()
-        .with_context(|| format!("cannot look inside run {}", run.id))?;
-    let kf = run.usable_keyframe(&store, args.step.saturating_sub(1));
-    let kf = kf.as_ref().map(|(k, own)| (k, *own));
-    let limits = Limits {
-        timeout: run
-            .meta
-            .timeout_secs
-            .map(std::time::Duration::from_secs_f64),
-        ..Default::default()
-    };
+    let run = super::inspect::run_at(&args.run, args.step)?;
+    let inside = super::inspect::Inside::of(&run, args.step.saturating_sub(1))?;
+    let inputs = &inside.inputs;
     let program_mtime = inputs
         .image
         .host_path(&inputs.manifest.program)
         .and_then(|p| std::fs::metadata(p).ok())
         .and_then(|m| m.modified().ok());
     let want = args.tid;
-    let found = at_exit(&inputs, kf, &store.pages(), args.step, &limits, |k| {
-        let tid = want.unwrap_or_else(|| k.cur_tid());
-        let t = k.threads.get(&tid)?.clone();
-        let state = k
-            .where_threads_are()
-            .into_iter()
-            .find(|l| l.starts_with(&format!("thread {}/{tid}:", t.pid)))
-            .and_then(|l| l.split_once(": ").map(|(_, rest)| rest.to_string()))
-            .map(|s| match s.rfind(", at 0x") {
-                Some(cut) => s[..cut].to_string(),
-                None => s,
+    let pages = inside.store.pages();
+    let found = at_exit(
+        inputs,
+        inside.keyframe(),
+        &pages,
+        args.step,
+        &inside.limits,
+        |k| {
+            let tid = want.unwrap_or_else(|| k.cur_tid());
+            let t = k.threads.get(&tid)?.clone();
+            let state = k
+                .where_threads_are()
+                .into_iter()
+                .find(|l| l.starts_with(&format!("thread {}/{tid}:", t.pid)))
+                .and_then(|l| l.split_once(": ").map(|(_, rest)| rest.to_string()))
+                .map(|s| match s.rfind(", at 0x") {
+                    Some(cut) => s[..cut].to_string(),
+                    None => s,
+                })
+                .unwrap_or_default();
+            let bt = k.backtrace(tid);
+            let mut notes = k
+                .symbols
+                .symbolizer()
+                .map(|s| s.notes())
+                .unwrap_or_default();
+            let source = bt.as_ref().and_then(|bt| {
+                let loc = bt.frames.get(bt.chosen)?.location.clone()?;
+                let mut s = (*k.symbols.symbolizer()?).clone();
+                s.program_mtime = program_mtime;
+                let found = s
+                    .source(&loc.file, Some(loc.line), &mut |p| k.file_contents(p))
+                    .map_err(|e| e.to_string());
+                notes = s.notes();
+                Some(found)
+            });
+            Some(Found {
+                pid: t.pid,
+                tid,
+                name: t.name.clone(),
+                state,
+                bt,
+                source,
+                notes,
             })
-            .unwrap_or_default();
-        let bt = k.backtrace(tid);
-        let mut notes = k
-            .symbols
-            .symbolizer()
-            .map(|s| s.notes())
-            .unwrap_or_default();
-        let source = bt.as_ref().and_then(|bt| {
-            let loc = bt.frames.get(bt.chosen)?.location.clone()?;
-            let mut s = (*k.symbols.symbolizer()?).clone();
-            s.program_mtime = program_mtime;
-            let found = s
-                .source(&loc.file, Some(loc.line), &mut |p| k.file_contents(p))
-                .map_err(|e| e.to_string());
-            notes = s.notes();
-            Some(found)
-        });
-        Some(Found {
-            pid: t.pid,
-            tid,
-            name: t.name.clone(),
-            state,
-            bt,
-            source,
-            notes,
-        })
-    });
+        },
+    );
     let found = match found {
         Ok(Some(f)) => f,
         Ok(None) => anyhow::bail!(
@@ -116,11 +104,7 @@ pub fn main(args: WhereArgs) -> Result<i32> {
             want.map_or_else(String::new, |t| t.to_string()),
             args.step
         ),
-        Err(SeekError::Ended(at)) => anyhow::bail!(
-            "run {} has no live process at step {} (it ended at step {at})",
-            run.id,
-            args.step
-        ),
+        Err(SeekError::Ended(at)) => return Err(super::inspect::ended(&run, args.step, at)),
         Err(e) => return Err(e.into()),
     };
     for n in &found.notes {

@@ -5,7 +5,10 @@ use super::session::{Session, Stop};
 use super::view;
 use super::wire;
 use anyhow::{anyhow, bail, Result};
-use dap::events::{Event, ProgressEndEventBody, ProgressStartEventBody, ProgressUpdateEventBody};
+use dap::events::{
+    ContinuedEventBody, Event, ProgressEndEventBody, ProgressStartEventBody,
+    ProgressUpdateEventBody,
+};
 use dap::types::StoppedEventReason;
 use serde_json::{json, Value};
 use vmm::check::Checker;
@@ -14,6 +17,7 @@ use vmm::record::fork::{fork_manifest, ForkWith};
 /// Every custom request.
 const REQUESTS: &[&str] = &[
     "rewind/goto",
+    "rewind/reverseStepIn",
     "rewind/lanes",
     "rewind/events",
     "rewind/fork",
@@ -45,11 +49,25 @@ pub fn handle(s: &mut Session, seq: i64, name: &str, args: &Value) -> Result<Val
                     o.run.meta.steps
                 );
             }
+            continued(s);
             s.move_to(
                 step,
                 Stop::new(StoppedEventReason::Goto, format!("step {step}")),
             )?;
             Ok(json!({"step": step}))
+        }
+        "rewind/reverseStepIn" => {
+            let tid = match a.0.get("threadId") {
+                None => s
+                    .open
+                    .as_ref()
+                    .and_then(|o| o.focus())
+                    .map(|(_, t)| i64::from(t))
+                    .ok_or_else(|| anyhow!("`threadId`: no thread is alive here"))?,
+                Some(_) => a.u64_req("threadId")? as i64,
+            };
+            s.step_request(tid, super::moves::Kind::In, None, false)?;
+            Ok(json!({}))
         }
         "rewind/lanes" => {
             let o = s.open.as_ref().expect("checked");
@@ -110,6 +128,7 @@ pub fn handle(s: &mut Session, seq: i64, name: &str, args: &Value) -> Result<Val
                 (None, None) => None,
             };
             if a.bool("open")?.unwrap_or(false) {
+                continued(s);
                 fork_and_switch(s, step, with)
             } else {
                 fork(s, step, with)
@@ -305,6 +324,23 @@ fn fork(s: &mut Session, step: u64, with: Option<ForkWith>) -> Result<Value> {
     });
     s.later(wire::custom_event("rewind/forked", v.clone()));
     Ok(v)
+}
+
+/// Queues `continued`: a custom request that moves the position resumes
+/// the program as far as the client knows, and DAP has the adapter say so
+/// when no request the client understands implied it. A client that keeps
+/// the stopped thread (nvim-dap) then takes the next `stopped`, on
+/// whichever thread, as a new stop instead of continuing that thread.
+fn continued(s: &mut Session) {
+    let tid = s
+        .open
+        .as_ref()
+        .and_then(|o| o.focus())
+        .map_or(0, |(_, t)| t);
+    s.later(wire::event(Event::Continued(ContinuedEventBody {
+        thread_id: i64::from(tid),
+        all_threads_continued: Some(true),
+    })));
 }
 
 /// Forks the open run at `step` (the next unused schedule unless `with`)

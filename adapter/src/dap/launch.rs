@@ -55,6 +55,7 @@ const CHECK_FIELDS: &[(&str, &str)] = &[
     ("depth", "--depth"),
     ("checkSeed", "--check-seed"),
     ("jobs", "--jobs"),
+    ("points", "--points"),
 ];
 
 /// A scalar field as a command-line word; an error names the field.
@@ -248,12 +249,32 @@ fn open_recorded(store: &Store, m: &Map<String, Value>) -> Result<Opened> {
         }
         None => default_stop(&run)?,
     };
+    let deciding = deciding_of(store, &run);
     Ok(Opened {
         run,
         step,
         first,
         compare,
-        deciding: None,
+        deciding,
+    })
+}
+
+/// The deciding step of `run` when a kept check (`$REWIND_HOME/checks/`)
+/// narrowed to it as its failing run: a run opened by id (a code action, a
+/// link, the Runs view) shows the mark as a check launch does.
+fn deciding_of(store: &Store, run: &Run) -> Option<u64> {
+    store.checks().0.iter().find_map(|c| {
+        let n = c.report.get("narrowed")?;
+        if n.get("with")?.get("run")?.as_str()? != run.id {
+            return None;
+        }
+        let step = n
+            .get("deciding")?
+            .as_array()?
+            .last()?
+            .get("step")?
+            .as_u64()?;
+        Some(step.min(run.meta.steps))
     })
 }
 
@@ -431,6 +452,7 @@ fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Re
             return Err(e.into());
         }
     };
+    crate::cmd::check::keep(store, &report);
     progress_end(
         out,
         &id,

@@ -7,9 +7,15 @@
 //! and serves requests in order; and a writer task that numbers and frames
 //! what the session sends. The protocol surface is in docs/dap.md.
 
+mod breakpoints;
+mod cond;
 mod custom;
 mod launch;
+mod live;
+mod moves;
+mod requests;
 mod session;
+mod variables;
 mod view;
 mod wire;
 

@@ -3,19 +3,21 @@
 //! session's own thread; what a request makes happen (stops, invalidation,
 //! custom events) is sent after its response.
 
+use super::breakpoints::Breakpoints;
 use super::launch::{self, FirstStop};
+use super::live::Live;
+use super::moves::{Kind, GOTO_BASE};
 use super::view::{self, View};
 use super::{wire, Control, Out};
 use anyhow::{anyhow, bail, Result};
 use dap::events::{Event, InvalidatedEventBody, StoppedEventBody};
 use dap::requests::Command;
 use dap::responses::{
-    ContinueResponse, DataBreakpointInfoResponse, EvaluateResponse, ResponseBody, ScopesResponse,
-    SetBreakpointsResponse, SetFunctionBreakpointsResponse, StackTraceResponse, ThreadsResponse,
-    VariablesResponse,
+    ContinueResponse, EvaluateResponse, ResponseBody, ScopesResponse, StackTraceResponse,
+    ThreadsResponse, VariablesResponse,
 };
 use dap::types::{
-    Breakpoint, Capabilities, InvalidatedAreas, Scope, StackFrame, StackFramePresentationhint,
+    Capabilities, InvalidatedAreas, Scope, StackFrame, StackFramePresentationhint,
     StoppedEventReason, Thread, Variable,
 };
 use serde_json::{json, Value};
@@ -40,7 +42,14 @@ pub struct Session {
     after: Vec<Value>,
     ended: bool,
     /// Function breakpoints: event names (syscalls, signals, event kinds).
-    fn_breaks: Vec<String>,
+    fn_breaks: Vec<(i64, String)>,
+    /// Paths of sources sent by reference (`sourceReference` is index + 1).
+    pub source_refs: Vec<String>,
+    /// Source, symbol, instruction and data breakpoints.
+    pub bps: Breakpoints,
+    /// `stepping: "events"` at launch: next/stepIn/stepOut/stepBack move
+    /// between the thread's events, as before line stepping.
+    pub event_steps: bool,
 }
 
 /// A run opened in the session.
@@ -55,6 +64,17 @@ pub struct Open {
     pub view: View,
     /// The thread the last stepping request was for.
     pub stepping: Option<u32>,
+    /// The position inside the step, when a move went inside one (at the
+    /// run's fatal fault, inside the step before `pos`).
+    pub at: Option<vmm::debug::Position>,
+    /// The debug core, opened on first use.
+    pub live: Option<Live>,
+    /// The thread a stop inside a step is about.
+    pub focus_tid: Option<u32>,
+    /// The last gotoTargets' positions, by id - GOTO_BASE.
+    pub goto_targets: Vec<(vmm::debug::Position, u32)>,
+    /// Variables and values handed out at the position (variables.rs).
+    pub vars: super::variables::Handles,
 }
 
 /// A stop to report.
@@ -95,6 +115,11 @@ impl Open {
             pos: step,
             view,
             stepping: None,
+            at: None,
+            live: None,
+            focus_tid: None,
+            goto_targets: Vec::new(),
+            vars: Default::default(),
         })
     }
 
@@ -108,6 +133,11 @@ impl Open {
     /// The thread a stop at the position is about: the one whose event the
     /// step is, else the one on the CPU.
     pub fn focus(&self) -> Option<(u32, u32)> {
+        if let (Some(_), Some(tid)) = (self.at, self.focus_tid) {
+            if let Some(t) = self.view.threads.iter().find(|t| t.tid == tid) {
+                return Some((t.pid, t.tid));
+            }
+        }
         let here = self.events_at(self.pos);
         if let Some(e) = here.iter().find(|e| Some(e.tid) == self.stepping) {
             return Some((e.pid, e.tid));
@@ -144,6 +174,14 @@ impl Open {
         let thread = self.focus().map(|(pid, tid)| {
             json!({"pid": pid, "tid": tid, "name": view::thread_label(pid, tid, &self.thread_name(tid))})
         });
+        let mut v = self.position_of_step(thread);
+        if let Some(p) = self.at {
+            v["inStep"] = json!({"step": p.step, "pc": format!("{:#x}", p.pc), "hit": p.hit});
+        }
+        v
+    }
+
+    fn position_of_step(&self, thread: Option<Value>) -> Value {
         json!({
             "run": self.run.id,
             "step": self.pos,
@@ -160,7 +198,7 @@ impl Open {
         let bookmarks = self.run.bookmarks().unwrap_or_default();
         let divergence = self.compare.as_ref().map(|c| {
             let other = c.events().unwrap_or_default();
-            let d = vmm::record::diff::first_divergence(&self.events, &other, 0);
+            let d = vmm::record::diff::first_divergence(&self.events, &other, 1);
             json!({
                 "run": c.id,
                 "identical": d.is_none(),
@@ -196,6 +234,9 @@ impl Session {
             after: Vec::new(),
             ended: false,
             fn_breaks: Vec::new(),
+            bps: Breakpoints::default(),
+            event_steps: false,
+            source_refs: Vec::new(),
         }
     }
 
@@ -248,7 +289,7 @@ impl Session {
         }
     }
 
-    fn open(&self) -> Result<&Open> {
+    pub(super) fn open(&self) -> Result<&Open> {
         self.open
             .as_ref()
             .ok_or_else(|| anyhow!("no run is open: send `launch` or `attach` first"))
@@ -276,58 +317,18 @@ impl Session {
                 }
                 Ok(None)
             }
-            Command::SetBreakpoints(a) => {
-                let n = a.breakpoints.map_or(0, |b| b.len());
-                let bps = (0..n)
-                    .map(|_| Breakpoint {
-                        verified: false,
-                        message: Some(
-                            "line breakpoints need source lines, which this build of rewind dap \
-                             does not read yet"
-                                .into(),
-                        ),
-                        ..Default::default()
-                    })
-                    .collect();
-                body(ResponseBody::SetBreakpoints(SetBreakpointsResponse {
-                    breakpoints: bps,
-                }))
-            }
-            Command::SetFunctionBreakpoints(a) => {
-                self.fn_breaks = a.breakpoints.iter().map(|b| b.name.clone()).collect();
-                let known = self.open.as_ref();
-                let bps = self
-                    .fn_breaks
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| {
-                        let hits =
-                            known.map(|o| o.events.iter().filter(|e| matches_break(n, e)).count());
-                        Breakpoint {
-                            id: Some(i as i64 + 1),
-                            verified: true,
-                            message: hits.map(|h| format!("{h} events of the run match `{n}`")),
-                            ..Default::default()
-                        }
-                    })
-                    .collect();
-                body(ResponseBody::SetFunctionBreakpoints(
-                    SetFunctionBreakpointsResponse { breakpoints: bps },
-                ))
-            }
+            Command::SetFunctionBreakpoints(a) => self.set_function_breakpoints(a),
+            Command::SetBreakpoints(a) => self.set_breakpoints(a),
+            Command::SetInstructionBreakpoints(a) => self.set_instruction_breakpoints(a),
             Command::SetExceptionBreakpoints(_) => Ok(None),
-            Command::DataBreakpointInfo(_) => body(ResponseBody::DataBreakpointInfo(
-                DataBreakpointInfoResponse {
-                    data_id: None,
-                    description: "data breakpoints need the debug-session core, which this \
-                                  build of rewind dap does not have yet"
-                        .into(),
-                    ..Default::default()
-                },
-            )),
-            Command::SetDataBreakpoints(a) => Ok(Some(json!({
-                "breakpoints": a.breakpoints.iter().map(|_| json!({"verified": false, "message": "data breakpoints are not available in this build"})).collect::<Vec<_>>()
-            }))),
+            Command::DataBreakpointInfo(a) => self.data_breakpoint_info(a),
+            Command::SetDataBreakpoints(a) => self.set_data_breakpoints(a),
+            Command::ReadMemory(a) => self.read_memory(a),
+            Command::WriteMemory(a) => self.write_memory(a),
+            Command::Disassemble(a) => self.disassemble(a),
+            Command::LoadedSources => self.loaded_sources(),
+            Command::Modules(a) => self.modules(a),
+            Command::Source(a) => self.source(a),
             Command::Threads => {
                 let threads = match &self.open {
                     None => Vec::new(),
@@ -362,6 +363,18 @@ impl Session {
                         }]
                     }
                 };
+                let mut frames = frames;
+                for f in &mut frames {
+                    if let Some(src) = f.source.as_mut() {
+                        if let Some(p) = src.path.clone() {
+                            if !std::path::Path::new(&p).exists() {
+                                src.source_reference = Some(self.source_ref(&p) as i32);
+                            }
+                        }
+                    }
+                }
+                let o = self.open()?;
+                let _ = o;
                 let total = frames.len() as i64;
                 let start = a.start_frame.unwrap_or(0).max(0) as usize;
                 let levels = a
@@ -385,13 +398,15 @@ impl Session {
                     expensive: false,
                     ..Default::default()
                 };
-                body(ResponseBody::Scopes(ScopesResponse {
-                    scopes: vec![
-                        scope("Step", STEP_SCOPE | tid, 4),
-                        scope("Registers", REGISTERS | tid, 20),
-                    ],
-                }))
+                let mut scopes = super::variables::scopes(a.frame_id);
+                scopes.push(scope("Step", STEP_SCOPE | tid, 4));
+                scopes.push(scope("Registers", REGISTERS | tid, 20));
+                body(ResponseBody::Scopes(ScopesResponse { scopes }))
             }
+            Command::Variables(a) if super::variables::owns(a.variables_reference) => {
+                self.variables_request(&a)
+            }
+            Command::SetVariable(a) => self.set_variable_request(&a),
             Command::Variables(a) => {
                 let o = self.open()?;
                 let tid = a.variables_reference & 0xffff_ffff;
@@ -406,6 +421,11 @@ impl Session {
                 }))
             }
             Command::Evaluate(a) => {
+                // The program's variables first, then the step's names.
+                let program = self.evaluate_request(&a);
+                if program.is_ok() {
+                    return program;
+                }
                 let o = self.open()?;
                 let tid = a
                     .frame_id
@@ -424,46 +444,58 @@ impl Session {
                         variables_reference: 0,
                         ..Default::default()
                     })),
-                    None => bail!(
-                        "cannot evaluate `{expr}`: this build evaluates registers ($rip, $rsp..) \
-                         and `step`, `thread`, `events`; variables need the symbols crate"
-                    ),
+                    None => program,
                 }
             }
             Command::Continue(_) => {
                 self.clear_stepping();
-                let (to, stop) = self.forward_to_break()?;
-                self.move_to(to, stop)?;
+                self.go_forward()?;
                 body(ResponseBody::Continue(ContinueResponse {
-                    all_threads_continued: None,
+                    all_threads_continued: Some(true),
                 }))
             }
-            Command::Next(a) => self.step_thread(a.thread_id, true),
-            Command::StepIn(a) => self.step_thread(a.thread_id, true),
-            Command::StepOut(a) => self.step_thread(a.thread_id, true),
-            Command::StepBack(a) => self.step_thread(a.thread_id, false),
+            Command::Next(a) => self.step_request(a.thread_id, Kind::Over, a.granularity, true),
+            Command::StepIn(a) => self.step_request(a.thread_id, Kind::In, a.granularity, true),
+            Command::StepOut(a) => self.step_request(a.thread_id, Kind::Out, a.granularity, true),
+            Command::StepBack(a) => {
+                self.step_request(a.thread_id, Kind::Over, a.granularity, false)
+            }
             Command::ReverseContinue(_) => {
                 self.clear_stepping();
-                let (to, stop) = self.backward_to_break()?;
-                self.move_to(to, stop)?;
+                self.go_backward()?;
                 Ok(None)
             }
             Command::Goto(a) => {
+                if a.target_id >= GOTO_BASE {
+                    let o = self.open()?;
+                    let i = (a.target_id - GOTO_BASE) as usize;
+                    let (pos, _) = *o.goto_targets.get(i).ok_or_else(|| {
+                        anyhow!(
+                            "`targetId`: no goto target {} (ask gotoTargets again)",
+                            a.target_id
+                        )
+                    })?;
+                    self.go_to_position(
+                        pos,
+                        Stop::new(
+                            StoppedEventReason::Goto,
+                            format!("step {} {}", pos.step, pos),
+                        ),
+                    )?;
+                    return Ok(None);
+                }
                 let o = self.open()?;
                 let step = u64::try_from(a.target_id)
                     .ok()
                     .filter(|s| *s <= o.run.meta.steps)
-                    .ok_or_else(|| anyhow!("no goto target {}", a.target_id))?;
+                    .ok_or_else(|| anyhow!("`targetId`: no goto target {}", a.target_id))?;
                 self.move_to(
                     step,
                     Stop::new(StoppedEventReason::Goto, format!("step {step}")),
                 )?;
                 Ok(None)
             }
-            Command::GotoTargets(_) => bail!(
-                "goto targets need source lines, which this build does not read yet; \
-                 use rewind/goto with a step"
-            ),
+            Command::GotoTargets(a) => self.goto_targets(a),
             Command::RestartFrame(_) => {
                 let o = self.open()?;
                 let step = o.pos;
@@ -480,7 +512,6 @@ impl Session {
                 self.open = None;
                 Ok(None)
             }
-            Command::Source(_) => bail!("sources need the symbols crate, not in this build"),
             Command::Cancel(_) => Ok(None),
             _ => bail!("`{name}` is not supported by rewind dap (see docs/dap.md)"),
         }
@@ -511,12 +542,37 @@ impl Session {
         )?;
         self.later(wire::custom_event("rewind/timeline", open.timeline()));
         self.open = Some(open);
+        self.event_steps = args.get("stepping").and_then(Value::as_str) == Some("events");
+        self.refine_crash();
+        self.resolve_pending();
         if self.configured {
             self.stopped(stop);
         } else {
             self.first_stop = Some(stop);
         }
         Ok(None)
+    }
+
+    pub(super) fn set_event_breaks(&mut self, b: Vec<(i64, String)>) {
+        self.fn_breaks = b;
+    }
+
+    /// The `sourceReference` of a path the client cannot read itself.
+    pub(super) fn source_ref(&mut self, path: &str) -> i64 {
+        match self.source_refs.iter().position(|p| p == path) {
+            Some(i) => i as i64 + 1,
+            None => {
+                self.source_refs.push(path.to_string());
+                self.source_refs.len() as i64
+            }
+        }
+    }
+
+    pub(super) fn source_path(&self, r: i64) -> Option<String> {
+        usize::try_from(r - 1)
+            .ok()
+            .and_then(|i| self.source_refs.get(i))
+            .cloned()
     }
 
     fn clear_stepping(&mut self) {
@@ -527,6 +583,10 @@ impl Session {
 
     /// Queues `stopped` and `rewind/position` for the position.
     pub fn stopped(&mut self, s: Stop) {
+        // What variables referred to is gone with the position.
+        if let Some(o) = self.open.as_mut() {
+            o.vars = Default::default();
+        }
         let Some(o) = &self.open else { return };
         let tid = o.focus().map(|(_, t)| t as i64);
         let pos = o.position();
@@ -551,6 +611,12 @@ impl Session {
         let view = view::seek(&o.run, step)?;
         o.pos = step;
         o.view = view;
+        o.at = None;
+        o.focus_tid = None;
+        if let Some(l) = o.live.as_mut() {
+            l.synced = false;
+        }
+        self.refine_crash();
         self.stopped(stop);
         Ok(())
     }
@@ -575,7 +641,7 @@ impl Session {
 
     /// next/stepIn/stepOut (forward) and stepBack: to the thread's next
     /// (previous) event, else one step.
-    fn step_thread(&mut self, tid: i64, forward: bool) -> Result<Option<Value>> {
+    pub(super) fn step_thread(&mut self, tid: i64, forward: bool) -> Result<Option<Value>> {
         let o = self.open()?;
         let end = o.run.meta.steps;
         let pos = o.pos;
@@ -610,6 +676,12 @@ impl Session {
         Ok(None)
     }
 
+    /// The stop at the run's end.
+    pub(super) fn end_stop(&self) -> Result<Stop> {
+        let end = self.open()?.run.meta.steps;
+        Ok(self.stop_at_end(end).expect("the end"))
+    }
+
     /// The stop for the run's last step, when `to` is it.
     fn stop_at_end(&self, to: u64) -> Option<Stop> {
         let o = self.open.as_ref()?;
@@ -626,11 +698,11 @@ impl Session {
     fn break_hit(&self, e: &RunEvent) -> Option<i64> {
         self.fn_breaks
             .iter()
-            .position(|n| matches_break(n, e))
-            .map(|i| i as i64 + 1)
+            .find(|(_, n)| matches_break(n, e))
+            .map(|(id, _)| *id)
     }
 
-    fn forward_to_break(&self) -> Result<(u64, Stop)> {
+    pub(super) fn forward_to_break(&self) -> Result<(u64, Stop)> {
         let o = self.open()?;
         let end = o.run.meta.steps;
         if o.pos >= end {
@@ -647,7 +719,7 @@ impl Session {
         Ok((end, stop))
     }
 
-    fn backward_to_break(&self) -> Result<(u64, Stop)> {
+    pub(super) fn backward_to_break(&self) -> Result<(u64, Stop)> {
         let o = self.open()?;
         if o.pos == 0 {
             bail!("already at step 0: nothing before it");
@@ -700,8 +772,19 @@ fn capabilities() -> Capabilities {
         supports_terminate_request: Some(true),
         supports_cancel_request: Some(true),
         supports_evaluate_for_hovers: Some(true),
-        supports_goto_targets_request: Some(false),
-        supports_data_breakpoints: Some(false),
+        supports_goto_targets_request: Some(true),
+        supports_data_breakpoints: Some(true),
+        supports_conditional_breakpoints: Some(true),
+        supports_hit_conditional_breakpoints: Some(true),
+        supports_log_points: Some(true),
+        supports_stepping_granularity: Some(true),
+        supports_instruction_breakpoints: Some(true),
+        supports_read_memory_request: Some(true),
+        supports_write_memory_request: Some(true),
+        supports_disassemble_request: Some(true),
+        supports_loaded_sources_request: Some(true),
+        supports_modules_request: Some(true),
+        supports_set_variable: Some(true),
         ..Default::default()
     }
 }
@@ -772,9 +855,10 @@ fn var(name: &str, value: String) -> Variable {
     }
 }
 
-fn registers(t: &vmm::inspect::ThreadAt) -> Vec<Variable> {
+/// A thread's registers by name, in the order the Registers scope shows them.
+pub(super) fn named_registers(t: &vmm::inspect::ThreadAt) -> [(&'static str, u64); 20] {
     let r = &t.regs;
-    let list = [
+    [
         ("rip", r.rip),
         ("rsp", r.rsp),
         ("rbp", r.rbp),
@@ -795,8 +879,12 @@ fn registers(t: &vmm::inspect::ThreadAt) -> Vec<Variable> {
         ("rflags", r.rflags),
         ("fs_base", t.fs_base),
         ("gs_base", t.gs_base),
-    ];
-    list.iter()
+    ]
+}
+
+fn registers(t: &vmm::inspect::ThreadAt) -> Vec<Variable> {
+    named_registers(t)
+        .iter()
         .map(|(n, v)| var(n, format!("{v:#x}")))
         .collect()
 }

@@ -26,14 +26,6 @@ pub fn seek(run: &Run, step: u64) -> Result<View> {
     if !run.dir.join("manifest.json").exists() {
         anyhow::bail!("run {} was removed from the store", run.id);
     }
-    let look = |k: &mut vmm::kernel::Kernel| {
-        let threads = k.threads_at();
-        let stacks = threads
-            .iter()
-            .filter_map(|t| Some((t.tid, k.backtrace(t.tid)?)))
-            .collect();
-        (threads, k.clock.elapsed_ns(), stacks)
-    };
     let (state_step, (threads, virtual_ns, stacks)) =
         match crate::cmd::inspect::seek(run, step, look) {
             Ok(r) => (step, r),
@@ -51,6 +43,33 @@ pub fn seek(run: &Run, step: u64) -> Result<View> {
         virtual_ns,
         stacks,
     })
+}
+
+type Look = (
+    Vec<ThreadAt>,
+    u64,
+    std::collections::BTreeMap<u32, symbols::Backtrace>,
+);
+
+/// The threads, the virtual time and the stacks of a machine.
+fn look(k: &mut vmm::kernel::Kernel) -> Look {
+    let threads = k.threads_at();
+    let stacks = threads
+        .iter()
+        .filter_map(|t| Some((t.tid, k.backtrace(t.tid)?)))
+        .collect();
+    (threads, k.clock.elapsed_ns(), stacks)
+}
+
+/// The machine of a debug session where it stands (inside step `step`).
+pub fn of_kernel(k: &mut vmm::kernel::Kernel, step: u64) -> View {
+    let (threads, virtual_ns, stacks) = look(k);
+    View {
+        state_step: step,
+        threads,
+        virtual_ns,
+        stacks,
+    }
 }
 
 /// `1000/1002 worker`.

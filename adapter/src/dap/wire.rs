@@ -122,7 +122,10 @@ pub fn parse(body: &[u8]) -> Incoming {
             why: "a request without a numeric `seq`".into(),
         };
     }
-    let args = v.get("arguments").cloned().unwrap_or(Value::Null);
+    let mut args = v.get("arguments").cloned().unwrap_or(Value::Null);
+    if name == "setBreakpoints" {
+        source_breakpoint_names(&mut args);
+    }
     if name.starts_with("rewind/") {
         return Incoming::Custom { seq, name, args };
     }
@@ -133,6 +136,24 @@ pub fn parse(body: &[u8]) -> Incoming {
             command: Box::new(command),
         },
         Err(why) => Incoming::Invalid { seq, name, why },
+    }
+}
+
+/// The crate's `SourceBreakpoint` reads `hit_condition` and `log_message`
+/// where DAP says `hitCondition` and `logMessage`: renamed for it.
+fn source_breakpoint_names(args: &mut Value) {
+    let Some(list) = args.get_mut("breakpoints").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for b in list.iter_mut().filter_map(Value::as_object_mut) {
+        for (from, to) in [
+            ("hitCondition", "hit_condition"),
+            ("logMessage", "log_message"),
+        ] {
+            if let Some(v) = b.remove(from) {
+                b.insert(to.into(), v);
+            }
+        }
     }
 }
 

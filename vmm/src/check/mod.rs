@@ -8,7 +8,8 @@
 pub mod label;
 pub mod narrow;
 pub mod property;
-pub mod schedule;
+/// The perturbations live below the kernel, which applies them.
+pub use crate::schedule;
 
 use crate::record::diff::Divergence;
 use crate::record::fork::{fork_manifest, ForkWith};
@@ -165,6 +166,9 @@ pub struct Report {
     pub properties: Vec<Property>,
     /// `sometimes` messages that held in no run of the check.
     pub never_held: Vec<String>,
+    /// What the store went on without (keyframes it could not write or
+    /// read), for the front end to show.
+    pub warnings: Vec<String>,
 }
 
 impl Narrowed {
@@ -215,6 +219,8 @@ pub struct Checker<'a> {
     base_steps: u64,
     /// The keyframe a check from a recorded run starts its forks from.
     parent_keyframe: std::sync::OnceLock<Option<Keyframe>>,
+    /// What the store went on without (`Report::warnings`).
+    warnings: Mutex<Vec<String>>,
 }
 
 impl<'a> Checker<'a> {
@@ -225,6 +231,7 @@ impl<'a> Checker<'a> {
             base_status: None,
             properties: spec.properties.clone(),
             parent_keyframe: std::sync::OnceLock::new(),
+            warnings: Mutex::new(Vec::new()),
             base_wall: std::time::Duration::ZERO,
             base_steps: 0,
         }
@@ -281,6 +288,13 @@ impl<'a> Checker<'a> {
         i
     }
 
+    fn warn(&self, w: String) {
+        let mut all = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+        if !all.contains(&w) {
+            all.push(w);
+        }
+    }
+
     /// Records one run into the store and returns it with its events.
     pub fn record(
         &self,
@@ -294,6 +308,9 @@ impl<'a> Checker<'a> {
             Some((run, kf)) => run.run_fork(self.store, Some(&kf), inputs, limits, &mut rec)?,
             None => session::run(inputs, limits, &mut rec)?,
         };
+        for w in rec.take_warnings() {
+            self.warn(w.to_string());
+        }
         let run = rec.finish(
             &outcome,
             &RunDetails {
@@ -355,7 +372,11 @@ impl<'a> Checker<'a> {
         let kf = match self.parent_keyframe.get() {
             Some(k) => k.clone(),
             None => {
-                let k = run.usable_keyframe(self.store, f.step).map(|(k, _)| k);
+                let usable = run.usable_keyframe(self.store, f.step);
+                if let Some(w) = usable.warning {
+                    self.warn(w.to_string());
+                }
+                let k = usable.keyframe.map(|(k, _)| k);
                 self.parent_keyframe.get_or_init(|| k).clone()
             }
         };
@@ -402,7 +423,8 @@ impl<'a> Checker<'a> {
         };
         let total = candidates.len() as u64;
         progress.phase("schedules");
-        let tried = self.try_all(&candidates, progress)?;
+        let all = self.spec.all;
+        let tried = self.try_all(&candidates, progress, &|t: &Tried| !all && t.violated())?;
         let exhausted = bound
             .filter(|_| !tried.iter().any(|t| t.violated()))
             .map(|k| {
@@ -433,6 +455,7 @@ impl<'a> Checker<'a> {
             narrowed: None,
             properties: self.properties.clone(),
             never_held,
+            warnings: Vec::new(),
         };
         // Schedule 0 violating needs no perturbation: nothing to narrow.
         if self.spec.narrow && !report.base.violated() {
@@ -441,6 +464,8 @@ impl<'a> Checker<'a> {
                 report.narrowed = Some(narrow::narrow(&self, &bad)?);
             }
         }
+        report.warnings =
+            std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()));
         Ok(report)
     }
 
@@ -483,20 +508,20 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Tries candidates on `jobs` threads; without `all`, stops after the
-    /// first violation in candidate order (every earlier one is still run,
-    /// so the report does not depend on the number of jobs).
+    /// Tries candidates on `jobs` threads, and stops after the first in
+    /// candidate order that `stop` says is enough (every earlier one is
+    /// still run, so the result does not depend on the number of jobs).
     fn try_all(
         &self,
         cands: &[Candidate],
         progress: &mut dyn Progress,
+        stop: &(dyn Fn(&Tried) -> bool + Sync),
     ) -> Result<Vec<Tried>, CheckError> {
         let next = AtomicU64::new(0);
         let stop_at = AtomicU64::new(u64::MAX);
         let results: Mutex<Vec<Option<Result<Tried, CheckError>>>> =
             Mutex::new((0..cands.len()).map(|_| None).collect());
         let shown = Mutex::new((0usize, progress));
-        let all = self.spec.all;
         std::thread::scope(|s| {
             for _ in 0..self.spec.jobs.max(1) {
                 s.spawn(|| loop {
@@ -505,7 +530,7 @@ impl<'a> Checker<'a> {
                         break;
                     }
                     let r = self.try_one(&cands[i as usize]);
-                    if !all && matches!(&r, Ok(t) if t.violated()) || r.is_err() {
+                    if matches!(&r, Ok(t) if stop(t)) || r.is_err() {
                         stop_at.fetch_min(i, Ordering::SeqCst);
                     }
                     results.lock().unwrap()[i as usize] = Some(r);

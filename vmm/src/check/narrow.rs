@@ -1,12 +1,30 @@
-//! Narrowing a violating schedule to the perturbation that decides it:
-//! each applied perturbation alone first (a single step usually decides a
-//! race), then delta debugging (ddmin) for the smallest set.
+//! Narrowing a violating schedule to the perturbation that decides it.
+//!
+//! A schedule with memory points applies tens of perturbations, and a run
+//! costs hundreds of exits, so the search is ordered by what usually decides
+//! a race and bounded:
+//!
+//! 1. the shortest prefix of the applied perturbations that still violates
+//!    (a bisection: about log2(n) runs); its last perturbation is the one
+//!    that tips the run, and the prefix without it is a run that does not
+//!    violate and is the same machine until that step;
+//! 2. that last perturbation alone;
+//! 3. one reschedule of the same thread at each step where schedule 0 makes
+//!    the access that perturbation interrupted (memory points: the race's
+//!    access happens at another step in schedule 0);
+//! 4. ddmin over the prefix, the last perturbation kept, within a budget of
+//!    runs; when a set is left, one reschedule near it or at the accesses it
+//!    interrupted, still within the budget.
+//!
+//! Lists of single candidates run on the check's jobs, the first violating
+//! one in order winning, so the result does not depend on `--jobs`.
 
 use super::label::{self, Judged, Label};
-use super::{Candidate, CheckError, Checker, Narrowed, Side, Tried};
+use super::{Candidate, CheckError, Checker, Narrowed, Progress, Side, Tried};
 use crate::record::diff::first_divergence;
 use crate::record::{Discard, Event, EventKind, Perturbation, Perturbed};
 use crate::session::{self, Limits};
+use std::collections::HashMap;
 use std::time::Instant;
 
 /// Shared events shown before the first difference, and events of each side after it.
@@ -14,63 +32,136 @@ const CONTEXT: usize = 3;
 /// How far before a deciding set's first step a single reschedule is tried.
 const NEAR: u64 = 16;
 /// Single reschedules tried at schedule 0's steps of the same accesses.
-const SAME_ACCESS_TRIES: usize = 32;
+const SAME_ACCESS_TRIES: usize = 16;
+/// Runs narrowing makes after the prefix bisection, at most: when the
+/// budget runs out, the smallest set found so far is reported.
+const BUDGET: u64 = 48;
 
 struct Search<'c, 'a> {
     checker: &'c Checker<'a>,
     property: String,
     runs: u64,
+    /// Every explicit schedule run so far, and how it went.
+    seen: HashMap<Vec<Perturbed>, Tried>,
+}
+
+/// Narrowing's runs are not listed as the check's schedules are.
+struct Quiet;
+
+impl Progress for Quiet {
+    fn phase(&mut self, _: &str) {}
+    fn tried(&mut self, _: &Tried, _: u64, _: u64) {}
 }
 
 impl Search<'_, '_> {
-    /// The run with exactly these perturbations, if it violates the property.
-    fn fails(&mut self, set: &[Perturbed]) -> Result<Option<Tried>, CheckError> {
+    fn hit(&self, t: &Tried) -> bool {
+        t.violations.iter().any(|(p, _)| *p == self.property)
+    }
+
+    /// The run with exactly these perturbations.
+    fn run(&mut self, set: &[Perturbed]) -> Result<Tried, CheckError> {
+        if let Some(t) = self.seen.get(set) {
+            return Ok(t.clone());
+        }
         self.runs += 1;
         let t = self.checker.try_one(&Candidate::Explicit(set.to_vec()))?;
-        let hit = t.violations.iter().any(|(p, _)| *p == self.property);
-        Ok(hit.then_some(t))
+        self.seen.insert(set.to_vec(), t.clone());
+        Ok(t)
+    }
+
+    /// The run with exactly these perturbations, if it violates the property.
+    fn fails(&mut self, set: &[Perturbed]) -> Result<Option<Tried>, CheckError> {
+        let t = self.run(set)?;
+        Ok(self.hit(&t).then_some(t))
+    }
+
+    /// The first of `sets`, in order, whose run violates the property, run
+    /// on the check's jobs; at most what is left of `budget` runs.
+    fn first_failing(
+        &mut self,
+        sets: Vec<Vec<Perturbed>>,
+        budget: u64,
+    ) -> Result<Option<(Vec<Perturbed>, Tried)>, CheckError> {
+        let left = budget.saturating_sub(self.runs) as usize;
+        let mut sets: Vec<Vec<Perturbed>> = sets
+            .into_iter()
+            .filter(|s| !s.is_empty() && !self.seen.contains_key(s))
+            .collect();
+        sets.dedup();
+        sets.truncate(left);
+        let cands: Vec<Candidate> = sets.iter().cloned().map(Candidate::Explicit).collect();
+        let property = self.property.clone();
+        let hit = move |t: &Tried| t.violations.iter().any(|(p, _)| *p == property);
+        let tried = self.checker.try_all(&cands, &mut Quiet, &hit)?;
+        self.runs += tried.len() as u64;
+        let mut found = None;
+        for (set, t) in sets.into_iter().zip(tried) {
+            if found.is_none() && self.hit(&t) {
+                found = Some((set.clone(), t.clone()));
+            }
+            self.seen.insert(set, t);
+        }
+        Ok(found)
+    }
+
+    /// The shortest prefix of `applied` that violates, by bisection: the
+    /// empty one (schedule 0) does not, the whole does (the schedule's own
+    /// run, `bad`). Its length, and its run.
+    fn prefix(&mut self, applied: &[Perturbed], bad: &Tried) -> Result<(usize, Tried), CheckError> {
+        let (mut lo, mut hi) = (0, applied.len());
+        let mut failing = bad.clone();
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            match self.fails(&applied[..mid])? {
+                Some(t) => {
+                    hi = mid;
+                    failing = t;
+                }
+                None => lo = mid,
+            }
+        }
+        Ok((hi, failing))
     }
 
     /// When several perturbations together decide it, one reschedule at a
     /// nearby step often does too (the schedule's own perturbations are only
-    /// where its dice fell): tries each step from the set's last back to
-    /// `NEAR` steps before its first, latest first, then the `NEAR` steps
-    /// after its last (a PCT schedule's switches lead threads to where one
-    /// reschedule of the policy's order would decide it later).
+    /// where its dice fell): each step from the set's last back to `NEAR`
+    /// steps before its first, latest first, then the `NEAR` steps after its
+    /// last (a PCT schedule's switches lead threads to where one reschedule
+    /// of the policy's order would decide it later).
     fn single_near(
         &mut self,
         set: &[Perturbed],
+        budget: u64,
     ) -> Result<Option<(Vec<Perturbed>, Tried)>, CheckError> {
         let (Some(first), Some(last)) = (set.first(), set.last()) else {
             return Ok(None);
         };
         let lowest = first.step.saturating_sub(NEAR).max(1);
         let after = last.step + 1..=last.step + NEAR;
-        for step in (lowest..=last.step).rev().chain(after) {
-            let one = Perturbed {
+        let singles = (lowest..=last.step)
+            .rev()
+            .chain(after)
+            .map(|step| Perturbed {
                 step,
                 what: Perturbation::Reschedule,
-            };
-            if set.contains(&one) {
-                continue;
-            }
-            if let Some(t) = self.fails(&[one])? {
-                return Ok(Some((vec![one], t)));
-            }
-        }
-        Ok(None)
+            })
+            .filter(|one| !set.contains(one))
+            .map(|one| vec![one])
+            .collect();
+        self.first_failing(singles, budget)
     }
 
-    /// When several perturbations together decide it and no reschedule near
-    /// them does alone: the accesses they interrupted (memory points) happen
-    /// at other steps in schedule 0, where one reschedule may decide it.
-    /// Tries a single reschedule at each step where schedule 0 makes an
-    /// access at the same instruction as one the set interrupted (its last
-    /// first), at most `SAME_ACCESS_TRIES` of them.
+    /// The accesses `set` interrupted (memory points) happen at other steps
+    /// in schedule 0, where one reschedule may decide it: a single
+    /// reschedule at each step where schedule 0 makes an access at the same
+    /// instruction as one the set interrupted (its last first, the same
+    /// thread's before other threads'), at most `SAME_ACCESS_TRIES` of them.
     fn same_access(
         &mut self,
         set: &[Perturbed],
         failing: &Tried,
+        budget: u64,
     ) -> Result<Option<(Vec<Perturbed>, Tried)>, CheckError> {
         let events = load(self.checker, &failing.id)?;
         let switches = self.checker.store.resolve(&failing.id)?.switches()?;
@@ -82,7 +173,7 @@ impl Search<'_, '_> {
         let Ok(base) = load(self.checker, &base_id) else {
             return Ok(None);
         };
-        let mut tried = 0;
+        let mut singles = Vec::new();
         for p in set.iter().rev() {
             let Some((_, tid)) = label::thread_at(&switches, p.step) else {
                 continue;
@@ -92,36 +183,48 @@ impl Search<'_, '_> {
                 _ => None,
             });
             let Some(pc) = pc else { continue };
-            let steps = base.iter().filter_map(|e| match e.kind {
-                EventKind::Access { pc: at, .. } if at == pc => Some(e.step),
-                _ => None,
-            });
-            for step in steps {
-                if tried == SAME_ACCESS_TRIES {
-                    return Ok(None);
-                }
-                tried += 1;
-                let one = Perturbed {
-                    step,
-                    what: Perturbation::Reschedule,
-                };
-                if let Some(t) = self.fails(&[one])? {
-                    return Ok(Some((vec![one], t)));
-                }
-            }
+            // The same thread's first: the same code in another thread
+            // (who initialises, who waits) comes after.
+            let at_pc = |same: bool| {
+                base.iter().filter_map(move |e| match e.kind {
+                    EventKind::Access { pc: at, .. } if at == pc && (e.tid == tid) == same => {
+                        Some(vec![Perturbed {
+                            step: e.step,
+                            what: Perturbation::Reschedule,
+                        }])
+                    }
+                    _ => None,
+                })
+            };
+            singles.extend(at_pc(true).chain(at_pc(false)));
         }
-        Ok(None)
+        singles.truncate(SAME_ACCESS_TRIES);
+        self.first_failing(singles, budget)
     }
 
-    /// Zeller's ddmin: a 1-minimal subset of `set` that still fails.
-    fn ddmin(&mut self, mut set: Vec<Perturbed>) -> Result<Vec<Perturbed>, CheckError> {
+    /// Zeller's ddmin: a 1-minimal subset of `set` that, with `keep`, still
+    /// fails; the smallest found when `budget` runs are spent.
+    fn ddmin(
+        &mut self,
+        mut set: Vec<Perturbed>,
+        keep: &[Perturbed],
+        budget: u64,
+    ) -> Result<Vec<Perturbed>, CheckError> {
+        let with_keep = |s: &[Perturbed]| {
+            let mut v = s.to_vec();
+            v.extend_from_slice(keep);
+            v
+        };
         let mut n = 2usize;
-        while set.len() >= 2 {
+        while set.len() >= 2 && self.runs < budget {
             let chunk = set.len().div_ceil(n);
             let parts: Vec<Vec<Perturbed>> = set.chunks(chunk).map(|c| c.to_vec()).collect();
             let mut reduced = false;
             for p in &parts {
-                if self.fails(p)?.is_some() {
+                if self.runs >= budget {
+                    break;
+                }
+                if self.fails(&with_keep(p))?.is_some() {
                     set = p.clone();
                     n = 2;
                     reduced = true;
@@ -130,13 +233,16 @@ impl Search<'_, '_> {
             }
             if !reduced && parts.len() > 2 {
                 for i in 0..parts.len() {
+                    if self.runs >= budget {
+                        break;
+                    }
                     let rest: Vec<Perturbed> = parts
                         .iter()
                         .enumerate()
                         .filter(|(j, _)| *j != i)
                         .flat_map(|(_, p)| p.iter().copied())
                         .collect();
-                    if self.fails(&rest)?.is_some() {
+                    if self.fails(&with_keep(&rest))?.is_some() {
                         set = rest;
                         n = (n - 1).max(2);
                         reduced = true;
@@ -151,7 +257,42 @@ impl Search<'_, '_> {
                 n = (2 * n).min(set.len());
             }
         }
-        Ok(set)
+        // A single remaining perturbation may be droppable too.
+        if set.len() == 1 && self.runs < budget && self.fails(keep)?.is_some() {
+            set.clear();
+        }
+        Ok(with_keep(&set))
+    }
+
+    /// The deciding perturbations of `bad` and the run they make.
+    fn deciding(&mut self, bad: &Tried) -> Result<(Vec<Perturbed>, Tried), CheckError> {
+        let applied = &bad.perturbed;
+        let (k, prefix_run) = self.prefix(applied, bad)?;
+        let last = applied[k - 1];
+        if k == 1 {
+            return Ok((vec![last], prefix_run));
+        }
+        let budget = self.runs + BUDGET;
+        if let Some(t) = self.fails(&[last])? {
+            return Ok((vec![last], t));
+        }
+        if let Some(one) = self.same_access(&[last], &prefix_run, budget)? {
+            return Ok(one);
+        }
+        let set = self.ddmin(applied[..k - 1].to_vec(), &[last], budget)?;
+        let Some(t) = self.fails(&set)? else {
+            return Ok((applied[..k].to_vec(), prefix_run));
+        };
+        if set.len() == 1 {
+            return Ok((set, t));
+        }
+        if let Some(one) = self.single_near(&set, budget)? {
+            return Ok(one);
+        }
+        if let Some(one) = self.same_access(&set, &t, budget)? {
+            return Ok(one);
+        }
+        Ok((set, t))
     }
 }
 
@@ -162,6 +303,7 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
         checker,
         property: property.clone(),
         runs: 0,
+        seen: HashMap::new(),
     };
     if bad.perturbed.is_empty() {
         // No schedule perturbation: another seed decides it. Compare with schedule 0.
@@ -195,35 +337,11 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
             wall: started.elapsed(),
         });
     }
-    let mut deciding = None;
-    for p in &bad.perturbed {
-        if let Some(t) = s.fails(&[*p])? {
-            deciding = Some((vec![*p], t));
-            break;
-        }
-    }
-    let (deciding, failing) = match deciding {
-        Some(d) => d,
-        None => {
-            let set = s.ddmin(bad.perturbed.clone())?;
-            match s.fails(&set)? {
-                Some(t) => match s.single_near(&set)? {
-                    Some(one) => one,
-                    None => match s.same_access(&set, &t)? {
-                        Some(one) => one,
-                        None => (set, t),
-                    },
-                },
-                // Not reproducible from its perturbations alone: report the whole run.
-                None => (bad.perturbed.clone(), bad.clone()),
-            }
-        }
-    };
+    let (deciding, failing) = s.deciding(bad)?;
     // The passing side: the same perturbations but the last, so both runs
     // are one machine until the deciding step.
     let without_last = &deciding[..deciding.len().saturating_sub(1)];
-    let passing = checker.try_one(&Candidate::Explicit(without_last.to_vec()))?;
-    s.runs += 1;
+    let passing = s.run(without_last)?;
     // Where each thread was at the deciding step: the sentence names the
     // place of the thread that made it, `--where` prints every thread.
     let where_ = match deciding.last() {

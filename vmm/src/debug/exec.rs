@@ -532,10 +532,23 @@ impl Session {
 
     /// Runs until a breakpoint, a watchpoint, a fault or the end.
     pub fn cont(&mut self) -> Result<Stop, DebugError> {
+        self.cont_until(None)
+    }
+
+    /// Runs until a breakpoint, a watchpoint, a fault, the end, or the
+    /// start of span `until` (then `Stop::Stepped`, at the span's start).
+    pub fn cont_until(&mut self, until: Option<u64>) -> Result<Stop, DebugError> {
         let ev = self.drive(false, |ev| match ev {
-            Ev::Arrive(a) => a.user_bp,
+            Ev::Arrive(a) => {
+                a.user_bp || (a.how == How::SpanStart && until.is_some_and(|u| a.step >= u))
+            }
             _ => true,
         })?;
+        if let Ev::Arrive(a) = ev {
+            if a.how == How::SpanStart && !a.user_bp {
+                return Ok(Stop::Stepped { tid: a.tid });
+            }
+        }
         self.note_route(
             &ev,
             Op::Continue(self.breakpoints.clone(), self.watches.clone()),

@@ -106,7 +106,7 @@ impl Session {
         let mut a = addr;
         while a < end {
             let page = a & !(PAGE_SIZE - 1);
-            let n = (page + PAGE_SIZE).min(end) - a;
+            let n = page.saturating_add(PAGE_SIZE).min(end) - a;
             match self.frame_of(page)? {
                 Some(frame) => out.extend_from_slice(
                     self.live

@@ -323,6 +323,36 @@ impl Session {
         had
     }
 
+    /// Replaces every breakpoint at once (one pass over the traps); the
+    /// removed ones keep being counted until the span ends, as with
+    /// `remove_breakpoint`.
+    pub fn set_breakpoints(&mut self, want: BTreeSet<u64>) {
+        for a in self.breakpoints.difference(&want) {
+            if self.live.counts.contains_key(a) {
+                self.live.ghosts.insert(*a);
+            }
+        }
+        self.breakpoints = want;
+        self.sync_traps();
+    }
+
+    /// The position the machine stands at, when its hit was counted (a
+    /// breakpoint set since its span began); else `position` finds it.
+    pub fn here_position(&self) -> Option<Position> {
+        let h = self.here();
+        Some(Position {
+            step: h.step,
+            pc: h.pc,
+            hit: h.hit?,
+        })
+    }
+
+    /// Whether the machine is at the start of its span (right after an
+    /// exit was served), not moved since.
+    pub fn at_span_start(&self) -> bool {
+        self.live.route.is_empty()
+    }
+
     pub fn watches(&self) -> &[Watch] {
         &self.watches
     }

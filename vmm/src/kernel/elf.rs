@@ -1,4 +1,11 @@
-//! Loading a static executable (ET_EXEC or static-pie) as the first process.
+//! Loading an executable (ET_EXEC, static-pie, or a dynamically linked one
+//! with its PT_INTERP interpreter) into an address space, as Linux's ELF
+//! loader does: the program at its addresses (a PIE at `PIE_BASE`), the
+//! interpreter at the top of the mmap area (the first place `mmap` would
+//! give, so the same every run), and what the initial stack's auxv says.
+//!
+//! [`Kernel::load_executable`] is the one entry point: the first process
+//! and `execve` both use it.
 
 use super::fs::FdTable;
 use super::mm::{page_down, page_up, Mm, Prot};
@@ -15,27 +22,57 @@ use object::read::elf::{FileHeader, ProgramHeader};
 use object::Endianness;
 use std::path::PathBuf;
 
-/// The program's bytes, checked to be a static x86-64 executable.
+/// The program's bytes, checked to be an x86-64 executable.
 pub fn read_program(image: &Image, guest_path: &str) -> Result<Vec<u8>, EngineError> {
     let host = image.host_path(guest_path).ok_or_else(|| EngineError::Io {
         path: PathBuf::from(guest_path),
         source: std::io::Error::from(std::io::ErrorKind::NotFound),
     })?;
     let bytes = std::fs::read(&host).map_err(EngineError::io(&host))?;
-    parse(&bytes).map_err(|e| match e {
-        ElfProblem::NotElf => EngineError::NotElf(host.clone()),
-        ElfProblem::WrongArch => EngineError::WrongArch(host.clone()),
-        ElfProblem::Dynamic => EngineError::Dynamic(host.clone()),
-        ElfProblem::Bad(m) => EngineError::BadElf(host.clone(), m),
-    })?;
+    parse(&bytes).map_err(|e| e.engine(&host))?;
     Ok(bytes)
 }
 
-enum ElfProblem {
+/// Why an executable (or its interpreter) cannot be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ElfProblem {
+    #[error("not an ELF executable")]
     NotElf,
+    #[error("not an x86-64 ELF executable")]
     WrongArch,
-    Dynamic,
+    #[error("{0}")]
     Bad(String),
+    /// The interpreter named by PT_INTERP: missing, or not loadable.
+    #[error("its interpreter {0}: {1}")]
+    Interp(String, String),
+    #[error("guest memory exhausted while loading it")]
+    NoMemory,
+}
+
+impl ElfProblem {
+    /// The engine's error for the file at `path`.
+    pub fn engine(self, path: &std::path::Path) -> EngineError {
+        let path = path.to_path_buf();
+        match self {
+            ElfProblem::NotElf => EngineError::NotElf(path),
+            ElfProblem::WrongArch => EngineError::WrongArch(path),
+            ElfProblem::NoMemory => EngineError::OutOfMemory,
+            other => EngineError::BadElf(path, other.to_string()),
+        }
+    }
+
+    /// What `execve` returns for it.
+    pub fn errno(&self) -> super::errno::Errno {
+        use super::errno::*;
+        /// Linux's ELIBBAD: "accessing a corrupted shared library".
+        const ELIBBAD_: Errno = Errno(80);
+        match self {
+            ElfProblem::NotElf | ElfProblem::WrongArch => ENOEXEC,
+            ElfProblem::Bad(_) => ENOEXEC,
+            ElfProblem::Interp(..) => ELIBBAD_,
+            ElfProblem::NoMemory => ENOMEM,
+        }
+    }
 }
 
 /// One PT_LOAD segment.
@@ -53,6 +90,8 @@ struct ElfInfo {
     phoff: u64,
     phnum: u64,
     segments: Vec<Segment>,
+    /// PT_INTERP's path.
+    interp: Option<String>,
 }
 
 fn parse(bytes: &[u8]) -> Result<ElfInfo, ElfProblem> {
@@ -73,9 +112,19 @@ fn parse(bytes: &[u8]) -> Result<ElfInfo, ElfProblem> {
         .program_headers(e, bytes)
         .map_err(|err| ElfProblem::Bad(err.to_string()))?;
     let mut segments = Vec::new();
+    let mut interp = None;
     for ph in phdrs {
         match ph.p_type(e) {
-            PT_INTERP => return Err(ElfProblem::Dynamic),
+            PT_INTERP => {
+                let raw = ph
+                    .data(e, bytes)
+                    .map_err(|_| ElfProblem::Bad("PT_INTERP lies outside the file".into()))?;
+                let path = raw.split(|b| *b == 0).next().unwrap_or(&[]);
+                match std::str::from_utf8(path) {
+                    Ok(p) if p.starts_with('/') && p.len() < 4096 => interp = Some(p.to_string()),
+                    _ => return Err(ElfProblem::Bad("PT_INTERP is not an absolute path".into())),
+                }
+            }
             PT_LOAD => {
                 let flags = ph.p_flags(e);
                 let s = Segment {
@@ -115,22 +164,29 @@ fn parse(bytes: &[u8]) -> Result<ElfInfo, ElfProblem> {
         phoff: hdr.e_phoff(e),
         phnum: hdr.e_phnum(e) as u64,
         segments,
+        interp,
     })
 }
 
 /// Where the program was put, for the initial stack's auxv.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Loaded {
+    /// The program's entry point (AT_ENTRY).
     pub entry: u64,
+    /// Its program headers in memory (AT_PHDR) and their number (AT_PHNUM).
     pub phdr: u64,
     pub phnum: u64,
+    /// What its addresses were moved by.
     pub bias: u64,
+    /// Where the interpreter was loaded (AT_BASE; 0 without one).
+    pub interp_base: u64,
+    /// Where the thread starts: the interpreter's entry, else the program's.
+    pub start: u64,
 }
 
 impl Kernel<'_> {
     /// Creates the first process and its thread, with the program loaded and the stack built.
     pub(super) fn spawn_init(&mut self, bytes: &[u8]) -> Result<(), EngineError> {
-        let info = parse(bytes)
-            .map_err(|_| EngineError::NotElf(self.inputs.manifest.program.clone().into()))?;
         let pid = self.alloc_id();
         let mm = Mm::new(&mut self.m.ram).ok_or(EngineError::OutOfMemory)?;
         let man = self.inputs.manifest.clone();
@@ -146,6 +202,15 @@ impl Kernel<'_> {
                 exe: man.program.clone(),
                 cwd: man.cwd.clone(),
                 umask: 0o022,
+                pgid: pid,
+                sid: pid,
+                exit_signal: super::signal::SIGCHLD,
+                pdeathsig: 0,
+                execed: false,
+                vfork_parent: None,
+                rlimits: super::identity::default_rlimits(),
+                stopped: None,
+                report: None,
             },
         );
         self.threads.insert(
@@ -163,8 +228,29 @@ impl Kernel<'_> {
             },
         );
         self.sched.current = pid;
-        let loaded = self.load_segments(bytes, &info)?;
+        let loaded = self
+            .load_executable(&man.program, bytes)
+            .map_err(|e| e.engine(std::path::Path::new(&man.program)))?;
         self.symbols = super::symbols::SymbolTable::from_elf(&man.program, bytes, loaded.bias);
+        self.start_program(&loaded, &man.argv, &man.env, &man.program)
+            .map_err(|_| EngineError::OutOfMemory)?;
+        self.emit(EventKind::ThreadStart { parent: 0 });
+        self.recorded.switches += 1;
+        self.rec.switch(0, pid, pid);
+        Ok(())
+    }
+
+    /// After `load_executable`: the stack mapping, the initial stack with
+    /// `argv`, `env` and `execfn`, and the registers at the start (the
+    /// first process, and execve).
+    pub(super) fn start_program(
+        &mut self,
+        loaded: &Loaded,
+        argv: &[String],
+        env: &[String],
+        execfn: &str,
+    ) -> super::errno::SysResult<()> {
+        let pid = self.cur_pid();
         let p = self.procs.get_mut(&pid).unwrap();
         p.mm.map_range(
             &mut self.m.ram,
@@ -173,67 +259,139 @@ impl Kernel<'_> {
             Prot::RW,
             "[stack]",
         );
-        let sp = self
-            .build_initial_stack(&loaded)
-            .map_err(|_| EngineError::OutOfMemory)?;
+        let sp = self.build_initial_stack(loaded, argv, env, execfn)?;
         let pt = self.procs[&pid].mm.pt;
         self.m.set_address_space(pt);
         let regs = self.m.regs_mut();
         *regs = Default::default();
-        regs.rip = loaded.entry;
+        regs.rip = loaded.start;
         regs.rsp = sp;
         regs.rflags = RFLAGS_DEFAULT;
         self.m.set_segment_bases(0, 0);
-        self.emit(EventKind::ThreadStart { parent: 0 });
-        self.recorded.switches += 1;
-        self.rec.switch(0, pid, pid);
         Ok(())
     }
 
-    fn load_segments(&mut self, bytes: &[u8], info: &ElfInfo) -> Result<Loaded, EngineError> {
+    /// Loads the executable `bytes`, read from guest path `path`, into the
+    /// current process's address space (which holds nothing of another
+    /// program), and its interpreter, read from the file tree, if it has
+    /// one; sets the heap's start. The initial stack is the caller's
+    /// (`build_initial_stack` with what this returns).
+    pub fn load_executable(&mut self, path: &str, bytes: &[u8]) -> Result<Loaded, ElfProblem> {
+        let info = parse(bytes)?;
         let bias = if info.pie { PIE_BASE } else { 0 };
-        let pid = self.cur_pid();
+        let (phdr, end) = self.load_segments(path, bytes, &info, bias)?;
+        let p = self.cur_proc();
+        // A random-looking but fixed gap would be ASLR; the heap starts right after.
+        p.mm.brk_start = end;
+        p.mm.brk = end;
+        let mut loaded = Loaded {
+            entry: info.entry + bias,
+            phdr,
+            phnum: info.phnum,
+            bias,
+            interp_base: 0,
+            start: info.entry + bias,
+        };
+        if let Some(interp) = &info.interp {
+            let problem = |m: String| ElfProblem::Interp(interp.clone(), m);
+            let (real, ibytes) = self
+                .read_tree_file(interp)
+                .map_err(|e| problem(format!("cannot read it ({})", e.name())))?;
+            let ii = parse(&ibytes).map_err(|e| problem(e.to_string()))?;
+            if !ii.pie || ii.interp.is_some() {
+                return Err(problem("not a shared object without an interpreter".into()));
+            }
+            let lo = ii
+                .segments
+                .iter()
+                .map(|s| page_down(s.vaddr))
+                .min()
+                .unwrap_or(0);
+            let hi = ii
+                .segments
+                .iter()
+                .filter_map(|s| page_up(s.vaddr + s.memsz))
+                .max()
+                .unwrap_or(0);
+            let base = self
+                .cur_proc()
+                .mm
+                .find_free(hi - lo)
+                .ok_or(ElfProblem::NoMemory)?;
+            let ibias = base - lo;
+            self.load_segments(&real, &ibytes, &ii, ibias)
+                .map_err(|e| problem(e.to_string()))?;
+            loaded.interp_base = ibias;
+            loaded.start = ii.entry + ibias;
+        }
+        Ok(loaded)
+    }
+
+    /// A regular file of the tree by absolute path, links followed: its
+    /// resolved path and bytes.
+    fn read_tree_file(
+        &mut self,
+        path: &str,
+    ) -> super::errno::SysResult<(String, std::sync::Arc<Vec<u8>>)> {
+        use super::fs::vfs::{Kind, S_IFREG};
+        let r = self.resolve_from(super::fs::vfs::ROOT_INO, path, true)?;
+        let ino = r.ino.ok_or(super::errno::ENOENT)?;
+        if self.vfs.tree.node(ino)?.file_type() != S_IFREG {
+            return Err(super::errno::EACCES);
+        }
+        let bytes = self.vfs.tree.contents(ino)?;
+        // Loaded whole; the tree keeps no copy of an image file nothing has open.
+        let n = self.vfs.tree.node_mut(ino)?;
+        if let (0, Kind::File(f)) = (n.opens, &mut n.kind) {
+            if !f.dirty && f.host.is_some() {
+                f.bytes = None;
+            }
+        }
+        Ok((self.path_of(r.parent, &r.name), bytes))
+    }
+
+    /// Maps and fills the segments at `bias`: where the program headers
+    /// are in memory, and the end of the highest segment.
+    fn load_segments(
+        &mut self,
+        path: &str,
+        bytes: &[u8],
+        info: &ElfInfo,
+        bias: u64,
+    ) -> Result<(u64, u64), ElfProblem> {
         let mut end = 0;
         let mut phdr = 0;
         for s in &info.segments {
             let start = page_down(s.vaddr + bias);
-            let stop = page_up(s.vaddr + bias + s.memsz).ok_or(EngineError::OutOfMemory)?;
-            let p = self.procs.get_mut(&pid).unwrap();
-            p.mm.map_range(
-                &mut self.m.ram,
-                start,
-                stop,
-                s.prot,
-                &self.inputs.manifest.program,
-            );
+            let stop = page_up(s.vaddr + bias + s.memsz)
+                .filter(|e| *e <= crate::machine::layout::USER_END)
+                .ok_or_else(|| ElfProblem::Bad("a segment lies outside memory".into()))?;
+            let pid = self.cur_pid();
+            let p = self.procs.get_mut(&pid).expect("current process");
+            p.mm.map_range(&mut self.m.ram, start, stop, s.prot, path);
             // Whole file pages, as mmap would map them: the first page starts
             // before the segment (p_offset and p_vaddr agree modulo the page).
             let lead = (s.vaddr + bias) - start;
-            let from = s.offset.checked_sub(lead).ok_or_else(|| {
-                EngineError::BadElf(
-                    self.inputs.manifest.program.clone().into(),
-                    "misaligned segment".into(),
-                )
-            })?;
+            let from = s
+                .offset
+                .checked_sub(lead)
+                .ok_or_else(|| ElfProblem::Bad("misaligned segment".into()))?;
             let content = &bytes[from as usize..(s.offset + s.filesz) as usize];
             self.fill_pages(start, content)
-                .map_err(|_| EngineError::OutOfMemory)?;
+                .map_err(|_| ElfProblem::NoMemory)?;
             if info.phoff >= s.offset && info.phoff < s.offset + s.filesz {
                 phdr = s.vaddr + bias + (info.phoff - s.offset);
             }
             end = end.max(stop);
         }
-        let p = self.procs.get_mut(&pid).unwrap();
-        // A random-looking but fixed gap would be ASLR; the heap starts right after.
-        p.mm.brk_start = end;
-        p.mm.brk = end;
-        Ok(Loaded {
-            entry: info.entry + bias,
-            phdr,
-            phnum: info.phnum,
-            bias,
-        })
+        Ok((phdr, end))
     }
+}
+
+/// Whether `bytes` are an executable this loader takes (execve checks
+/// before its point of no return).
+pub fn check(bytes: &[u8]) -> Result<(), ElfProblem> {
+    parse(bytes).map(|_| ())
 }
 
 /// A thread's name as Linux keeps it: at most 15 bytes.

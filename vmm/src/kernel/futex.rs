@@ -28,6 +28,14 @@ pub struct Futexes {
 }
 
 impl Futexes {
+    /// Adds a waiter on `key` that any bitset wakes (a thread waiting for a file lock).
+    pub fn enqueue(&mut self, key: u64, tid: Tid) {
+        self.queues
+            .entry(key)
+            .or_default()
+            .push_back((tid, FUTEX_BITSET_MATCH_ANY));
+    }
+
     pub fn remove(&mut self, key: u64, tid: Tid) {
         if let Some(q) = self.queues.get_mut(&key) {
             q.retain(|(t, _)| *t != tid);

@@ -5,7 +5,7 @@ use super::elf::{thread_name, TASK_COMM_LEN};
 use super::errno::*;
 use super::Kernel;
 
-/// Getpid implements Linux syscalls getpid(2), getpgrp(2), getpgid(2), getsid(2).
+/// Getpid implements Linux syscall getpid(2).
 pub fn sys_getpid(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(k.cur_pid() as u64)
 }
@@ -41,17 +41,11 @@ pub fn sys_getgroups(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
 }
 
 /// setuid and friends: root may become anyone; nothing changes.
-/// SetIds implements Linux syscalls setuid(2), setgid(2), setpgid(2).
+/// SetIds implements Linux syscalls setuid(2), setgid(2).
 /// Partial (setuid): accepted and ignored: the guest is root.
 /// Partial (setgid): accepted and ignored: the guest is root.
-/// Partial (setpgid): accepted and ignored: one process.
 pub fn sys_set_ids(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(0)
-}
-
-/// Setsid implements Linux syscall setsid(2).
-pub fn sys_setsid(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
-    Ok(k.cur_pid() as u64)
 }
 
 /// Umask implements Linux syscall umask(2).
@@ -153,47 +147,92 @@ pub fn sys_getrandom(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 }
 
 pub const RLIMIT_STACK: u64 = 3;
+pub const RLIMIT_CORE: u64 = 4;
+pub const RLIMIT_NPROC: u64 = 6;
 pub const RLIMIT_NOFILE: u64 = 7;
-const RLIM_NLIMITS: u64 = 16;
+pub const RLIM_NLIMITS: usize = 16;
 const RLIM_INFINITY: u64 = u64::MAX;
 /// Most descriptors a process may hold.
 pub const NOFILE_LIMIT: u64 = 1024;
 
+/// A new run's limits, as a Debian login gets them: no core files, the
+/// stack `STACK_MAX`, the descriptor and process caps the kernel enforces.
 fn rlimit(resource: u64) -> [u64; 2] {
     match resource {
         RLIMIT_STACK => [crate::machine::layout::STACK_MAX, RLIM_INFINITY],
+        RLIMIT_CORE => [0, RLIM_INFINITY],
+        RLIMIT_NPROC => [super::process::MAX_PROCS as u64; 2],
         RLIMIT_NOFILE => [NOFILE_LIMIT, NOFILE_LIMIT],
         _ => [RLIM_INFINITY, RLIM_INFINITY],
     }
 }
 
-pub fn sys_prlimit64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
-    let (pid, resource, old) = (a[0], a[1], a[3]);
-    if pid != 0 && pid as u32 != k.cur_pid() {
-        return Err(ESRCH);
+/// The first process's limits; later ones inherit their parent's.
+pub fn default_rlimits() -> [[u64; 2]; RLIM_NLIMITS] {
+    std::array::from_fn(|r| rlimit(r as u64))
+}
+
+/// Reads and sets a process's limit: the old value to `old` (when not 0),
+/// then `new` (a soft limit above the hard one is EINVAL). The guest is
+/// root, so it may raise a hard limit; the values are what programs read,
+/// and RLIMIT_CORE decides the core flag of a wait status.
+fn rlimit_call(
+    k: &mut Kernel,
+    pid: i32,
+    resource: u64,
+    new: Option<[u64; 2]>,
+    old: u64,
+) -> SysResult<u64> {
+    if resource >= RLIM_NLIMITS as u64 {
+        return Err(EINVAL);
     }
-    if resource >= RLIM_NLIMITS {
+    let pid = match pid {
+        0 => k.cur_pid(),
+        p if p > 0 => p as u32,
+        _ => return Err(ESRCH),
+    };
+    let was = k.procs.get(&pid).ok_or(ESRCH)?.rlimits[resource as usize];
+    if new.is_some_and(|[cur, max]| cur > max) {
         return Err(EINVAL);
     }
     if old != 0 {
-        let [cur, max] = rlimit(resource);
-        k.write_u64(old, cur)?;
-        k.write_u64(old + 8, max)?;
+        k.write_u64(old, was[0])?;
+        k.write_u64(old + 8, was[1])?;
+    }
+    if let Some(n) = new {
+        k.procs.get_mut(&pid).unwrap().rlimits[resource as usize] = n;
     }
     Ok(0)
+}
+
+fn read_rlimit(k: &mut Kernel, at: u64) -> SysResult<[u64; 2]> {
+    Ok([k.read_u64(at)?, k.read_u64(at.wrapping_add(8))?])
+}
+
+/// Prlimit64 implements Linux syscall prlimit64(2).
+pub fn sys_prlimit64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let new = match a[2] {
+        0 => None,
+        at => Some(read_rlimit(k, at)?),
+    };
+    rlimit_call(k, a[0] as i32, a[1], new, a[3])
 }
 
 /// Getrlimit implements Linux syscall getrlimit(2).
 pub fn sys_getrlimit(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
-    sys_prlimit64(k, [0, a[0], 0, a[1], 0, 0])
+    if a[1] == 0 {
+        return Err(EFAULT);
+    }
+    rlimit_call(k, 0, a[0], None, a[1])
 }
 
 /// Setrlimit implements Linux syscall setrlimit(2).
-pub fn sys_setrlimit(_: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
-    if a[0] >= RLIM_NLIMITS {
+pub fn sys_setrlimit(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    if a[0] >= RLIM_NLIMITS as u64 {
         return Err(EINVAL);
     }
-    Ok(0)
+    let new = read_rlimit(k, a[1])?;
+    rlimit_call(k, 0, a[0], Some(new), 0)
 }
 
 /// getrusage: all zeros, with virtual time as user time.
@@ -207,13 +246,26 @@ pub fn sys_getrusage(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+const PR_SET_PDEATHSIG: u64 = 1;
+const PR_GET_PDEATHSIG: u64 = 2;
 const PR_SET_NAME: u64 = 15;
 const PR_GET_NAME: u64 = 16;
 
 /// Prctl implements Linux syscall prctl(2).
-/// Partial (prctl): PR_SET_NAME and PR_GET_NAME only.
+/// Partial (prctl): PR_SET_NAME, PR_GET_NAME, PR_SET_PDEATHSIG and PR_GET_PDEATHSIG only.
 pub fn sys_prctl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     match a[0] {
+        PR_SET_PDEATHSIG => {
+            if a[1] > super::signal::NSIG as u64 {
+                return Err(EINVAL);
+            }
+            k.cur_proc().pdeathsig = a[1] as i32;
+            Ok(0)
+        }
+        PR_GET_PDEATHSIG => {
+            let sig = k.cur_proc().pdeathsig as u32;
+            k.write_u32(a[1], sig).map(|_| 0)
+        }
         PR_SET_NAME => {
             let raw = k.read_user(a[1], TASK_COMM_LEN)?;
             let end = raw

@@ -220,6 +220,9 @@ impl Mm {
         if !self.covered(start, end) {
             return Err(ENOMEM);
         }
+        if prot.write && !self.unshare(ram, start, end) {
+            return Err(ENOMEM);
+        }
         self.split_at(start);
         self.split_at(end);
         for (_, v) in self.vmas.range_mut(start..end) {
@@ -304,11 +307,92 @@ impl Mm {
         }
     }
 
+    /// A copy of this address space for a child process (fork): the same
+    /// mappings; every present page of a writable mapping copied into a
+    /// fresh frame, so neither process sees the other's writes, and the
+    /// frames of read-only ones (code, constants) shared, counted by
+    /// `GuestRam::share_frame` until `protect_range` makes one writable.
+    /// The parent's page tables are not touched: no access is taken away
+    /// from the host, which PVM's shadow MMU would not see. None when guest
+    /// memory runs out, with every frame taken given back.
+    pub fn fork_copy(&self, ram: &mut GuestRam) -> Option<Mm> {
+        let mut child = Mm::new(ram)?;
+        child.vmas = self.vmas.clone();
+        child.brk_start = self.brk_start;
+        child.brk = self.brk;
+        for va in self.pt.present(ram, MONITOR_END, USER_END) {
+            let (Some((src, _)), Some((_, v))) = (self.pt.lookup(ram, va), self.vma_at(va)) else {
+                continue;
+            };
+            let prot = v.prot;
+            let frame = if prot.write {
+                match copy_frame(ram, src) {
+                    Some(f) => f,
+                    None => {
+                        child.release(ram);
+                        return None;
+                    }
+                }
+            } else {
+                ram.share_frame(src);
+                src
+            };
+            if !child.pt.map(ram, va, frame, prot.perm()) {
+                ram.free_frame(frame);
+                child.release(ram);
+                return None;
+            }
+            if !prot.accessible() {
+                child.pt.set_supervisor(ram, va);
+            }
+        }
+        Some(child)
+    }
+
+    /// Gives the present pages of `[start, end)` whose frames other address
+    /// spaces map a frame of their own (before they become writable).
+    /// False when guest memory runs out.
+    fn unshare(&mut self, ram: &mut GuestRam, start: u64, end: u64) -> bool {
+        for va in self.pt.present(ram, start, end) {
+            let Some((src, _)) = self.pt.lookup(ram, va) else {
+                continue;
+            };
+            if !ram.is_shared(src) {
+                continue;
+            }
+            let Some(frame) = copy_frame(ram, src) else {
+                return false;
+            };
+            let perm = self.vma_at(va).map_or(
+                Perm {
+                    write: false,
+                    exec: false,
+                },
+                |(_, v)| v.prot.perm(),
+            );
+            self.pt.map(ram, va, frame, perm);
+            ram.free_frame(src);
+        }
+        true
+    }
+
     /// Frees every frame of the address space, page tables included.
     pub fn release(&mut self, ram: &mut GuestRam) {
         self.unmap_range(ram, 0, USER_END);
         self.pt.release(ram);
     }
+}
+
+/// A fresh frame holding a copy of `src`; None when guest memory runs out.
+fn copy_frame(ram: &mut GuestRam, src: u64) -> Option<u64> {
+    let mut page = [0u8; PAGE_SIZE as usize];
+    page.copy_from_slice(ram.slice(src, PAGE_SIZE as usize).ok()?);
+    let frame = ram.alloc_frame()?;
+    if ram.write(frame, &page).is_err() {
+        ram.free_frame(frame);
+        return None;
+    }
+    Some(frame)
 }
 
 impl Kernel<'_> {
@@ -394,12 +478,18 @@ pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     } else {
         mm.find_free(len).ok_or(ENOMEM)?
     };
-    let name = if anon { "[anon]" } else { "[file]" };
+    // A file mapping is named by its file's path (/proc/self/maps shows it).
+    let name = if anon {
+        "[anon]".to_string()
+    } else {
+        k.desc(fd as i64 as u64)
+            .map_or_else(|_| "[file]".to_string(), |(_, d)| d.path)
+    };
     let prot = Prot::from_bits(prot);
     let f = {
         let pid = k.cur_pid();
         let p = k.procs.get_mut(&pid).unwrap();
-        p.mm.map_range(&mut k.m.ram, start, start + len, prot, name)
+        p.mm.map_range(&mut k.m.ram, start, start + len, prot, &name)
     };
     k.flush_if(f)?;
     if let Some(bytes) = contents {

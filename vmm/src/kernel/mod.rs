@@ -11,7 +11,9 @@ pub mod fs;
 pub mod futex;
 pub mod identity;
 pub mod mm;
+pub mod net;
 pub mod points;
+pub mod process;
 pub mod render;
 pub mod sched;
 pub mod sdk;
@@ -51,32 +53,13 @@ struct Notes {
 /// The first pid handed out; later ones count up from it.
 pub const FIRST_PID: Pid = 1000;
 
-/// A deterministic PRNG (SplitMix64): the guest's only source of randomness.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x5265_7769_6e64_2121)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for c in buf.chunks_mut(8) {
-            let v = self.next_u64().to_le_bytes();
-            c.copy_from_slice(&v[..c.len()]);
-        }
-    }
-}
+pub use crate::schedule::Rng;
 
 pub struct Kernel<'r> {
     pub m: Machine,
     pub procs: BTreeMap<Pid, Process>,
+    /// Ended processes their parents have not reaped.
+    pub zombies: BTreeMap<Pid, task::Zombie>,
     pub threads: BTreeMap<Tid, Thread>,
     pub sched: sched::Scheduler,
     pub clock: time::Clock,
@@ -115,6 +98,7 @@ impl<'r> Kernel<'r> {
         let mut k = Kernel {
             m,
             procs: BTreeMap::new(),
+            zombies: BTreeMap::new(),
             threads: BTreeMap::new(),
             sched: sched::Scheduler::new(FIRST_PID),
             clock: time::Clock::new(man.epoch, man.quantum_ns),
@@ -140,7 +124,7 @@ impl<'r> Kernel<'r> {
             failure: None,
             rec,
         };
-        k.sched.perturber = crate::check::schedule::Perturber::from_manifest(man);
+        k.sched.perturber = crate::schedule::Perturber::from_manifest(man);
         k.spawn_init(&elf_bytes)?;
         Ok(k)
     }
@@ -313,6 +297,7 @@ impl<'r> Kernel<'r> {
     /// Err: every thread is blocked for good, with where each one waits.
     pub fn schedule_next(&mut self) -> Result<(), Vec<String>> {
         self.fire_timers();
+        self.grant_locks();
         self.signals_and_schedule()
     }
 
@@ -373,6 +358,10 @@ impl<'r> Kernel<'r> {
                 None,
             ) => "stalled by the schedule".to_string(),
             (ThreadState::Blocked { wait, .. }, None) => format!("blocked in {wait:?}"),
+            (ThreadState::Runnable, _) if !self.can_run(tid) => {
+                let sig = self.procs.get(&t.pid).and_then(|p| p.stopped);
+                format!("stopped by {}", signal_name(sig.unwrap_or(0)))
+            }
             (ThreadState::Runnable, _) if tid == cur => "running".to_string(),
             (ThreadState::Runnable, _) => "runnable".to_string(),
         }

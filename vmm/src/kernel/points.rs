@@ -51,6 +51,14 @@ use std::collections::BTreeMap;
 /// thread spinning on a shared flag or lock word must let its writer run.
 pub const SPIN_POINTS: u32 = 64;
 
+/// Points in a row one thread makes on a shared page of its own stack, no
+/// other thread's between them, after which a write of that thread takes
+/// the page back as its own (it stops trapping for it; the next access of
+/// another thread makes it shared again, and is a point). Only a write
+/// takes it: a thread spinning on a flag by reading it keeps making points,
+/// and yields.
+pub const OWN_POINTS: u32 = 32;
+
 /// Pages around a new thread's thread pointer that it owns from the start.
 const TLS_PAGES_BELOW: u64 = 2;
 const TLS_PAGES_ABOVE: u64 = 1;
@@ -79,6 +87,10 @@ pub struct MemPoints {
     /// Points in a row of the running thread: reads and atomics, without a
     /// system call or a plain write.
     pub streak: u32,
+    /// Of each shared page: the thread that made the last point on it, and
+    /// how many it has made in a row, no other thread's between.
+    #[serde(default)]
+    runs: BTreeMap<(Pid, u64), (Tid, u32)>,
 }
 
 /// Whether accesses to pages of this protection can race: data that can be
@@ -173,14 +185,25 @@ impl Kernel<'_> {
     fn hide(&mut self, pages: &[u64]) -> Result<(), EngineError> {
         let pid = self.cur_pid();
         let pt = self.procs[&pid].mm.pt;
-        let mut changed = false;
+        let mut hidden = Vec::new();
         for page in pages {
-            changed |= pt.set_user_access(&mut self.m.ram, *page, false);
+            if pt.set_user_access(&mut self.m.ram, *page, false) {
+                hidden.extend(pt.leaf_of_present(&mut self.m.ram, *page));
+            }
         }
-        if changed {
-            self.m.flush_tlb()?;
+        self.hidden(&hidden)
+    }
+
+    /// Makes KVM see that the pages whose entries are at `ptes` lost ring-3
+    /// access: the hide routine clears them again from guest ring 0 on the
+    /// next entry (a few emulated instructions each), or, when its list is
+    /// full, the memory slot is re-registered (which waits for an RCU grace
+    /// period: 8 ms and more on a loaded host).
+    fn hidden(&mut self, ptes: &[u64]) -> Result<(), EngineError> {
+        if ptes.is_empty() || self.m.hide_on_entry(ptes) {
+            return Ok(());
         }
-        Ok(())
+        self.m.flush_tlb()
     }
 
     /// A #PF from ring 3 that memory points explain: a page hidden from the
@@ -211,9 +234,33 @@ impl Kernel<'_> {
             }
             _ => {}
         }
-        self.points.owners.insert((pid, page), Owner::Shared);
         let rip = self.m.regs().rip;
         let (size, access) = self.decode_access(rip, error_code);
+        let run = self.points.runs.entry((pid, page)).or_insert((tid, 0));
+        if run.0 != tid {
+            *run = (tid, 0);
+        }
+        run.1 += 1;
+        // Seen to use the page of its own stack alone for a while: it is
+        // its own again. (Only its stack: a thread that took back a page of
+        // data it then spins on, reading a flag another thread will set,
+        // would make no point and never yield.)
+        let own = run.1 >= OWN_POINTS && access == Access::Write && {
+            let rsp = self.m.regs().rsp;
+            self.procs[&pid]
+                .mm
+                .vma_at(rsp)
+                .is_some_and(|(start, v)| (start..v.end).contains(&page))
+        };
+        if own {
+            self.points.runs.remove(&(pid, page));
+        }
+        let owner = if own {
+            Owner::Thread(tid)
+        } else {
+            Owner::Shared
+        };
+        self.points.owners.insert((pid, page), owner);
         let at = self.symbols.describe(rip);
         self.emit(EventKind::Access {
             pc: rip,
@@ -229,6 +276,12 @@ impl Kernel<'_> {
             self.points.streak = 0;
         } else {
             self.points.streak += 1;
+        }
+        if own {
+            // Still a point (the schedule may switch here); the access then
+            // completes as any access to the thread's own page does.
+            pt.set_user_access(&mut self.m.ram, page, true);
+            return true;
         }
         match &mut self.points.pending {
             Some((t, pages)) if *t == tid => {
@@ -293,7 +346,7 @@ impl Kernel<'_> {
         let from = from.filter(|f| self.threads.get(f).is_some_and(|t| t.pid == pid));
         let mm = &self.procs[&pid].mm;
         let pt = mm.pt;
-        let mut hid = false;
+        let mut hidden = Vec::new();
         for page in pt.present(&self.m.ram, MONITOR_END, USER_END) {
             if !mm.vma_at(page).is_some_and(|(_, v)| traps(v.prot)) {
                 continue;
@@ -307,12 +360,11 @@ impl Kernel<'_> {
                 self.points.owners.insert((pid, page), o);
             }
             let mine = owner == Some(Owner::Thread(to));
-            hid |= pt.set_user_access(&mut self.m.ram, page, mine) && !mine;
+            if pt.set_user_access(&mut self.m.ram, page, mine) && !mine {
+                hidden.extend(pt.leaf_of_present(&mut self.m.ram, page));
+            }
         }
-        if hid {
-            self.m.flush_tlb()?;
-        }
-        Ok(())
+        self.hidden(&hidden)
     }
 
     /// At `clone`: every data page the creator has touched, but its own
@@ -332,7 +384,7 @@ impl Kernel<'_> {
         let mm = &self.procs[&pid].mm;
         let pt = mm.pt;
         let stack = mm.vma_at(rsp).map(|(s, v)| s..v.end);
-        let mut hid = false;
+        let mut hidden = Vec::new();
         for page in pt.present(&self.m.ram, MONITOR_END, USER_END) {
             if stack.as_ref().is_some_and(|s| s.contains(&page))
                 || !mm.vma_at(page).is_some_and(|(_, v)| traps(v.prot))
@@ -347,8 +399,8 @@ impl Kernel<'_> {
             if *owner == Owner::Thread(parent) {
                 *owner = Owner::Shared;
             }
-            if *owner == Owner::Shared {
-                hid |= pt.set_user_access(&mut self.m.ram, page, false);
+            if *owner == Owner::Shared && pt.set_user_access(&mut self.m.ram, page, false) {
+                hidden.extend(pt.leaf_of_present(&mut self.m.ram, page));
             }
         }
         if tls != 0 {
@@ -358,14 +410,14 @@ impl Kernel<'_> {
             for page in (first..=last).step_by(PAGE_SIZE as usize) {
                 if mm.vma_at(page).is_some_and(|(_, v)| traps(v.prot)) {
                     self.points.owners.insert((pid, page), Owner::Thread(child));
-                    hid |= pt.set_user_access(&mut self.m.ram, page, false);
+                    if pt.set_user_access(&mut self.m.ram, page, false) {
+                        hidden.extend(pt.leaf_of_present(&mut self.m.ram, page));
+                    }
                 }
             }
         }
-        if hid {
-            if let Err(e) = self.m.flush_tlb() {
-                self.engine_failure(e);
-            }
+        if let Err(e) = self.hidden(&hidden) {
+            self.engine_failure(e);
         }
     }
 
@@ -379,6 +431,24 @@ impl Kernel<'_> {
         }
     }
 
+    /// A forked child's pages (copies of its parent's) are its one thread's.
+    pub(super) fn points_fork(&mut self, pid: Pid, tid: Tid) {
+        if !self.points.on {
+            return;
+        }
+        let mm = &self.procs[&pid].mm;
+        for page in mm.pt.present(&self.m.ram, MONITOR_END, USER_END) {
+            if mm.vma_at(page).is_some_and(|(_, v)| traps(v.prot)) {
+                self.points.owners.insert((pid, page), Owner::Thread(tid));
+            }
+        }
+    }
+
+    /// A process's address space is gone (exit, execve): its pages' owners too.
+    pub(super) fn points_forget_process(&mut self, pid: Pid) {
+        self.points.owners.retain(|(p, _), _| *p != pid);
+    }
+
     /// An exited thread's pages have no owner: the next thread to touch one
     /// (glibc reuses thread stacks) takes it.
     pub(super) fn points_forget(&mut self, tid: Tid) {
@@ -386,9 +456,125 @@ impl Kernel<'_> {
             return;
         }
         self.points.owners.retain(|_, o| *o != Owner::Thread(tid));
+        self.points.runs.retain(|_, (t, _)| *t != tid);
         if matches!(&self.points.pending, Some((t, _)) if *t == tid) {
             self.points.pending = None;
         }
+        // The last thread left of its process owns every page: no other
+        // thread can touch them (a `clone` shares them again).
+        let Some(pid) = self.threads.get(&tid).map(|t| t.pid) else {
+            return;
+        };
+        let left: Vec<Tid> = self.procs[&pid]
+            .threads
+            .iter()
+            .copied()
+            .filter(|t| *t != tid)
+            .collect();
+        let [alone] = left[..] else {
+            return;
+        };
+        for (_, o) in self.points.owners.range_mut((pid, 0)..=(pid, u64::MAX)) {
+            *o = Owner::Thread(alone);
+        }
+        self.points.runs.retain(|(p, _), _| *p != pid);
+    }
+
+    /// After a step where the manifest changes the points (a fork's
+    /// `--points`): memory points go on or off from the next step.
+    pub(super) fn points_change(&mut self) {
+        let changes = &self.inputs.manifest.points_after;
+        if changes.is_empty() {
+            return;
+        }
+        let step = self.step;
+        let Some(&(_, to)) = changes.iter().find(|(s, _)| *s == step) else {
+            return;
+        };
+        let on = to == crate::record::Points::Memory;
+        if on == self.points.on {
+            return;
+        }
+        let r = if on {
+            self.points_on()
+        } else {
+            self.points_off()
+        };
+        if let Err(e) = r {
+            self.engine_failure(e);
+        }
+    }
+
+    /// Memory points from now on. Who touched which page before is not
+    /// known: in a process with more than one thread every data page is
+    /// shared but each thread's stack and the pages around its thread
+    /// pointer, which are its own (as at `clone`); a single thread owns all
+    /// of its process's pages.
+    fn points_on(&mut self) -> Result<(), EngineError> {
+        self.points.on = true;
+        self.points.streak = 0;
+        let cur = self.cur_tid();
+        let (cur_rsp, cur_fs) = (self.m.regs().rsp, self.m.fs_base());
+        for (&pid, p) in &self.procs {
+            let mm = &p.mm;
+            let mut own: BTreeMap<u64, Tid> = BTreeMap::new();
+            for &tid in &p.threads {
+                let (rsp, fs) = match self.threads.get(&tid) {
+                    _ if tid == cur => (cur_rsp, cur_fs),
+                    Some(t) => match &t.ctx {
+                        Some(c) => (c.regs.rsp, c.fs_base),
+                        None => continue,
+                    },
+                    None => continue,
+                };
+                if let Some((start, v)) = mm.vma_at(rsp) {
+                    for page in (start..v.end).step_by(PAGE_SIZE as usize) {
+                        own.insert(page, tid);
+                    }
+                }
+                if fs != 0 {
+                    let at = page_down(fs);
+                    let first = at.saturating_sub(TLS_PAGES_BELOW * PAGE_SIZE);
+                    let last = at.saturating_add(TLS_PAGES_ABOVE * PAGE_SIZE);
+                    for page in (first..=last).step_by(PAGE_SIZE as usize) {
+                        own.insert(page, tid);
+                    }
+                }
+            }
+            let alone = match p.threads.as_slice() {
+                [t] => Some(*t),
+                _ => None,
+            };
+            for page in mm.pt.present(&self.m.ram, MONITOR_END, USER_END) {
+                if !mm.vma_at(page).is_some_and(|(_, v)| traps(v.prot)) {
+                    continue;
+                }
+                let owner = match alone.or_else(|| own.get(&page).copied()) {
+                    Some(t) => Owner::Thread(t),
+                    None => Owner::Shared,
+                };
+                self.points.owners.insert((pid, page), owner);
+            }
+        }
+        // The running thread keeps only its own pages, as after a switch.
+        if !self.threads.contains_key(&cur) {
+            return Ok(());
+        }
+        self.points_switch(None, cur)
+    }
+
+    /// System-call points from now on: every page is open to ring 3 again.
+    fn points_off(&mut self) -> Result<(), EngineError> {
+        self.points = MemPoints::new(false);
+        for p in self.procs.values() {
+            let mm = &p.mm;
+            for page in mm.pt.present(&self.m.ram, MONITOR_END, USER_END) {
+                if mm.vma_at(page).is_some_and(|(_, v)| traps(v.prot)) {
+                    mm.pt.set_user_access(&mut self.m.ram, page, true);
+                }
+            }
+        }
+        self.m.flush_tlb()
     }
 
     /// Schedule 0 in memory-points mode: after `SPIN_POINTS` points in a row

@@ -80,6 +80,13 @@ pub fn call_text_with(k: &mut Kernel, _tid: Tid, call: PendingCall, ret: Option<
             Arg::AtFlags => super::fs::show::at_flags(v),
             Arg::Whence => super::fs::show::whence(v),
             Arg::Signal => super::signal_name(v as i32),
+            Arg::SockAddr => {
+                let len = (call.args[i] as usize).min(128);
+                match k.read_user(v, len) {
+                    Ok(b) => super::net::addr::show_raw(&b).unwrap_or(format!("{v:#x}")),
+                    Err(_) => format!("{v:#x}"),
+                }
+            }
         });
     }
     format!("{}({})", def.name, parts.join(", "))

@@ -21,7 +21,7 @@ pub struct Scheduler {
     /// The current thread asked to give up the CPU (sched_yield).
     pub yield_now: bool,
     /// The schedule's perturbations; None for schedule 0.
-    pub perturber: Option<crate::check::schedule::Perturber>,
+    pub perturber: Option<crate::schedule::Perturber>,
     /// Interval timers (alarm, setitimer): (process, which) -> timer.
     #[serde(default)]
     pub itimers: std::collections::BTreeMap<(super::task::Pid, u32), super::time::ITimer>,
@@ -112,11 +112,13 @@ impl Kernel<'_> {
     fn next_deadline(&self) -> Option<u64> {
         let thread = self.sched.timers.first().map(|&(d, _)| d);
         let itimer = self.sched.itimers.values().map(|t| t.deadline).min();
-        thread.into_iter().chain(itimer).min()
+        let timerfd = self.vfs.io.next_timer();
+        thread.into_iter().chain(itimer).chain(timerfd).min()
     }
 
     pub fn fire_timers(&mut self) {
         self.fire_itimers();
+        self.fire_timerfds();
         while let Some(&(d, tid)) = self.sched.timers.first() {
             if d > self.clock.now() {
                 break;
@@ -146,6 +148,11 @@ impl Kernel<'_> {
                 Some(ThreadState::Blocked {
                     wait: Wait::Signal, ..
                 }) => Err(EAGAIN),
+                Some(ThreadState::Blocked { wait: Wait::Io, .. }) => {
+                    // The call runs again and sees its deadline passed.
+                    self.io_restart(tid);
+                    continue;
+                }
                 _ => continue,
             };
             self.wake(tid, r);
@@ -154,14 +161,20 @@ impl Kernel<'_> {
 
     /// Puts the right thread on the CPU after a step. Err(lines) when deadlocked.
     pub fn schedule(&mut self) -> Result<(), Vec<String>> {
+        // Threads blocked on descriptors that changed this step run again.
+        self.io_wake();
         let cur = self.sched.current;
         let cur_alive = self.threads.contains_key(&cur);
-        let mut cur_runnable = cur_alive && self.threads[&cur].state == ThreadState::Runnable;
-        cur_runnable = self.perturb(cur, cur_runnable);
+        let mut cur_runnable = cur_alive && self.can_run(cur);
+        self.points_change();
+        // The spin rule first: a PCT schedule sees the spinning thread yield.
         if cur_runnable && self.points_yield() {
             self.sched.yield_now = true;
         }
-        if cur_runnable && !std::mem::take(&mut self.sched.yield_now) {
+        cur_runnable = self.perturb(cur, cur_runnable);
+        // Taken either way: a yield does not outlive the thread's step.
+        let yielding = std::mem::take(&mut self.sched.yield_now);
+        if cur_runnable && !yielding {
             return Ok(());
         }
         if cur_runnable {
@@ -169,12 +182,21 @@ impl Kernel<'_> {
         }
         let next = loop {
             if let Some(n) = self.sched.runq.pop_front() {
+                // A thread of a stopped process queues again when it continues.
+                if self.can_run(n) {
+                    break n;
+                }
+                continue;
+            }
+            if self.io_wake() {
+                // As after a timer: a restarted current thread queues too.
                 if self
                     .threads
-                    .get(&n)
+                    .get(&cur)
                     .is_some_and(|t| t.state == ThreadState::Runnable)
+                    && !self.sched.runq.contains(&cur)
                 {
-                    break n;
+                    self.sched.runq.push_back(cur);
                 }
                 continue;
             }
@@ -189,12 +211,7 @@ impl Kernel<'_> {
                     }
                     // `wake` leaves the current thread out of the queue: it
                     // is off the CPU here (blocked), so it queues like any other.
-                    if self
-                        .threads
-                        .get(&cur)
-                        .is_some_and(|t| t.state == ThreadState::Runnable)
-                        && !self.sched.runq.contains(&cur)
-                    {
+                    if self.can_run(cur) && !self.sched.runq.contains(&cur) {
                         self.sched.runq.push_back(cur);
                     }
                 }
@@ -229,7 +246,7 @@ impl Kernel<'_> {
                         .is_some_and(|t| t.state == ThreadState::Runnable)
             })
             .collect();
-        let point = crate::check::schedule::Point {
+        let point = crate::schedule::Point {
             step,
             cur,
             cur_runnable,

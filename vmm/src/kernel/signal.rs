@@ -210,15 +210,21 @@ pub struct SigAction {
 
 impl SigAction {
     /// Nothing happens when the signal arrives: SIG_IGN, or a default of
-    /// ignore, stop or continue (there is no job control).
+    /// ignore or continue (SIGCONT does its work when it is sent).
     fn ignores(&self, sig: i32) -> bool {
         sig != SIGKILL
+            && sig != SIGSTOP
             && (self.handler == SIG_IGN
                 || self.handler == SIG_DFL
-                    && !matches!(
+                    && matches!(
                         default_action(sig),
-                        DefaultAction::Terminate | DefaultAction::Core
+                        DefaultAction::Ignore | DefaultAction::Continue
                     ))
+    }
+
+    /// The default action stops the process (job control).
+    fn stops(&self, sig: i32) -> bool {
+        sig == SIGSTOP || self.handler == SIG_DFL && default_action(sig) == DefaultAction::Stop
     }
 
     /// The default action ends the process.
@@ -413,6 +419,7 @@ pub enum Target {
 enum Delivery {
     Handler(SigInfo, SigAction),
     Kill(SigInfo),
+    Stop(SigInfo),
 }
 
 /// How an interrupted call ends (Linux's -ERESTART* codes).
@@ -468,9 +475,19 @@ impl Kernel<'_> {
                 None => return,
             },
         };
-        let Some(p) = self.procs.get(&pid) else {
+        if !self.procs.contains_key(&pid) {
             return;
-        };
+        }
+        // Job control acts when the signal is sent, whatever its handler:
+        // SIGCONT continues the process and drops pending stops; a stop
+        // signal drops a pending SIGCONT.
+        if sig == SIGCONT {
+            self.continue_process(pid);
+            self.discard_pending(pid, &[SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU]);
+        } else if matches!(sig, SIGSTOP | SIGTSTP | SIGTTIN | SIGTTOU) {
+            self.discard_pending(pid, &[SIGCONT]);
+        }
+        let p = &self.procs[&pid];
         let act = p.signals.actions[(sig - 1) as usize];
         let main = match to {
             Target::Thread(t) => t,
@@ -525,8 +542,9 @@ impl Kernel<'_> {
         let ThreadState::Blocked { wait, deadline } = t.state.clone() else {
             return;
         };
-        if wait == Wait::Stall {
-            // Not inside a call: the schedule holds it; it takes the signal when it runs.
+        if wait == Wait::Stall || wait == Wait::Vfork {
+            // Not inside a call (a stall), or one only the child ends (a
+            // vfork, where Linux waits killably): it takes the signal when it runs.
             return;
         }
         t.state = ThreadState::Runnable;
@@ -604,12 +622,7 @@ impl Kernel<'_> {
             if self.is_finished() {
                 return Ok(());
             }
-            let cur = self.cur_tid();
-            if self
-                .threads
-                .get(&cur)
-                .is_some_and(|t| t.state == ThreadState::Runnable)
-            {
+            if self.can_run(self.cur_tid()) {
                 return Ok(());
             }
         }
@@ -645,6 +658,9 @@ impl Kernel<'_> {
             let act = &mut self.procs.get_mut(&pid).unwrap().signals.actions[(sig - 1) as usize];
             if act.kills(sig) {
                 return Some(Delivery::Kill(info));
+            }
+            if act.stops(sig) {
+                return Some(Delivery::Stop(info));
             }
             if act.ignores(sig) {
                 continue;
@@ -694,6 +710,16 @@ impl Kernel<'_> {
                     self.emit(signal_event(&info));
                     let pid = self.cur_pid();
                     self.exit_process(pid, ExitStatus::Killed(info.signo));
+                    return;
+                }
+                Delivery::Stop(info) => {
+                    // The call it interrupted restarts when the process continues.
+                    self.emit(signal_event(&info));
+                    if let Some(i) = interrupted.take() {
+                        self.settle_interrupted(i, None);
+                    }
+                    let pid = self.cur_pid();
+                    self.stop_process(pid, info.signo);
                     return;
                 }
                 Delivery::Handler(info, act) => {
@@ -751,6 +777,8 @@ impl Kernel<'_> {
             Wait::Futex { .. } | Wait::Sleep => Restart::Block,
             Wait::Signal if call.nr == NR_RT_SIGTIMEDWAIT => Restart::Intr,
             Wait::Signal if call.nr == NR_PAUSE || call.nr == NR_RT_SIGSUSPEND => Restart::NoHand,
+            // poll, select, epoll_wait...: EINTR under a handler, SA_RESTART or not.
+            Wait::Io if super::fs::io::never_restarted(call.nr) => Restart::NoHand,
             _ => Restart::Sys,
         };
         let restart = match (kind, handler) {
@@ -867,16 +895,16 @@ impl Kernel<'_> {
         Sys::Blocked
     }
 
-    /// Drops pending instances of a signal that is now ignored.
-    fn discard_pending(&mut self, pid: Pid, sig: i32) {
+    /// Drops pending instances of signals (one now ignored; stops a SIGCONT cancels).
+    fn discard_pending(&mut self, pid: Pid, sigs: &[i32]) {
         let Some(p) = self.procs.get_mut(&pid) else {
             return;
         };
-        p.signals.shared.retain(|s| s.signo != sig);
+        p.signals.shared.retain(|s| !sigs.contains(&s.signo));
         let tids = p.threads.clone();
         for tid in tids {
             if let Some(t) = self.threads.get_mut(&tid) {
-                t.signals.pending.retain(|s| s.signo != sig);
+                t.signals.pending.retain(|s| !sigs.contains(&s.signo));
             }
         }
     }

@@ -31,44 +31,76 @@ struct KernelState {
     writers: BTreeMap<String, std::collections::BTreeSet<(Pid, Tid)>>,
     next_id: u32,
     points: super::points::MemPoints,
+    zombies: BTreeMap<Pid, super::task::Zombie>,
+}
+
+/// Why a keyframe's kernel state is refused: an invariant the kernel
+/// relies on does not hold (a crafted file with valid checksums).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadState {
+    #[error("the running thread {0} is not on the CPU")]
+    RunningOffCpu(Tid),
+    #[error("thread {tid} of a missing process {pid}")]
+    MissingProcess { tid: Tid, pid: Pid },
+    #[error("thread {0} not listed by its process")]
+    Unlisted(Tid),
+    #[error("thread {0} is off the CPU without its registers")]
+    NoRegisters(Tid),
+    #[error("process {pid} lists a missing thread {tid}")]
+    MissingThread { pid: Pid, tid: Tid },
+    #[error("a missing thread {0} is runnable")]
+    MissingRunnable(Tid),
+    #[error("thread {0} has a bad queued signal")]
+    ThreadSignal(Tid),
+    #[error("thread {0} has a bad alternate stack")]
+    AltStack(Tid),
+    #[error("process {0} has a bad queued signal")]
+    ProcessSignal(Pid),
+    #[error("process {0} has a bad address space")]
+    AddressSpace(Pid),
+    #[error("{0} processes")]
+    TooManyProcesses(usize),
+    #[error("{0} threads")]
+    TooManyThreads(usize),
+    #[error("the next id {0} is already taken")]
+    NextId(u32),
+    #[error("the clock is before its start")]
+    Clock,
 }
 
 impl KernelState {
     /// The invariants the kernel relies on: a keyframe that breaks them
     /// (a crafted file with valid checksums) is refused, not run.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), BadState> {
         let cur = self.sched.current;
         match self.threads.get(&cur) {
             Some(t) if t.ctx.is_none() => {}
-            _ => return Err(format!("the running thread {cur} is not on the CPU")),
+            _ => return Err(BadState::RunningOffCpu(cur)),
         }
         for t in self.threads.values() {
-            let p = self
-                .procs
-                .get(&t.pid)
-                .ok_or_else(|| format!("thread {} of a missing process {}", t.tid, t.pid))?;
+            let p = self.procs.get(&t.pid).ok_or(BadState::MissingProcess {
+                tid: t.tid,
+                pid: t.pid,
+            })?;
             if !p.threads.contains(&t.tid) {
-                return Err(format!("thread {} not listed by its process", t.tid));
+                return Err(BadState::Unlisted(t.tid));
             }
             if t.tid != cur && t.ctx.is_none() {
-                return Err(format!(
-                    "thread {} is off the CPU without its registers",
-                    t.tid
-                ));
+                return Err(BadState::NoRegisters(t.tid));
             }
         }
         for p in self.procs.values() {
-            if let Some(t) = p.threads.iter().find(|t| !self.threads.contains_key(t)) {
-                return Err(format!("process {} lists a missing thread {t}", p.pid));
+            if let Some(&tid) = p.threads.iter().find(|t| !self.threads.contains_key(t)) {
+                return Err(BadState::MissingThread { pid: p.pid, tid });
             }
         }
-        if let Some(t) = self
+        if let Some(&t) = self
             .sched
             .runq
             .iter()
             .find(|t| !self.threads.contains_key(t))
         {
-            return Err(format!("a missing thread {t} is runnable"));
+            return Err(BadState::MissingRunnable(t));
         }
         // Values that later index an array, shift a mask or size a loop.
         use super::signal::{SigInfo, MAX_QUEUED, NSIG};
@@ -77,31 +109,42 @@ impl KernelState {
         };
         for t in self.threads.values() {
             if bad_queue(&t.signals.pending) {
-                return Err(format!("thread {} has a bad queued signal", t.tid));
+                return Err(BadState::ThreadSignal(t.tid));
             }
             let a = t.signals.altstack;
             if a.sp.checked_add(a.size).is_none() {
-                return Err(format!("thread {} has a bad alternate stack", t.tid));
+                return Err(BadState::AltStack(t.tid));
             }
         }
         for p in self.procs.values() {
             let fatal = p.signals.fatal.as_ref().map(|(_, s)| *s);
             if bad_queue(&p.signals.shared) || fatal.is_some_and(|s| bad_queue(&[s])) {
-                return Err(format!("process {} has a bad queued signal", p.pid));
+                return Err(BadState::ProcessSignal(p.pid));
             }
             if !p.mm.is_sane() {
-                return Err(format!("process {} has a bad address space", p.pid));
+                return Err(BadState::AddressSpace(p.pid));
             }
         }
-        if self.threads.len() > super::thread::MAX_THREADS {
-            return Err(format!("{} threads", self.threads.len()));
+        if self.procs.len() + self.zombies.len() > super::process::MAX_PROCS {
+            return Err(BadState::TooManyProcesses(
+                self.procs.len() + self.zombies.len(),
+            ));
         }
-        let top = self.threads.keys().chain(self.procs.keys()).max().copied();
+        if self.threads.len() > super::thread::MAX_THREADS {
+            return Err(BadState::TooManyThreads(self.threads.len()));
+        }
+        let top = self
+            .threads
+            .keys()
+            .chain(self.procs.keys())
+            .chain(self.zombies.keys())
+            .max()
+            .copied();
         if top.is_some_and(|id| id >= self.next_id) || self.next_id == u32::MAX {
-            return Err(format!("the next id {} is already taken", self.next_id));
+            return Err(BadState::NextId(self.next_id));
         }
         if !self.clock.is_sane() {
-            return Err("the clock is before its start".into());
+            return Err(BadState::Clock);
         }
         Ok(())
     }
@@ -184,6 +227,7 @@ impl Kernel<'_> {
             writers: self.writers.clone(),
             next_id: self.next_id,
             points: self.points.clone(),
+            zombies: self.zombies.clone(),
         };
         let (kernel, blobs) =
             super::blobs::saving(&mut clock.blob_pages, || postcard::to_allocvec(&state));
@@ -264,7 +308,7 @@ impl<'r> Kernel<'r> {
             .map_err(|why| EngineError::BadKeyframe(format!("kernel state: {why}")))?;
         let mut sched = st.sched;
         if !same_run {
-            sched.perturber = crate::check::schedule::Perturber::from_manifest(man).map(|mut p| {
+            sched.perturber = crate::schedule::Perturber::from_manifest(man).map(|mut p| {
                 p.applied = man
                     .perturb
                     .iter()
@@ -277,6 +321,7 @@ impl<'r> Kernel<'r> {
         let mut k = Kernel {
             m,
             procs: st.procs,
+            zombies: st.zombies,
             threads: st.threads,
             sched,
             clock: st.clock,

@@ -41,9 +41,15 @@ fn hwcap() -> u64 {
 }
 
 impl Kernel<'_> {
-    /// Writes the initial stack and returns the stack pointer.
-    pub(super) fn build_initial_stack(&mut self, l: &Loaded) -> SysResult<u64> {
-        let man = self.inputs.manifest.clone();
+    /// Writes the initial stack of a program loaded as `l`, run with `argv`
+    /// and `env` from path `execfn`, and returns the stack pointer.
+    pub fn build_initial_stack(
+        &mut self,
+        l: &Loaded,
+        argv: &[String],
+        env: &[String],
+        execfn: &str,
+    ) -> SysResult<u64> {
         let mut sp = STACK_TOP;
         let mut push_bytes = |k: &mut Kernel, b: &[u8]| -> SysResult<u64> {
             sp -= b.len() as u64;
@@ -52,15 +58,15 @@ impl Kernel<'_> {
         };
         let mut random = [0u8; RANDOM_BYTES];
         self.rng.fill(&mut random);
-        let execfn = push_bytes(self, &[man.program.as_bytes(), &[0]].concat())?;
+        let execfn = push_bytes(self, &[execfn.as_bytes(), &[0]].concat())?;
         let platform = push_bytes(self, &[PLATFORM.as_bytes(), &[0]].concat())?;
         let random_at = push_bytes(self, &random)?;
-        let mut argv = Vec::new();
-        for a in &man.argv {
-            argv.push(push_bytes(self, &[a.as_bytes(), &[0]].concat())?);
+        let mut arg_at = Vec::new();
+        for a in argv {
+            arg_at.push(push_bytes(self, &[a.as_bytes(), &[0]].concat())?);
         }
-        let mut envp = Vec::new();
-        for e in &man.env {
+        let mut envp: Vec<u64> = Vec::new();
+        for e in env {
             envp.push(push_bytes(self, &[e.as_bytes(), &[0]].concat())?);
         }
         let auxv = [
@@ -68,7 +74,7 @@ impl Kernel<'_> {
             (AT_PHENT, ELF64_PHDR_SIZE),
             (AT_PHNUM, l.phnum),
             (AT_PAGESZ, crate::machine::layout::PAGE_SIZE),
-            (AT_BASE, 0),
+            (AT_BASE, l.interp_base),
             (AT_FLAGS, 0),
             (AT_ENTRY, l.entry),
             (AT_UID, 0),
@@ -85,8 +91,8 @@ impl Kernel<'_> {
             (AT_MINSIGSTKSZ, MIN_SIGSTACK),
             (AT_NULL, 0),
         ];
-        let mut words = vec![man.argv.len() as u64];
-        words.extend(&argv);
+        let mut words = vec![argv.len() as u64];
+        words.extend(&arg_at);
         words.push(0);
         words.extend(&envp);
         words.push(0);

@@ -110,8 +110,14 @@ impl Kernel<'_> {
     pub fn backtrace(&mut self, tid: Tid) -> Option<symbols::Backtrace> {
         let s = self.symbols.symbolizer()?;
         let regs = self.unwind_regs(tid)?;
+        let tp = match &self.threads.get(&tid)?.ctx {
+            Some(c) => c.fs_base,
+            None => self.m.fs_base(),
+        };
         let mut mem = |a: u64, b: &mut [u8]| self.peek_user(a, b);
-        Some(s.unwind(regs, &mut mem))
+        let mut bt = s.unwind(regs, &mut mem);
+        bt.thread_pointer = Some(tp);
+        Some(bt)
     }
 
     /// `0x411deb in __lll_lock_wait+0x2b, from philosopher (philosophers.c:31)`:

@@ -4,7 +4,9 @@
 use super::errno::*;
 use super::sched::Sys;
 use super::task::PendingCall;
-use super::{fs, futex, identity, mm, render, sched, sdk, signal, thread, time, Kernel};
+use super::{
+    fs, futex, identity, mm, net, process, render, sched, sdk, signal, thread, time, Kernel,
+};
 use crate::record::EventKind;
 
 /// How an argument is shown in events.
@@ -30,6 +32,8 @@ pub enum Arg {
     AtFlags,
     /// lseek's whence.
     Whence,
+    /// A socket address; the next argument is its length (shown too).
+    SockAddr,
 }
 
 type Simple = fn(&mut Kernel, [u64; 6]) -> SysResult<u64>;
@@ -80,8 +84,8 @@ const WRITES_TO_FD: [u32; 5] = [1, 18, 20, 296, 328];
 
 /// Sorted by number.
 static TABLE: &[Def] = &[
-    def(0, "read", S(fs::sys_read), &[Fd, OutBuf]),
-    def(1, "write", S(fs::sys_write), &[Fd, InBuf]),
+    def(0, "read", B(fs::io::sys_read), &[Fd, OutBuf]),
+    def(1, "write", B(fs::io::sys_write), &[Fd, InBuf]),
     def(2, "open", S(fs::sys_open), &[Str, OpenFlags]),
     def(3, "close", S(fs::sys_close), &[Fd]),
     def(4, "stat", S(fs::sys_stat), &[Str, Hex]),
@@ -109,9 +113,11 @@ static TABLE: &[Def] = &[
     def(16, "ioctl", S(fs::sys_ioctl), &[Fd, Hex, Hex]),
     def(17, "pread64", S(fs::sys_pread64), &[Fd, OutBuf, Int]),
     def(18, "pwrite64", S(fs::sys_pwrite64), &[Fd, InBuf, Int]),
-    def(19, "readv", S(fs::sys_readv), &[Fd, Hex, Int]),
-    def(20, "writev", S(fs::sys_writev), &[Fd, Hex, Int]),
+    def(19, "readv", B(fs::io::sys_readv), &[Fd, Hex, Int]),
+    def(20, "writev", B(fs::io::sys_writev), &[Fd, Hex, Int]),
     def(21, "access", S(fs::sys_access), &[Str, Oct]),
+    def(22, "pipe", S(fs::pipe::sys_pipe), &[Hex]),
+    def(23, "select", B(fs::sys_select), &[Int, Hex, Hex, Hex, Hex]),
     def(24, "sched_yield", S(sched::sys_sched_yield), &[]),
     def(25, "mremap", S(mm::sys_mremap), &[Hex, Int, Int, Hex, Hex]),
     def(28, "madvise", S(mm::sys_madvise), &[Hex, Int, Int]),
@@ -123,17 +129,61 @@ static TABLE: &[Def] = &[
     def(37, "alarm", S(time::sys_alarm), &[Int]),
     def(38, "setitimer", S(time::sys_setitimer), &[Int, Hex, Hex]),
     def(39, "getpid", S(identity::sys_getpid), &[]),
+    def(41, "socket", S(net::sys_socket), &[Int, Hex, Int]),
+    def(42, "connect", B(net::sys_connect), &[Fd, SockAddr, Int]),
+    def(43, "accept", B(net::sys_accept), &[Fd, Hex, Hex]),
+    def(
+        44,
+        "sendto",
+        B(net::sys_sendto),
+        &[Fd, InBuf, Hex, SockAddr, Int],
+    ),
+    def(
+        45,
+        "recvfrom",
+        B(net::sys_recvfrom),
+        &[Fd, OutBuf, Hex, Hex, Hex],
+    ),
+    def(46, "sendmsg", B(net::sys_sendmsg), &[Fd, Hex, Hex]),
+    def(47, "recvmsg", B(net::sys_recvmsg), &[Fd, Hex, Hex]),
+    def(48, "shutdown", S(net::sys_shutdown), &[Fd, Int]),
+    def(49, "bind", S(net::sys_bind), &[Fd, SockAddr, Int]),
+    def(50, "listen", S(net::sys_listen), &[Fd, Int]),
+    def(51, "getsockname", S(net::sys_getsockname), &[Fd, Hex, Hex]),
+    def(52, "getpeername", S(net::sys_getpeername), &[Fd, Hex, Hex]),
+    def(
+        53,
+        "socketpair",
+        S(net::sys_socketpair),
+        &[Int, Hex, Int, Hex],
+    ),
+    def(
+        54,
+        "setsockopt",
+        S(net::sys_setsockopt),
+        &[Fd, Int, Int, Hex, Int],
+    ),
+    def(
+        55,
+        "getsockopt",
+        S(net::sys_getsockopt),
+        &[Fd, Int, Int, Hex, Hex],
+    ),
     def(
         56,
         "clone",
-        S(thread::sys_clone),
+        B(thread::sys_clone),
         &[Hex, Hex, Hex, Hex, Hex],
     ),
+    def(57, "fork", B(process::sys_fork), &[]),
+    def(58, "vfork", B(process::sys_vfork), &[]),
+    def(59, "execve", B(process::sys_execve), &[Str, Hex, Hex]),
     noreturn(60, "exit", B(thread::sys_exit), &[Int]),
+    def(61, "wait4", B(process::sys_wait4), &[Int, Hex, Hex, Hex]),
     def(62, "kill", S(signal::sys_kill), &[Int, Signal]),
     def(63, "uname", S(identity::sys_uname), &[Hex]),
-    def(72, "fcntl", S(fs::sys_fcntl), &[Fd, Int, Hex]),
-    def(73, "flock", S(fs::sys_flock), &[Fd, Int]),
+    def(72, "fcntl", B(fs::sys_fcntl_locks), &[Fd, Int, Hex]),
+    def(73, "flock", B(fs::sys_flock), &[Fd, Int]),
     def(74, "fsync", S(fs::sys_fsync), &[Fd]),
     def(75, "fdatasync", S(fs::sys_fsync), &[Fd]),
     def(76, "truncate", S(fs::sys_truncate), &[Str, Int]),
@@ -165,10 +215,10 @@ static TABLE: &[Def] = &[
     def(106, "setgid", S(identity::sys_set_ids), &[Int]),
     def(107, "geteuid", S(identity::sys_getid_root), &[]),
     def(108, "getegid", S(identity::sys_getid_root), &[]),
-    def(109, "setpgid", S(identity::sys_set_ids), &[Int, Int]),
+    def(109, "setpgid", S(process::sys_setpgid), &[Int, Int]),
     def(110, "getppid", S(identity::sys_getppid), &[]),
-    def(111, "getpgrp", S(identity::sys_getpid), &[]),
-    def(112, "setsid", S(identity::sys_setsid), &[]),
+    def(111, "getpgrp", S(process::sys_getpgrp), &[]),
+    def(112, "setsid", S(process::sys_setsid), &[]),
     def(115, "getgroups", S(identity::sys_getgroups), &[Int, Hex]),
     def(
         118,
@@ -182,8 +232,8 @@ static TABLE: &[Def] = &[
         S(identity::sys_getres_ids),
         &[Hex, Hex, Hex],
     ),
-    def(121, "getpgid", S(identity::sys_getpid), &[Int]),
-    def(124, "getsid", S(identity::sys_getpid), &[Int]),
+    def(121, "getpgid", S(process::sys_getpgid), &[Int]),
+    def(124, "getsid", S(process::sys_getsid), &[Int]),
     def(
         127,
         "rt_sigpending",
@@ -221,6 +271,38 @@ static TABLE: &[Def] = &[
     def(160, "setrlimit", S(identity::sys_setrlimit), &[Int, Hex]),
     def(162, "sync", S(fs::sys_sync), &[]),
     def(186, "gettid", S(identity::sys_gettid), &[]),
+    def(
+        188,
+        "setxattr",
+        S(fs::sys_setxattr),
+        &[Str, Str, Hex, Int, Hex],
+    ),
+    def(
+        189,
+        "lsetxattr",
+        S(fs::sys_lsetxattr),
+        &[Str, Str, Hex, Int, Hex],
+    ),
+    def(
+        190,
+        "fsetxattr",
+        S(fs::sys_fsetxattr),
+        &[Fd, Str, Hex, Int, Hex],
+    ),
+    def(191, "getxattr", S(fs::sys_getxattr), &[Str, Str, Hex, Int]),
+    def(
+        192,
+        "lgetxattr",
+        S(fs::sys_lgetxattr),
+        &[Str, Str, Hex, Int],
+    ),
+    def(193, "fgetxattr", S(fs::sys_fgetxattr), &[Fd, Str, Hex, Int]),
+    def(194, "listxattr", S(fs::sys_listxattr), &[Str, Hex, Int]),
+    def(195, "llistxattr", S(fs::sys_llistxattr), &[Str, Hex, Int]),
+    def(196, "flistxattr", S(fs::sys_flistxattr), &[Fd, Hex, Int]),
+    def(197, "removexattr", S(fs::sys_removexattr), &[Str, Str]),
+    def(198, "lremovexattr", S(fs::sys_lremovexattr), &[Str, Str]),
+    def(199, "fremovexattr", S(fs::sys_fremovexattr), &[Fd, Str]),
     def(200, "tkill", S(signal::sys_tkill), &[Int, Signal]),
     def(201, "time", S(time::sys_time), &[Hex]),
     def(
@@ -241,6 +323,7 @@ static TABLE: &[Def] = &[
         S(sched::sys_sched_getaffinity),
         &[Int, Int, Hex],
     ),
+    def(213, "epoll_create", S(fs::epoll::sys_epoll_create), &[Int]),
     def(217, "getdents64", S(fs::sys_getdents64), &[Fd, Hex, Int]),
     def(
         218,
@@ -263,7 +346,25 @@ static TABLE: &[Def] = &[
         &[Int, Int, Hex, Hex],
     ),
     noreturn(231, "exit_group", B(thread::sys_exit_group), &[Int]),
+    def(
+        232,
+        "epoll_wait",
+        B(fs::epoll::sys_epoll_wait),
+        &[Fd, Hex, Int, Int],
+    ),
+    def(
+        233,
+        "epoll_ctl",
+        S(fs::epoll::sys_epoll_ctl),
+        &[Fd, Int, Fd, Hex],
+    ),
     def(234, "tgkill", S(signal::sys_tgkill), &[Int, Int, Signal]),
+    def(
+        247,
+        "waitid",
+        B(process::sys_waitid),
+        &[Int, Int, Hex, Hex, Hex],
+    ),
     def(257, "openat", S(fs::sys_openat), &[DirFd, Str, OpenFlags]),
     def(258, "mkdirat", S(fs::sys_mkdirat), &[DirFd, Str, Oct]),
     def(
@@ -300,6 +401,12 @@ static TABLE: &[Def] = &[
     ),
     def(268, "fchmodat", S(fs::sys_fchmodat), &[DirFd, Str, Oct]),
     def(269, "faccessat", S(fs::sys_faccessat), &[DirFd, Str, Oct]),
+    def(
+        270,
+        "pselect6",
+        B(fs::sys_pselect6),
+        &[Int, Hex, Hex, Hex, Hex, Hex],
+    ),
     def(271, "ppoll", B(fs::sys_ppoll), &[Hex, Int, Hex, Hex, Int]),
     def(
         273,
@@ -319,8 +426,42 @@ static TABLE: &[Def] = &[
         S(fs::sys_utimensat),
         &[DirFd, Str, Hex, AtFlags],
     ),
+    def(
+        281,
+        "epoll_pwait",
+        B(fs::epoll::sys_epoll_pwait),
+        &[Fd, Hex, Int, Int, Hex, Int],
+    ),
+    def(
+        283,
+        "timerfd_create",
+        S(fs::eventfd::sys_timerfd_create),
+        &[Int, Hex],
+    ),
+    def(284, "eventfd", S(fs::eventfd::sys_eventfd), &[Int]),
     def(285, "fallocate", S(fs::sys_fallocate), &[Fd, Int, Int, Int]),
+    def(
+        286,
+        "timerfd_settime",
+        S(fs::eventfd::sys_timerfd_settime),
+        &[Fd, Hex, Hex, Hex],
+    ),
+    def(
+        287,
+        "timerfd_gettime",
+        S(fs::eventfd::sys_timerfd_gettime),
+        &[Fd, Hex],
+    ),
+    def(288, "accept4", B(net::sys_accept4), &[Fd, Hex, Hex, Hex]),
+    def(290, "eventfd2", S(fs::eventfd::sys_eventfd2), &[Int, Hex]),
+    def(
+        291,
+        "epoll_create1",
+        S(fs::epoll::sys_epoll_create1),
+        &[Hex],
+    ),
     def(292, "dup3", S(fs::sys_dup3), &[Fd, Fd, Hex]),
+    def(293, "pipe2", S(fs::pipe::sys_pipe2), &[Hex, Hex]),
     def(295, "preadv", S(fs::sys_preadv), &[Fd, Hex, Int, Int]),
     def(296, "pwritev", S(fs::sys_pwritev), &[Fd, Hex, Int, Int]),
     def(
@@ -350,6 +491,12 @@ static TABLE: &[Def] = &[
         &[Hex, Int, Hex],
     ),
     def(
+        322,
+        "execveat",
+        B(process::sys_execveat),
+        &[DirFd, Str, Hex, Hex, AtFlags],
+    ),
+    def(
         327,
         "preadv2",
         S(fs::sys_preadv2),
@@ -367,7 +514,7 @@ static TABLE: &[Def] = &[
         S(fs::sys_statx),
         &[DirFd, Str, AtFlags, Hex, Hex],
     ),
-    def(435, "clone3", S(thread::sys_clone3), &[Hex, Int]),
+    def(435, "clone3", B(thread::sys_clone3), &[Hex, Int]),
     def(436, "close_range", S(fs::sys_close_range), &[Int, Int, Hex]),
     def(437, "openat2", S(fs::sys_openat2), &[DirFd, Str, Hex, Int]),
     def(
@@ -375,6 +522,12 @@ static TABLE: &[Def] = &[
         "faccessat2",
         S(fs::sys_faccessat2),
         &[DirFd, Str, Oct, AtFlags],
+    ),
+    def(
+        441,
+        "epoll_pwait2",
+        B(fs::epoll::sys_epoll_pwait2),
+        &[Fd, Hex, Int, Hex, Hex, Int],
     ),
     def(
         sdk::SDK_SYSCALL,
@@ -454,5 +607,16 @@ impl Kernel<'_> {
             text: render::with_result(&text, ret),
             ret,
         });
+    }
+}
+
+#[cfg(test)]
+mod sorted {
+    /// `lookup` searches the table by halves: a row out of place hides calls.
+    #[test]
+    fn the_table_is_sorted_by_number() {
+        for w in super::TABLE.windows(2) {
+            assert!(w[0].nr < w[1].nr, "{} before {}", w[0].name, w[1].name);
+        }
     }
 }

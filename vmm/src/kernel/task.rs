@@ -31,6 +31,13 @@ pub enum Wait {
     Signal,
     /// Stalled by the schedule; not inside any call.
     Stall,
+    /// For a child to change state (wait4, waitid).
+    Child,
+    /// A vfork parent, until its child execs or ends.
+    Vfork,
+    /// On descriptors (pipes, sockets, poll, epoll...): a change to one of
+    /// them restarts the call (`fs::io`).
+    Io,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,4 +85,44 @@ pub struct Process {
     pub exe: String,
     pub cwd: String,
     pub umask: u32,
+    /// Process group and session (`setpgid`, `setsid`).
+    pub pgid: Pid,
+    pub sid: Pid,
+    /// The signal the parent gets when this process ends (clone's low
+    /// byte: SIGCHLD for fork; 0 for none).
+    pub exit_signal: i32,
+    /// `prctl(PR_SET_PDEATHSIG)`: sent to this process when its parent ends.
+    pub pdeathsig: i32,
+    /// It has called execve (its parent's setpgid then fails with EACCES).
+    pub execed: bool,
+    /// The thread a vfork holds until this process execs or ends.
+    pub vfork_parent: Option<Tid>,
+    /// Resource limits, [soft, hard] by resource (getrlimit, setrlimit, prlimit64).
+    pub rlimits: [[u64; 2]; super::identity::RLIM_NLIMITS],
+    /// Stopped by this signal (job control): none of its threads runs
+    /// until a SIGCONT.
+    pub stopped: Option<i32>,
+    /// A stop or continue its parent has yet to see with WUNTRACED or
+    /// WCONTINUED.
+    pub report: Option<JobReport>,
+}
+
+/// A job-control change a parent's wait reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobReport {
+    Stopped(i32),
+    Continued,
+}
+
+/// A process that has ended and that its parent has not reaped yet.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Zombie {
+    pub ppid: Pid,
+    pub pgid: Pid,
+    pub sid: Pid,
+    pub status: crate::record::ExitStatus,
+    /// A core-dumping signal killed it while RLIMIT_CORE was not 0 (WCOREDUMP).
+    pub core: bool,
+    /// Its exit signal (wait4 without __WALL sees only SIGCHLD children).
+    pub exit_signal: i32,
 }

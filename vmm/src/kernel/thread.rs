@@ -3,7 +3,7 @@
 
 use super::errno::*;
 use super::sched::Sys;
-use super::task::{Context, Pid, Thread, ThreadState, Tid};
+use super::task::{Context, PendingCall, Pid, Thread, ThreadState, Tid};
 use super::Kernel;
 use crate::record::{EventKind, ExitStatus};
 
@@ -32,19 +32,19 @@ const THREAD_FLAGS: u64 = CLONE_VM
     | CLONE_DETACHED
     | CLONE_CHILD_SETTID;
 /// The low byte of clone's flags is the exit signal.
-const CSIGNAL: u64 = 0xff;
+pub(super) const CSIGNAL: u64 = 0xff;
 
 const ARCH_SET_GS: u64 = 0x1001;
 const ARCH_SET_FS: u64 = 0x1002;
 const ARCH_GET_FS: u64 = 0x1003;
 const ARCH_GET_GS: u64 = 0x1004;
 
-struct CloneArgs {
-    flags: u64,
-    stack: u64,
-    parent_tid: u64,
-    child_tid: u64,
-    tls: u64,
+pub(super) struct CloneArgs {
+    pub flags: u64,
+    pub stack: u64,
+    pub parent_tid: u64,
+    pub child_tid: u64,
+    pub tls: u64,
 }
 
 /// Most threads a run may hold at once (as RLIMIT_NPROC would): a clone
@@ -56,8 +56,10 @@ impl Kernel<'_> {
     fn clone_thread(&mut self, c: CloneArgs) -> SysResult<u64> {
         let f = c.flags & !CSIGNAL;
         let thread = CLONE_VM | CLONE_SIGHAND | CLONE_THREAD;
-        if f & thread != thread || f & !THREAD_FLAGS != 0 {
-            // Processes (fork, vfork, posix_spawn) come with a later issue.
+        if f & thread != thread {
+            return Err(EINVAL);
+        }
+        if f & !THREAD_FLAGS != 0 {
             return Err(ENOSYS);
         }
         if self.threads.len() >= MAX_THREADS {
@@ -137,7 +139,7 @@ impl Kernel<'_> {
         }
     }
 
-    fn remove_thread(&mut self, tid: Tid) {
+    pub(super) fn remove_thread(&mut self, tid: Tid) {
         self.points_forget(tid);
         if let Some(t) = self.threads.remove(&tid) {
             self.names.insert(tid, t.name.clone());
@@ -153,7 +155,9 @@ impl Kernel<'_> {
         self.sched.runq.retain(|t| *t != tid);
     }
 
-    /// Ends a whole process: every thread, then its resources.
+    /// Ends a whole process: every thread, then its resources; its parent
+    /// learns of it (`process::Kernel::process_ended`). The first process
+    /// ending ends the run.
     pub fn exit_process(&mut self, pid: Pid, status: ExitStatus) {
         let Some(p) = self.procs.get(&pid) else {
             return;
@@ -167,9 +171,17 @@ impl Kernel<'_> {
         self.sched.itimers.retain(|(p, _), _| *p != pid);
         let mut p = self.procs.remove(&pid).unwrap();
         p.mm.release(&mut self.m.ram);
+        self.vfs.close_table(&mut p.files);
+        self.points_forget_process(pid);
         if pid == super::FIRST_PID {
             self.finish(status);
+            return;
         }
+        // Its page tables' frames will be reused: drop the translations KVM cached.
+        if let Err(e) = self.m.flush_tlb() {
+            self.engine_failure(e);
+        }
+        self.process_ended(p, status);
     }
 
     fn rec_process_exit(&mut self, pid: Pid, tid: Tid, status: ExitStatus) {
@@ -177,17 +189,38 @@ impl Kernel<'_> {
     }
 }
 
-/// Clone implements Linux syscall clone(2).
-/// Partial (clone): threads only: a new process (fork, vfork, posix_spawn) gets ENOSYS.
-pub fn sys_clone(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
-    k.clone_thread(CloneArgs {
-        flags: a[0],
-        stack: a[1],
-        parent_tid: a[2],
-        child_tid: a[3],
-        tls: a[4],
-    })
+impl Kernel<'_> {
+    /// A thread (CLONE_THREAD) or a process (fork, vfork, posix_spawn).
+    fn clone_any(&mut self, c: CloneArgs, call: PendingCall) -> SysResult<Sys> {
+        if c.flags & CLONE_THREAD != 0 {
+            self.clone_thread(c).map(Sys::Ret)
+        } else {
+            self.fork_process(c, call)
+        }
+    }
 }
+
+/// Clone implements Linux syscall clone(2).
+/// Partial (clone): a new process gets a copy of its parent's memory, CLONE_VM without CLONE_THREAD only with CLONE_VFORK (vfork, posix_spawn); namespaces and CLONE_FILES/CLONE_FS between processes get ENOSYS.
+pub fn sys_clone(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    let call = PendingCall {
+        nr: NR_CLONE,
+        args: a,
+    };
+    k.clone_any(
+        CloneArgs {
+            flags: a[0],
+            stack: a[1],
+            parent_tid: a[2],
+            child_tid: a[3],
+            tls: a[4],
+        },
+        call,
+    )
+}
+
+const NR_CLONE: u32 = 56;
+const NR_CLONE3: u32 = 435;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -202,22 +235,34 @@ struct CloneArgs3 {
     tls: u64,
 }
 
-pub fn sys_clone3(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+/// Clone3 implements Linux syscall clone3(2).
+/// Partial (clone3): as clone; no pidfds, set_tid or cgroups (ENOSYS).
+pub fn sys_clone3(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     if (a[1] as usize) < std::mem::size_of::<CloneArgs3>() {
         return Err(EINVAL);
     }
     let c: CloneArgs3 = k.read_struct(a[0])?;
-    k.clone_thread(CloneArgs {
-        flags: c.flags | (c.exit_signal & CSIGNAL),
-        stack: if c.stack == 0 {
-            0
-        } else {
-            c.stack.checked_add(c.stack_size).ok_or(EINVAL)?
+    if c.exit_signal > CSIGNAL {
+        return Err(EINVAL);
+    }
+    let call = PendingCall {
+        nr: NR_CLONE3,
+        args: a,
+    };
+    k.clone_any(
+        CloneArgs {
+            flags: c.flags | (c.exit_signal & CSIGNAL),
+            stack: if c.stack == 0 {
+                0
+            } else {
+                c.stack.checked_add(c.stack_size).ok_or(EINVAL)?
+            },
+            parent_tid: c.parent_tid,
+            child_tid: c.child_tid,
+            tls: c.tls,
         },
-        parent_tid: c.parent_tid,
-        child_tid: c.child_tid,
-        tls: c.tls,
-    })
+        call,
+    )
 }
 
 /// Exit implements Linux syscall exit(2).

@@ -21,6 +21,25 @@ impl Kernel<'_> {
         va: u64,
         len: usize,
         write: bool,
+        f: impl FnMut(
+            &mut crate::machine::memory::GuestRam,
+            u64,
+            usize,
+            usize,
+        ) -> Result<(), crate::machine::memory::OutOfRange>,
+    ) -> Result<(), (usize, Errno)> {
+        let pid = self.cur_pid();
+        self.user_pages_of(pid, va, len, write, f)
+    }
+
+    /// [`Kernel::user_pages`] in process `pid`'s memory (a wait status
+    /// written for a parent that is off the CPU).
+    fn user_pages_of(
+        &mut self,
+        pid: super::task::Pid,
+        va: u64,
+        len: usize,
+        write: bool,
         mut f: impl FnMut(
             &mut crate::machine::memory::GuestRam,
             u64,
@@ -29,8 +48,7 @@ impl Kernel<'_> {
         ) -> Result<(), crate::machine::memory::OutOfRange>,
     ) -> Result<(), (usize, Errno)> {
         va.checked_add(len as u64).ok_or((0, EFAULT))?;
-        let pid = self.cur_pid();
-        let p = self.procs.get_mut(&pid).expect("current process");
+        let p = self.procs.get_mut(&pid).ok_or((0, ESRCH))?;
         let mut done = 0usize;
         while done < len {
             let a = va + done as u64;
@@ -70,11 +88,17 @@ impl Kernel<'_> {
         }
     }
 
-    pub fn write_user(&mut self, va: u64, bytes: &[u8]) -> SysResult<()> {
-        self.user_pages(va, bytes.len(), true, |ram, pa, off, n| {
+    /// Writes `bytes` at `va` in process `pid`'s memory.
+    pub fn write_user_of(&mut self, pid: super::task::Pid, va: u64, bytes: &[u8]) -> SysResult<()> {
+        self.user_pages_of(pid, va, bytes.len(), true, |ram, pa, off, n| {
             ram.write(pa, &bytes[off..off + n])
         })
         .map_err(|(_, e)| e)
+    }
+
+    pub fn write_user(&mut self, va: u64, bytes: &[u8]) -> SysResult<()> {
+        let pid = self.cur_pid();
+        self.write_user_of(pid, va, bytes)
     }
 
     /// Writes `bytes` at `va` up to the first page that cannot be written:

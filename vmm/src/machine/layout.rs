@@ -17,6 +17,9 @@ pub const IDT_STUB_SIZE: u64 = 4;
 pub const POINT_SLOTS: u64 = 0x4000;
 /// The in-guest #DB handler (vector 1), after the one-`out` stubs.
 pub const DEBUG_HANDLER: u64 = 0x2400;
+/// The in-guest routine that takes ring-3 access away from a list of pages
+/// before a thread runs (see `trampoline::hide_routine`).
+pub const HIDE_ROUTINE: u64 = 0x2600;
 /// Top of the ring-0 stack (TSS.RSP0): the CPU pushes exception frames here.
 pub const RING0_STACK_TOP: u64 = 0x8000;
 /// The one page table for 0..2 MiB, shared by every address space.

@@ -6,6 +6,7 @@
 
 use super::layout::{PAGE_SIZE, USER_FRAMES_START};
 use crate::EngineError;
+use std::collections::BTreeMap;
 use vm_memory::{GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
 /// An access outside guest memory: an address from a file or the guest
@@ -28,6 +29,10 @@ pub struct GuestRam {
     size: u64,
     next_frame: u64,
     free: Vec<u64>,
+    /// Frames more than one address space maps (a forked child's read-only
+    /// pages), with how many references they have beyond the first: a free
+    /// drops one reference, and only the last frees the frame.
+    shares: BTreeMap<u64, u32>,
     /// Pages the monitor wrote since the last `take_dirty` (KVM logs the guest's own writes).
     dirty: Vec<u64>,
 }
@@ -37,6 +42,7 @@ pub struct GuestRam {
 pub struct FrameAllocator {
     pub next_frame: u64,
     pub free: Vec<u64>,
+    pub shares: BTreeMap<u64, u32>,
 }
 
 // SAFETY: the raw pointer is into the mapping `mmap` owns; access goes through bounds checks.
@@ -61,6 +67,7 @@ impl GuestRam {
             size,
             next_frame: USER_FRAMES_START,
             free: Vec::new(),
+            shares: BTreeMap::new(),
             dirty: vec![0; (size / PAGE_SIZE).div_ceil(64) as usize],
         })
     }
@@ -142,7 +149,26 @@ impl GuestRam {
     }
 
     pub fn free_frame(&mut self, pa: u64) {
+        if let Some(n) = self.shares.get_mut(&pa) {
+            *n -= 1;
+            if *n == 0 {
+                self.shares.remove(&pa);
+            }
+            return;
+        }
         self.free.push(pa);
+    }
+
+    /// One more address space maps the frame: it is freed after one more
+    /// `free_frame`.
+    pub fn share_frame(&mut self, pa: u64) {
+        *self.shares.entry(pa).or_insert(0) += 1;
+    }
+
+    /// Whether more than one address space maps the frame (a write to it
+    /// would be seen by each).
+    pub fn is_shared(&self, pa: u64) -> bool {
+        self.shares.contains_key(&pa)
     }
 
     /// Remembers KVM's dirty bitmap (the slot is about to lose it).
@@ -172,6 +198,7 @@ impl GuestRam {
         FrameAllocator {
             next_frame: self.next_frame,
             free: self.free.clone(),
+            shares: self.shares.clone(),
         }
     }
 
@@ -186,11 +213,18 @@ impl GuestRam {
         let next_ok = a.next_frame >= USER_FRAMES_START
             && a.next_frame.is_multiple_of(PAGE_SIZE)
             && a.next_frame <= self.size;
-        if !next_ok || !a.free.iter().all(|pa| frame_ok(*pa) && *pa < a.next_frame) {
+        if !next_ok
+            || !a.free.iter().all(|pa| frame_ok(*pa) && *pa < a.next_frame)
+            || !a
+                .shares
+                .iter()
+                .all(|(pa, n)| frame_ok(*pa) && *pa < a.next_frame && *n > 0)
+        {
             return false;
         }
         self.next_frame = a.next_frame;
         self.free = a.free;
+        self.shares = a.shares;
         true
     }
 

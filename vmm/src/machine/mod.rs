@@ -180,6 +180,11 @@ impl Machine {
     /// address: ring 3 can execute `out` and `in` too (on PVM they exit even
     /// with IOPL 0), so any other port I/O is the #GP that Linux would give.
     pub fn run(&mut self) -> Result<Exit, EngineError> {
+        // (Not again when the routine itself was interrupted: it resumes.)
+        let user = self.vcpu.sync_regs().sregs.cs.selector & 3 == 3;
+        if user && self.ram.read_u64(trampoline::slot::HIDE_COUNT) != 0 {
+            self.enter_hide_routine();
+        }
         let (port, input) = match self.vcpu.run() {
             Ok(VcpuExit::IoOut(port, _)) => (port, false),
             Ok(VcpuExit::IoIn(port, data)) => {
@@ -290,6 +295,50 @@ impl Machine {
             self.ram.write_u64(trampoline::slot::ARMED_PTE, 0);
         }
         self.regs_mut().rflags &= !regs::RFLAGS_TF;
+    }
+
+    /// Takes ring-3 access away from the pages whose leaf entries are at
+    /// `ptes` (U already cleared by the monitor) in a way KVM sees, on the
+    /// next entry, by guest ring-0 code: the hide routine. False when there
+    /// are too many for its list: then the caller flushes.
+    pub fn hide_on_entry(&mut self, ptes: &[u64]) -> bool {
+        let at = self.ram.read_u64(trampoline::slot::HIDE_COUNT) as usize;
+        if at + ptes.len() > trampoline::slot::HIDE_MAX {
+            return false;
+        }
+        for (i, pte) in ptes.iter().enumerate() {
+            let slot = trampoline::slot::HIDE_LIST + ((at + i) * 8) as u64;
+            self.ram.write_u64(slot, paging::direct_map_va(*pte));
+        }
+        self.ram
+            .write_u64(trampoline::slot::HIDE_COUNT, (at + ptes.len()) as u64);
+        true
+    }
+
+    /// Enters the hide routine in ring 0 with the user's state as its
+    /// `iretq` frame: it returns to ring 3 exactly where the user would
+    /// have resumed (TF included, for a memory point armed).
+    fn enter_hide_routine(&mut self) {
+        let r = self.vcpu.sync_regs().regs;
+        let frame = layout::RING0_STACK_TOP - 40;
+        let words = [
+            r.rip,
+            gdt::USER_CS as u64,
+            r.rflags,
+            r.rsp,
+            gdt::USER_DS as u64,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            self.ram.write_u64(frame + 8 * i as u64, *w);
+        }
+        let regs = self.regs_mut();
+        regs.rip = layout::HIDE_ROUTINE;
+        regs.rsp = frame;
+        regs.rflags = regs::RFLAGS_DEFAULT;
+        self.vcpu.set_sync_dirty_reg(SyncReg::SystemRegister);
+        let s = &mut self.vcpu.sync_regs_mut().sregs;
+        s.cs = gdt::kernel_code();
+        s.ss = gdt::kernel_data();
     }
 
     /// Whether every #DB exits to the monitor, a memory point's too (a

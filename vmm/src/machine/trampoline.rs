@@ -4,8 +4,8 @@
 
 use super::gdt::KERNEL_CS;
 use super::layout::{
-    DEBUG_HANDLER, EXCEPTION_PORT_BASE, EXCEPTION_VECTORS, IDT, IDT_STUBS, IDT_STUB_SIZE,
-    POINT_SLOTS, SYSCALL_ENTRY, SYSCALL_PORT,
+    DEBUG_HANDLER, EXCEPTION_PORT_BASE, EXCEPTION_VECTORS, HIDE_ROUTINE, IDT, IDT_STUBS,
+    IDT_STUB_SIZE, POINT_SLOTS, SYSCALL_ENTRY, SYSCALL_PORT,
 };
 
 /// `out imm8, al`
@@ -70,6 +70,7 @@ pub fn code() -> Vec<(u64, Vec<u8>)> {
     let mut out = vec![(SYSCALL_ENTRY, vec![OUT_IMM8_AL, SYSCALL_PORT as u8])];
     let mut idt = Vec::with_capacity(EXCEPTION_VECTORS as usize * 16);
     out.push((DEBUG_HANDLER, debug_handler()));
+    out.push((HIDE_ROUTINE, hide_routine()));
     for v in 0..EXCEPTION_VECTORS {
         let mut stub = IDT_STUBS + v * IDT_STUB_SIZE;
         out.push((stub, vec![OUT_IMM8_AL, EXCEPTION_PORT_BASE as u8 + v as u8]));
@@ -105,6 +106,63 @@ pub mod slot {
     /// Non-zero: every #DB exits to the monitor, a memory point's too (after
     /// the handler re-protected its page): a debugger is single-stepping.
     pub const DEBUG_EXITS: u64 = POINT_SLOTS + 16;
+    /// The user's RCX while the hide routine runs.
+    pub const SAVED_RCX: u64 = POINT_SLOTS + 24;
+    /// How many entries of `HIDE_LIST` the hide routine clears on the next
+    /// entry (0: none, the guest enters ring 3 directly).
+    pub const HIDE_COUNT: u64 = POINT_SLOTS + 32;
+    /// Direct-map addresses of page-table entries to clear U in.
+    pub const HIDE_LIST: u64 = POINT_SLOTS + 64;
+    /// Room in the slot page for that many entries.
+    pub const HIDE_MAX: usize = ((crate::machine::layout::PAGE_SIZE - 64) / 8) as usize;
+}
+
+/// The hide routine, in guest ring 0, entered by the monitor (not by a
+/// vector) with an `iretq` frame of the user's state on the ring-0 stack:
+///
+/// ```text
+///     mov [SAVED_RAX], rax
+///     mov [SAVED_RCX], rcx
+///     mov rcx, [HIDE_COUNT]          ; at least 1
+/// again:
+///     mov rax, [HIDE_LIST + rcx*8 - 8]
+///     and qword [rax], ~4            ; U=0: a guest write, which KVM sees
+///     dec rcx
+///     jnz again
+///     mov qword [HIDE_COUNT], 0
+///     mov rcx, [SAVED_RCX]
+///     mov rax, [SAVED_RAX]
+///     iretq                          ; to ring 3
+/// ```
+///
+/// A host-side edit that takes a permission away is not seen by PVM's
+/// shadow MMU (the monitor would have to re-register the memory slot, which
+/// waits for an RCU grace period); a ring-0 write of the entry is.
+fn hide_routine() -> Vec<u8> {
+    let abs = |a: u64| (a as u32).to_le_bytes();
+    let mut c = Vec::with_capacity(0x50);
+    c.extend([0x48, 0x89, 0x04, 0x25]);
+    c.extend(abs(slot::SAVED_RAX));
+    c.extend([0x48, 0x89, 0x0c, 0x25]);
+    c.extend(abs(slot::SAVED_RCX));
+    c.extend([0x48, 0x8b, 0x0c, 0x25]);
+    c.extend(abs(slot::HIDE_COUNT));
+    let again = c.len();
+    c.extend([0x48, 0x8b, 0x04, 0xcd]);
+    c.extend(abs(slot::HIDE_LIST - 8));
+    c.extend([0x48, 0x83, 0x20, 0xfb]);
+    c.extend([0x48, 0xff, 0xc9]);
+    let back = again as i64 - (c.len() as i64 + 2);
+    c.extend([0x75, back as i8 as u8]);
+    c.extend([0x48, 0xc7, 0x04, 0x25]);
+    c.extend(abs(slot::HIDE_COUNT));
+    c.extend([0, 0, 0, 0]);
+    c.extend([0x48, 0x8b, 0x0c, 0x25]);
+    c.extend(abs(slot::SAVED_RCX));
+    c.extend([0x48, 0x8b, 0x04, 0x25]);
+    c.extend(abs(slot::SAVED_RAX));
+    c.extend([0x48, 0xcf]);
+    c
 }
 
 /// Offset of the handler's `out` (its exit to the monitor).

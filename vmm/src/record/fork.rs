@@ -69,6 +69,7 @@ mod tests {
             perturb: vec![],
             reseed: None,
             points: Default::default(),
+            points_after: Vec::new(),
             fork_of: None,
             pct: None,
         }

@@ -118,16 +118,29 @@ impl KeyframeWriter {
 
 /// Every keyframe of a run, in step order (empty when it has none).
 pub fn read_all(path: &Path) -> Result<Vec<Keyframe>, KeyframeError> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(KeyframeError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
-    };
+    match std::fs::read(path) {
+        Ok(bytes) => decode(&bytes, path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(KeyframeError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The most one keyframe may decompress to: its page list (40 bytes a
+/// page) and kernel state for far more memory than a run touches. A record
+/// that decompresses to more is refused, never allocated.
+pub const MAX_KEYFRAME_BYTES: u64 = 256 << 20;
+
+/// The keyframes of a keyframes file's bytes, in step order; `path` names
+/// the file in errors.
+pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Keyframe>, KeyframeError> {
+    decode_bounded(bytes, path, MAX_KEYFRAME_BYTES)
+}
+
+fn decode_bounded(bytes: &[u8], path: &Path, max: u64) -> Result<Vec<Keyframe>, KeyframeError> {
+    use std::io::Read;
     if bytes.len() < 8 || &bytes[..4] != MAGIC {
         return Err(corrupt(path, "not a keyframes file"));
     }
@@ -141,18 +154,29 @@ pub fn read_all(path: &Path) -> Result<Vec<Keyframe>, KeyframeError> {
     let mut out: Vec<Keyframe> = Vec::new();
     let mut at = 8;
     while at < bytes.len() {
-        if at + 36 > bytes.len() {
+        let Some(head) = bytes.get(at..at + 36) else {
             return Err(corrupt(path, "truncated keyframe"));
-        }
-        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-        let sum = &bytes[at + 4..at + 36];
+        };
+        let len = u32::from_le_bytes(head[..4].try_into().unwrap()) as usize;
+        let sum = &head[4..36];
         let body = bytes
-            .get(at + 36..at + 36 + len)
+            .get(at + 36..)
+            .and_then(|rest| rest.get(..len))
             .ok_or_else(|| corrupt(path, "truncated keyframe"))?;
         if blake3::hash(body).as_bytes() != sum {
             return Err(corrupt(path, "keyframe checksum mismatch"));
         }
-        let raw = zstd::stream::decode_all(body).map_err(|_| corrupt(path, "bad keyframe"))?;
+        // Decompressed as far as the bound, growing with what comes out.
+        let mut raw = Vec::new();
+        zstd::stream::read::Decoder::new(body)
+            .and_then(|d| d.take(max + 1).read_to_end(&mut raw))
+            .map_err(|_| corrupt(path, "bad keyframe"))?;
+        if raw.len() as u64 > max {
+            return Err(corrupt(
+                path,
+                "a keyframe decompresses to more than any run keeps",
+            ));
+        }
         let kf: Keyframe =
             postcard::from_bytes(&raw).map_err(|e| corrupt(path, format!("bad keyframe: {e}")))?;
         if out.last().is_some_and(|p| p.step >= kf.step) {
@@ -173,4 +197,36 @@ pub fn referenced_pages(run_dir: &Path) -> Result<Vec<PageHash>, KeyframeError> 
     out.sort();
     out.dedup();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file of one record whose body is `raw`, compressed.
+    fn file_of(raw: &[u8]) -> Vec<u8> {
+        let body = zstd::bulk::compress(raw, ZSTD_LEVEL).unwrap();
+        let mut file = MAGIC.to_vec();
+        file.extend_from_slice(&VERSION.to_le_bytes());
+        file.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        file.extend_from_slice(blake3::hash(&body).as_bytes());
+        file.extend_from_slice(&body);
+        file
+    }
+
+    #[test]
+    fn a_record_that_decompresses_past_the_bound_is_refused() {
+        // A megabyte of zeros compresses to a few hundred bytes.
+        let file = file_of(&vec![0u8; 1 << 20]);
+        assert!(file.len() < 4096);
+        let err = decode_bounded(&file, Path::new("k"), 64 << 10).unwrap_err();
+        assert!(err.to_string().contains("more than any run keeps"), "{err}");
+        // Under the bound the same record is read (zeros: an empty keyframe).
+        assert_eq!(
+            decode_bounded(&file, Path::new("k"), 2 << 20)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
 }

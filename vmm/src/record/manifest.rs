@@ -83,6 +83,10 @@ pub struct Manifest {
     /// only, or at shared-memory accesses too.
     #[serde(default, skip_serializing_if = "Points::is_syscalls")]
     pub points: Points,
+    /// Changes of `points` after a step, in step order (a fork made with
+    /// `rewind fork --points`, a check from a run with other points).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points_after: Vec<(u64, Points)>,
     /// The run this one was forked from, and the last step they share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork_of: Option<ForkOf>,
@@ -208,13 +212,39 @@ impl Manifest {
             perturb: Vec::new(),
             reseed: None,
             points: Default::default(),
+            points_after: Vec::new(),
             fork_of: None,
             pct: None,
         }
     }
 }
 
+/// Most changes of points a manifest may list.
+pub const MAX_POINTS_CHANGES: usize = 64;
+
 impl Manifest {
+    /// The points in force after `step`.
+    pub fn points_after_step(&self, step: u64) -> Points {
+        self.points_after
+            .iter()
+            .take_while(|(s, _)| *s <= step)
+            .last()
+            .map_or(self.points, |(_, p)| *p)
+    }
+
+    /// Points `points` from after `step` on (a fork's `--points`): changes
+    /// after the step are dropped, and one is added when the points in
+    /// force there differ.
+    pub fn set_points_after(&mut self, step: u64, points: Points) {
+        self.points_after.retain(|(s, _)| *s <= step);
+        if self.points_after_step(step) != points {
+            self.points_after.retain(|(s, _)| *s < step);
+            if self.points_after_step(step) != points {
+                self.points_after.push((step, points));
+            }
+        }
+    }
+
     /// The run id: the first 16 hex digits of the BLAKE3 of the manifest's JSON.
     pub fn id(&self) -> String {
         let json = serde_json::to_vec(self).expect("a manifest always serializes");
@@ -250,6 +280,8 @@ pub enum ManifestError {
     Path { field: &'static str, value: String },
     #[error("argv is empty")]
     NoArgv,
+    #[error("points_after: at most {MAX_POINTS_CHANGES} changes, in step order")]
+    PointsAfter,
     #[error("{0} holds a NUL byte")]
     Nul(&'static str),
     #[error("argv and env hold {0} bytes, more than {MAX_ARG_BYTES}")]
@@ -293,6 +325,11 @@ impl Manifest {
                 field: "stdin",
                 value: h.clone(),
             });
+        }
+        if self.points_after.len() > MAX_POINTS_CHANGES
+            || self.points_after.windows(2).any(|w| w[0].0 >= w[1].0)
+        {
+            return Err(E::PointsAfter);
         }
         if let Some(f) = self.fork_of.as_ref().filter(|f| !is_hex(&f.parent, 16)) {
             return Err(E::Parent(f.parent.clone()));

@@ -32,8 +32,10 @@ pub const VERSION: u32 = 1;
 pub const BLOCK_EVENTS: usize = 256;
 /// A block is closed early when its serialized events pass this size.
 const BLOCK_RAW_BYTES: usize = 1 << 20;
-/// No valid block is larger than this, compressed or not.
-const MAX_BLOCK_BYTES: u32 = 256 << 20;
+/// No valid block is larger than this, compressed or not: a block closes
+/// at [`BLOCK_RAW_BYTES`], and no one event comes near the rest. A reader
+/// allocates at most this for a block, whatever its header says.
+const MAX_BLOCK_BYTES: u32 = 16 << 20;
 const ZSTD_LEVEL: i32 = 3;
 const HEADER_LEN: u64 = 16;
 const BLOCK_HEADER_LEN: u64 = 20;
@@ -297,7 +299,11 @@ impl<R: Read + Seek> TraceReader<R> {
                 last_step: u64_at(e, 16),
                 count: u32::from_le_bytes(e[24..28].try_into().unwrap()),
             };
-            if b.offset + BLOCK_HEADER_LEN > index_offset || b.count == 0 {
+            if b.offset
+                .checked_add(BLOCK_HEADER_LEN)
+                .is_none_or(|end| end > index_offset)
+                || b.count == 0
+            {
                 return Err(corrupt("index entry points outside the blocks"));
             }
             if b.first_step > b.last_step {

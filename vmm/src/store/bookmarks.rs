@@ -3,7 +3,7 @@
 //! list or the new one, never half of one). They are not inputs: adding one
 //! does not change the run's id. Exports carry them.
 
-use super::{Run, Store, StoreError};
+use super::{io, Run, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -72,10 +72,6 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> 
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |source| StoreError::Io { path: p, source }
-    };
     let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
     let r = f.write_all(bytes).and_then(|_| f.sync_all());
     if let Err(e) = r {

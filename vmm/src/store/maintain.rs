@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 /// Where imported images live: `images/<image hash>/`.
 pub const IMAGES_DIR: &str = "images";
+/// Where built-in example programs are written: `examples/<blake3>-<name>`.
+pub const EXAMPLES_DIR: &str = "examples";
 
 fn exclusive(lock: &StoreLock) {
     assert_eq!(
@@ -173,7 +175,11 @@ impl Store {
             }
         };
         let is_temp = |name: &str| name.starts_with('.');
-        for dir in [self.runs_dir(), self.home().join(IMAGES_DIR)] {
+        for dir in [
+            self.runs_dir(),
+            self.home().join(IMAGES_DIR),
+            self.home().join(EXAMPLES_DIR),
+        ] {
             if let Ok(d) = std::fs::read_dir(&dir) {
                 for e in d.flatten() {
                     if is_temp(&e.file_name().to_string_lossy()) {

@@ -14,6 +14,9 @@ pub enum ImageLocation {
     Program {
         guest_path: String,
         host_path: PathBuf,
+        /// A dynamically linked program's interpreter, libraries and links.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        deps: Vec<crate::image::Dep>,
     },
     /// A directory that is the guest's `/`.
     Root { dir: PathBuf },
@@ -25,9 +28,11 @@ impl From<&Image> for ImageLocation {
             Image::Program {
                 guest_path,
                 host_path,
+                deps,
             } => ImageLocation::Program {
                 guest_path: guest_path.clone(),
                 host_path: host_path.clone(),
+                deps: deps.clone(),
             },
             Image::Root { dir } => ImageLocation::Root { dir: dir.clone() },
         }
@@ -40,9 +45,11 @@ impl ImageLocation {
             ImageLocation::Program {
                 guest_path,
                 host_path,
+                deps,
             } => Image::Program {
                 guest_path: guest_path.clone(),
                 host_path: host_path.clone(),
+                deps: deps.clone(),
             },
             ImageLocation::Root { dir } => Image::Root { dir: dir.clone() },
         }

@@ -12,8 +12,9 @@
 //! runs/<id>/stdin.bin       standard input, when there was any
 //! runs/<id>/keyframes       saved machine states (record::keyframe)
 //! runs/<id>/bookmarks       notes at steps (store::bookmarks)
+//! checks/<ns>-<id>.json     what each `rewind check` concluded (store::checks)
 //! pages/<xx>/<blake3>       guest pages of keyframes, zstd (store::pages)
-//! images/<image hash>/      images of imported runs (store::archive)
+//! images/<image hash>/      images of imported runs (store::archive::import)
 //! examples/<blake3>-<name>  built-in example programs, written on first use
 //! lock                      the advisory lock (store::lock)
 //! ```
@@ -25,6 +26,7 @@
 
 pub mod archive;
 pub mod bookmarks;
+pub mod checks;
 pub mod lock;
 pub mod maintain;
 pub mod meta;
@@ -91,6 +93,51 @@ pub enum StoreError {
     },
     #[error(transparent)]
     Engine(#[from] crate::EngineError),
+    #[error(
+        "no space left on the disk that holds {home}: {what} \
+         (`rewind gc` frees what no run uses)"
+    )]
+    Full { home: PathBuf, what: String },
+}
+
+impl StoreError {
+    /// Whether the disk (or the user's quota) was full, anywhere in the
+    /// error's chain of causes.
+    pub fn is_disk_full(&self) -> bool {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(e) = cause {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                if matches!(io.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)) {
+                    return true;
+                }
+            }
+            cause = e.source();
+        }
+        false
+    }
+
+    /// This error, or [`StoreError::Full`] saying `what` when the disk was
+    /// full (`what`: "run X was not kept").
+    pub(crate) fn or_full(self, home: &Path, what: impl FnOnce() -> String) -> StoreError {
+        if self.is_disk_full() {
+            StoreError::Full {
+                home: home.to_path_buf(),
+                what: what(),
+            }
+        } else {
+            self
+        }
+    }
+}
+
+/// Something the caller should tell the user: the store went on without
+/// what it names (the library prints nothing; the front ends do).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreWarning {
+    #[error("keyframes not used ({0}); running from step 0")]
+    KeyframesNotUsed(StoreError),
+    #[error("run {run} keeps no keyframes: {error}")]
+    NoKeyframesKept { run: String, error: StoreError },
 }
 
 /// `map_err(io(path))`: an I/O error on `path`, the one helper of the store.
@@ -99,6 +146,15 @@ pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ 
         path: path.to_path_buf(),
         source,
     }
+}
+
+/// What [`Run::usable_keyframe`] found.
+#[derive(Debug)]
+pub struct UsableKeyframe {
+    /// The keyframe, and whether it is the run's own (see `best_keyframe`).
+    pub keyframe: Option<(crate::record::keyframe::Keyframe, bool)>,
+    /// Why the run's keyframes were not used, when they could not be.
+    pub warning: Option<StoreWarning>,
 }
 
 /// The directory that holds runs.
@@ -324,7 +380,7 @@ impl Store {
     /// its path.
     pub fn example_file(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, StoreError> {
         use std::os::unix::fs::PermissionsExt;
-        let dir = self.home.join("examples");
+        let dir = self.home.join(maintain::EXAMPLES_DIR);
         let unwritable = |source| StoreError::Unwritable {
             path: self.home.clone(),
             source,
@@ -353,9 +409,17 @@ impl Store {
                 &hash[..16],
                 std::process::id()
             ));
-            std::fs::write(&tmp, bytes).map_err(unwritable)?;
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
-            std::fs::rename(&tmp, &path).map_err(io)?;
+            let written = std::fs::write(&tmp, bytes)
+                .map_err(unwritable)
+                .and_then(|_| {
+                    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+                        .map_err(io)
+                })
+                .and_then(|_| std::fs::rename(&tmp, &path).map_err(io));
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e.or_full(&self.home, || format!("the example {name} was not written")));
+            }
         } else {
             // The mode is part of the image hash: keep it fixed.
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
@@ -433,20 +497,19 @@ impl Run {
             .find(|k| k.step <= step && crate::kernel::snapshot::restorable(k, &pages)))
     }
 
-    /// `best_keyframe`, but a keyframes file that cannot be read is reported
-    /// on stderr and not used: the run is then made from step 0, which is
-    /// slower and as exact.
-    pub fn usable_keyframe(
-        &self,
-        store: &Store,
-        step: u64,
-    ) -> Option<(crate::record::keyframe::Keyframe, bool)> {
+    /// `best_keyframe`, but a keyframes file that cannot be read is not
+    /// used: the run is then made from step 0, which is slower and as
+    /// exact, and the warning says so (for the caller to show).
+    pub fn usable_keyframe(&self, store: &Store, step: u64) -> UsableKeyframe {
         match self.best_keyframe(store, step) {
-            Ok(k) => k,
-            Err(e) => {
-                eprintln!("rewind: warning: keyframes not used ({e}); running from step 0");
-                None
-            }
+            Ok(keyframe) => UsableKeyframe {
+                keyframe,
+                warning: None,
+            },
+            Err(e) => UsableKeyframe {
+                keyframe: None,
+                warning: Some(StoreWarning::KeyframesNotUsed(e)),
+            },
         }
     }
 
@@ -567,6 +630,15 @@ impl Run {
             });
         }
         Ok(bytes)
+    }
+
+    /// The limits it was recorded with (its timeout), for running it again
+    /// or a fork of it.
+    pub fn limits(&self) -> crate::session::Limits {
+        crate::session::Limits {
+            timeout: self.meta.timeout_secs.map(Duration::from_secs_f64),
+            ..Default::default()
+        }
     }
 
     /// The run's inputs, to run it again. Fails when the image on the host

@@ -5,7 +5,7 @@
 //! the zstd frame of the 4 KiB page. A page is written to a temporary name
 //! and renamed, so a reader never sees half a page; reading checks the hash.
 
-use super::StoreError;
+use super::{io, StoreError};
 use std::path::{Path, PathBuf};
 
 pub use crate::record::pages::{hash_page, hex, PageHash, PAGE_BYTES};
@@ -43,17 +43,17 @@ impl PageStore {
         if path.exists() {
             return Ok(h);
         }
-        let io = |p: &Path| {
-            let p = p.to_path_buf();
-            move |source| StoreError::Io { path: p, source }
-        };
         let parent = path.parent().expect("a page path has a parent");
         std::fs::create_dir_all(parent).map_err(io(parent))?;
         let packed = zstd::bulk::compress(bytes, ZSTD_LEVEL).map_err(io(&path))?;
         let tmp = parent.join(format!(".tmp-{}-{}", hex(&h), std::process::id()));
-        std::fs::write(&tmp, &packed).map_err(io(&tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io(&path))?;
-        Ok(h)
+        let written = std::fs::write(&tmp, &packed)
+            .map_err(io(&tmp))
+            .and_then(|_| std::fs::rename(&tmp, &path).map_err(io(&path)));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written.map(|_| h)
     }
 
     /// A page, checked against its hash.

@@ -30,6 +30,7 @@ fn program(tmp: &Tmp) -> Image {
     Image::Program {
         guest_path: "/prog".into(),
         host_path: host,
+        deps: Vec::new(),
     }
 }
 
@@ -239,4 +240,42 @@ fn empty_runs_dir() {
     assert!(store.list().unwrap().is_empty());
     assert!(matches!(store.resolve("@"), Err(StoreError::NoRuns(_))));
     assert!(matches!(store.resolve("abc"), Err(StoreError::NotFound(_))));
+}
+
+#[test]
+fn saved_checks_read_back_newest_first_and_damage_is_reported() {
+    let tmp = Tmp::new("checks");
+    let store = Store::at(&tmp.0);
+    assert!(store.checks().0.is_empty());
+    let a = serde_json::json!({"violations": 1});
+    store.save_check("aaaaaaaaaaaaaaaa", &a).unwrap();
+    std::thread::sleep(Duration::from_millis(2));
+    store
+        .save_check("bbbbbbbbbbbbbbbb", &serde_json::json!({"violations": 0}))
+        .unwrap();
+    std::fs::write(store.checks_dir().join("0-x.json"), b"{not json").unwrap();
+    let (ok, bad) = store.checks();
+    assert_eq!(ok.len(), 2);
+    assert_eq!(ok[0].base, "bbbbbbbbbbbbbbbb");
+    assert_eq!(ok[1].report, a);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+}
+
+#[test]
+fn unusable_keyframes_are_a_warning_returned_not_printed() {
+    let tmp = Tmp::new("kf-warning");
+    let store = Store::at(tmp.0.join("home"));
+    let image = program(&tmp);
+    let run = record(&store, &image, 1, "p", b"");
+    assert!(run.usable_keyframe(&store, 100).warning.is_none());
+    std::fs::write(
+        run.dir.join(crate::record::keyframe::KEYFRAMES_FILE),
+        b"RWKF garbage",
+    )
+    .unwrap();
+    let usable = run.usable_keyframe(&store, 100);
+    assert!(usable.keyframe.is_none());
+    let w = usable.warning.expect("a warning").to_string();
+    assert!(w.starts_with("keyframes not used ("), "{w}");
+    assert!(w.ends_with("running from step 0"), "{w}");
 }

@@ -3,7 +3,7 @@
 
 use super::meta::{ImageLocation, Meta};
 use super::output::OutputWriter;
-use super::{pending, Run, Store, StoreError};
+use super::{io, pending, Run, Store, StoreError, StoreWarning};
 use crate::image::Image;
 use crate::record::keyframe::{Keyframe, KeyframeWriter, KEYFRAMES_FILE};
 use crate::record::trace::TraceWriter;
@@ -43,12 +43,25 @@ pub struct StoreRecorder {
     switches: Vec<crate::record::switches::Switch>,
     keyframes: Option<KeyframeWriter>,
     pages: super::pages::PageStore,
+    warnings: Vec<StoreWarning>,
 }
 
 impl Store {
     /// Starts writing a run: checks that the store is writable and creates
     /// the run's temporary directory with its manifest and standard input.
     pub fn begin(&self, manifest: &Manifest, stdin: &[u8]) -> Result<StoreRecorder, StoreError> {
+        self.begin_writing(manifest, stdin).map_err(|e| {
+            e.or_full(self.home(), || {
+                format!("run {} was not kept", manifest.id())
+            })
+        })
+    }
+
+    fn begin_writing(
+        &self,
+        manifest: &Manifest,
+        stdin: &[u8],
+    ) -> Result<StoreRecorder, StoreError> {
         let runs = self.prepare()?;
         self.clean_stale();
         let id = manifest.id();
@@ -73,6 +86,7 @@ impl Store {
             switches: Vec::new(),
             keyframes: None,
             pages: self.pages(),
+            warnings: Vec::new(),
         };
         std::fs::create_dir(&tmp).map_err(|e| StoreError::Unwritable {
             path: tmp.clone(),
@@ -85,21 +99,24 @@ impl Store {
         }
         rec.trace = Some(TraceWriter::create(&tmp.join("events"))?);
         rec.output = Some(OutputWriter::create(&tmp)?);
-        rec.keyframes = Some(
-            KeyframeWriter::create(&tmp.join(KEYFRAMES_FILE)).map_err(|e| StoreError::Corrupt {
-                path: tmp.join(KEYFRAMES_FILE),
-                what: e.to_string(),
-            })?,
-        );
+        rec.keyframes =
+            Some(KeyframeWriter::create(&tmp.join(KEYFRAMES_FILE)).map_err(keyframe_error)?);
         Ok(rec)
     }
 }
 
+/// A keyframe file's error as the store's, keeping an I/O error's cause
+/// (a full disk is told apart by it).
+fn keyframe_error(e: crate::record::keyframe::KeyframeError) -> StoreError {
+    use crate::record::keyframe::KeyframeError;
+    match e {
+        KeyframeError::Io { path, source } => StoreError::Io { path, source },
+        KeyframeError::Corrupt { path, what } => StoreError::Corrupt { path, what },
+    }
+}
+
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    std::fs::write(path, bytes).map_err(|e| StoreError::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })
+    std::fs::write(path, bytes).map_err(io(path))
 }
 
 impl StoreRecorder {
@@ -138,8 +155,16 @@ impl StoreRecorder {
     }
 
     /// A problem that costs the run its keyframes but not the run itself.
-    fn fail_soft(&mut self, e: StoreError) {
-        eprintln!("rewind: warning: run {} keeps no keyframes: {e}", self.id);
+    fn fail_soft(&mut self, error: StoreError) {
+        self.warnings.push(StoreWarning::NoKeyframesKept {
+            run: self.id.clone(),
+            error,
+        });
+    }
+
+    /// What the run went on without so far, for the caller to show.
+    pub fn take_warnings(&mut self) -> Vec<StoreWarning> {
+        std::mem::take(&mut self.warnings)
     }
 
     fn fail(&mut self, e: StoreError) {
@@ -151,7 +176,18 @@ impl StoreRecorder {
     /// Finishes the run: writes the last events, the output index and
     /// `meta.json`, then moves the directory to `runs/<id>`, replacing a run
     /// with the same id.
-    pub fn finish(mut self, outcome: &Outcome, details: &RunDetails) -> Result<Run, StoreError> {
+    pub fn finish(self, outcome: &Outcome, details: &RunDetails) -> Result<Run, StoreError> {
+        let home = self.runs.parent().unwrap_or(&self.runs).to_path_buf();
+        let id = self.id.clone();
+        self.finish_writing(outcome, details)
+            .map_err(|e| e.or_full(&home, || format!("run {id} was not kept")))
+    }
+
+    fn finish_writing(
+        mut self,
+        outcome: &Outcome,
+        details: &RunDetails,
+    ) -> Result<Run, StoreError> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -209,10 +245,6 @@ impl StoreRecorder {
 /// the file system can (renameat2 RENAME_EXCHANGE), else moves the old run
 /// aside first; then removes the old run.
 fn install(tmp: &Path, dest: &Path, runs: &Path, id: &str) -> Result<(), StoreError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| StoreError::Io { path, source }
-    };
     for _ in 0..3 {
         match std::fs::rename(tmp, dest) {
             Ok(()) => return Ok(()),
@@ -292,16 +324,18 @@ impl Recorder for StoreRecorder {
                 .as_mut()
                 .unwrap()
                 .push(kf)
-                .map_err(|e| StoreError::Corrupt {
-                    path: self.tmp.join(KEYFRAMES_FILE),
-                    what: e.to_string(),
-                })
+                .map_err(keyframe_error)
         });
         if let Err(e) = written {
-            // A run without keyframes is still a run: stop taking them.
             self.keyframes = None;
             let _ = std::fs::remove_file(self.tmp.join(KEYFRAMES_FILE));
-            self.fail_soft(e);
+            if e.is_disk_full() {
+                // The rest of the run would not fit either.
+                self.fail(e);
+            } else {
+                // A run without keyframes is still a run: stop taking them.
+                self.fail_soft(e);
+            }
         }
     }
     fn switch(&mut self, step: u64, pid: u32, tid: u32) {

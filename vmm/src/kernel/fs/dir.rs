@@ -60,6 +60,7 @@ impl Kernel<'_> {
 
 /// getdents64(fd, dirp, count): `linux_dirent64` records; the offset is an
 /// index into the listing.
+/// Getdents64 implements Linux syscall getdents64(2).
 pub fn sys_getdents64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (id, d) = k.desc(a[0])?;
     if d.flags & O_PATH != 0 {
@@ -324,6 +325,7 @@ pub fn sys_renameat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     rename(k, a[0], a[1], a[2], a[3], 0)
 }
 
+/// Renameat2 implements Linux syscall renameat2(2).
 pub fn sys_renameat2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     rename(k, a[0], a[1], a[2], a[3], a[4])
 }

@@ -38,6 +38,8 @@ pub fn sys_openat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 }
 
 /// openat2(dirfd, path, how, size): the `resolve` restrictions are not enforced.
+/// Openat2 implements Linux syscall openat2(2).
+/// Partial (openat2): ignores `resolve`.
 pub fn sys_openat2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if a[3] < 24 || a[3] > 4096 {
         return Err(EINVAL);
@@ -113,7 +115,10 @@ fn open(k: &mut Kernel, dirfd: u64, path: &str, flags: u32, mode: u32) -> SysRes
     };
     let target = match node.kind.clone() {
         _ if flags & O_PATH != 0 => Target::Node(ino),
-        Kind::Proc(p @ (Proc::Maps | Proc::Cmdline | Proc::Text(_))) => {
+        Kind::Dev(vfs::Device::Tty) => return Err(ENXIO),
+        Kind::Proc(
+            p @ (Proc::Maps | Proc::Cmdline | Proc::Text(_) | Proc::Stat | Proc::Status),
+        ) => {
             if acc != O_RDONLY {
                 return Err(EACCES);
             }
@@ -176,7 +181,7 @@ fn open_tmpfile(k: &mut Kernel, dirfd: u64, path: &str, flags: u32, mode: u32) -
 }
 
 /// The (address, length) pairs of an iovec array.
-fn iovecs(k: &mut Kernel, va: u64, count: u64) -> SysResult<Vec<(u64, usize)>> {
+pub(crate) fn iovecs(k: &mut Kernel, va: u64, count: u64) -> SysResult<Vec<(u64, usize)>> {
     if count > IOV_MAX {
         return Err(EINVAL);
     }
@@ -280,6 +285,8 @@ fn read_into(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -
             k.vfs.stdin.clone()
         }
         Target::Stdout | Target::Stderr => return Err(EBADF),
+        // Pipes and sockets (`io::sys_read`): only a positional read gets here.
+        Target::Io { .. } => return Err(ESPIPE),
         Target::Gen { data, .. } => data.clone(),
         Target::Node(ino) => match k.vfs.tree.node(*ino)?.kind.clone() {
             Kind::File(_) => k.vfs.tree.contents(*ino)?,
@@ -340,6 +347,7 @@ fn write_from(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) 
             Ok(n as u64)
         }
         Target::Stdin | Target::Gen { .. } => Err(EBADF),
+        Target::Io { .. } => Err(ESPIPE),
         Target::Node(ino) => {
             let ino = *ino;
             match k.vfs.tree.node(ino)?.kind.clone() {
@@ -383,7 +391,7 @@ fn write_from(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) 
     }
 }
 
-fn len_arg(n: u64) -> usize {
+pub(crate) fn len_arg(n: u64) -> usize {
     (n as usize).min(MAX_IO)
 }
 
@@ -404,10 +412,12 @@ pub fn sys_write(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     write_from(k, a[0], &[(a[1], len_arg(a[2]))], None)
 }
 
+/// Pread64 implements Linux syscall pread64(2).
 pub fn sys_pread64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     read_into(k, a[0], &[(a[1], len_arg(a[2]))], Some(pos_arg(a[3])?))
 }
 
+/// Pwrite64 implements Linux syscall pwrite64(2).
 pub fn sys_pwrite64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     write_from(k, a[0], &[(a[1], len_arg(a[2]))], Some(pos_arg(a[3])?))
 }
@@ -451,6 +461,7 @@ fn pos2(p: u64) -> SysResult<Option<u64>> {
     }
 }
 
+/// Preadv2 implements Linux syscall preadv2(2).
 pub fn sys_preadv2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.desc(a[0])?;
     let pos = pos2(a[3])?;
@@ -458,6 +469,7 @@ pub fn sys_preadv2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     read_into(k, a[0], &bufs, pos)
 }
 
+/// Pwritev2 implements Linux syscall pwritev2(2).
 pub fn sys_pwritev2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.desc(a[0])?;
     let pos = pos2(a[3])?;
@@ -482,7 +494,7 @@ pub fn sys_lseek(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         return Err(EBADF);
     }
     let size = match &d.target {
-        Target::Stdin | Target::Stdout | Target::Stderr => return Err(ESPIPE),
+        Target::Stdin | Target::Stdout | Target::Stderr | Target::Io { .. } => return Err(ESPIPE),
         Target::Gen { data, .. } => data.len() as u64,
         Target::Node(ino) => {
             let n = k.vfs.tree.node(*ino)?;
@@ -589,6 +601,7 @@ fn dup_to(k: &mut Kernel, old: u64, new: u64, cloexec: bool) -> SysResult<u64> {
     Ok(new as u64)
 }
 
+/// Dup2 implements Linux syscall dup2(2).
 pub fn sys_dup2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (n, _) = k.fd(a[0])?;
     if n as i64 == a[1] as i64 {
@@ -597,6 +610,7 @@ pub fn sys_dup2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     dup_to(k, a[0], a[1], false)
 }
 
+/// Dup3 implements Linux syscall dup3(2).
 pub fn sys_dup3(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if a[2] & !(O_CLOEXEC as u64) != 0 {
         return Err(EINVAL);
@@ -613,22 +627,17 @@ const F_GETFD: u64 = 1;
 const F_SETFD: u64 = 2;
 const F_GETFL: u64 = 3;
 const F_SETFL: u64 = 4;
-const F_GETLK: u64 = 5;
-const F_SETLK: u64 = 6;
-const F_SETLKW: u64 = 7;
 const F_SETOWN: u64 = 8;
 const F_GETOWN: u64 = 9;
-const F_OFD_GETLK: u64 = 36;
-const F_OFD_SETLK: u64 = 37;
-const F_OFD_SETLKW: u64 = 38;
 const F_DUPFD_CLOEXEC: u64 = 1030;
+const F_SETPIPE_SZ: u64 = 1031;
 const F_GETPIPE_SZ: u64 = 1032;
 const FD_CLOEXEC: u64 = 1;
-const F_UNLCK: u16 = 2;
 /// Flags F_SETFL may change.
 const SETFL_FLAGS: u32 = O_APPEND | O_NONBLOCK | O_ASYNC | O_DIRECT | O_NOATIME;
 
-/// Fcntl implements Linux syscall fcntl(2).
+/// Fcntl implements Linux syscall fcntl(2) (the locking commands are those of
+/// `sys_fcntl_locks`, which hands every other command to this one).
 pub fn sys_fcntl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (n, f) = k.fd(a[0])?;
     let (cmd, arg) = (a[1], a[2]);
@@ -652,31 +661,19 @@ pub fn sys_fcntl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
             d.flags = (d.flags & !SETFL_FLAGS) | (arg as u32 & SETFL_FLAGS);
             Ok(0)
         }
-        F_GETLK | F_OFD_GETLK => {
-            // One process: no lock is ever held by another.
-            k.read_user(arg, 32)?;
-            k.write_user(arg, &F_UNLCK.to_le_bytes())?;
-            Ok(0)
-        }
-        F_SETLK | F_SETLKW | F_OFD_SETLK | F_OFD_SETLKW => {
-            k.read_user(arg, 32)?;
-            Ok(0)
-        }
         F_SETOWN => Ok(0),
         F_GETOWN => Ok(0),
         F_GETPIPE_SZ => match k.desc_mut(f.desc).target {
             Target::Stdin | Target::Stdout | Target::Stderr => Ok(65536),
+            Target::Io { obj, .. } => super::pipe::size(k, obj),
+            _ => Err(EBADF),
+        },
+        F_SETPIPE_SZ => match k.desc_mut(f.desc).target {
+            Target::Io { obj, .. } => super::pipe::set_size(k, obj, arg as u32 as u64),
             _ => Err(EBADF),
         },
         _ => Err(EINVAL),
     }
-}
-
-/// Flock implements Linux syscall flock(2).
-/// Partial (flock): does nothing: one process holds every file.
-pub fn sys_flock(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
-    k.fd(a[0])?;
-    Ok(0)
 }
 
 const TCGETS: u64 = 0x5401;
@@ -713,6 +710,7 @@ pub fn sys_ioctl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
             let avail = match &d.target {
                 Target::Stdin => k.vfs.stdin.len() as u64 - d.offset.min(k.vfs.stdin.len() as u64),
                 Target::Gen { data, .. } => (data.len() as u64).saturating_sub(d.offset),
+                Target::Io { obj, .. } => super::io::unread(&k.vfs.io, *obj),
                 Target::Node(ino) => match &k.vfs.tree.node(*ino)?.kind {
                     Kind::File(_) => k.vfs.tree.node(*ino)?.size.saturating_sub(d.offset),
                     _ => return Err(ENOTTY),
@@ -807,7 +805,7 @@ pub fn sys_fallocate(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 pub fn sys_fsync(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (_, d) = k.desc(a[0])?;
     match d.target {
-        Target::Stdin | Target::Stdout | Target::Stderr => Err(EINVAL),
+        Target::Stdin | Target::Stdout | Target::Stderr | Target::Io { .. } => Err(EINVAL),
         _ => Ok(0),
     }
 }
@@ -824,13 +822,14 @@ pub fn sys_sync(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
 }
 
 /// fadvise64(fd, offset, len, advice): advice only.
+/// Fadvise64 implements Linux syscall fadvise64(2).
 pub fn sys_fadvise64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (_, d) = k.desc(a[0])?;
     if a[3] > 5 {
         return Err(EINVAL);
     }
     match d.target {
-        Target::Stdin | Target::Stdout | Target::Stderr => Err(ESPIPE),
+        Target::Stdin | Target::Stdout | Target::Stderr | Target::Io { .. } => Err(ESPIPE),
         _ => Ok(0),
     }
 }

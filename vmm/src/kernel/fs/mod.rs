@@ -7,7 +7,11 @@
 //! - `stat`: stat, statx, access, readlink, chmod, chown, utimensat, statfs;
 //! - `dir`: getdents64, getcwd, chdir, mkdir, unlink, rmdir, rename, link, symlink;
 //! - `special`: `/dev/*`, `/proc/self/*`;
-//! - `poll`: poll, ppoll.
+//! - `poll`: poll, ppoll, select, pselect6;
+//! - `io`: descriptors that are not files (pipes, sockets, eventfds,
+//!   timerfds, epoll instances): the objects behind them, and how a thread
+//!   blocks on them; `pipe`, `eventfd`, `epoll` and `kernel/net` serve them.
+//! - `xattr`: the extended-attribute calls (none are kept).
 //!
 //! A process's descriptor table maps numbers to open file descriptions,
 //! which the kernel keeps (so that `dup` shares an offset, as on Linux);
@@ -19,17 +23,25 @@
 //! what a program prints does not depend on where `rewind run` writes.
 
 pub mod dir;
+pub mod epoll;
+pub mod eventfd;
 pub mod file_ops;
+pub mod io;
+pub mod locks;
+pub mod pipe;
 pub mod poll;
 pub mod show;
 pub mod special;
 pub mod stat;
 pub mod vfs;
+pub mod xattr;
 
 pub use dir::*;
 pub use file_ops::*;
+pub use locks::{sys_fcntl_locks, sys_flock};
 pub use poll::*;
 pub use stat::*;
+pub use xattr::*;
 
 use super::errno::*;
 use super::identity::NOFILE_LIMIT;
@@ -93,6 +105,11 @@ pub enum Target {
         ino: Ino,
         #[serde(with = "arc_bytes")]
         data: Arc<Vec<u8>>,
+    },
+    /// An object of `io::Objects` (a pipe's end when `write` says which).
+    Io {
+        obj: io::ObjId,
+        write: bool,
     },
 }
 
@@ -167,6 +184,12 @@ pub struct Vfs {
     next_desc: DescId,
     #[serde(with = "arc_bytes")]
     pub stdin: Arc<Vec<u8>>,
+    /// Pipes, sockets, eventfds, timerfds and epoll instances.
+    #[serde(default)]
+    pub io: io::Objects,
+    /// flock, record and open-file-description locks.
+    #[serde(default)]
+    pub locks: locks::Locks,
 }
 
 /// Shared bytes, saved as plain bytes.
@@ -201,6 +224,8 @@ impl Vfs {
             ]),
             next_desc: 3,
             stdin: Arc::new(stdin),
+            io: io::Objects::default(),
+            locks: locks::Locks::default(),
         }
     }
 
@@ -236,6 +261,11 @@ impl Vfs {
             return;
         }
         let d = self.descs.remove(&id).unwrap();
+        if let Target::Io { obj, write } = d.target {
+            // The last reference to a pipe's end or a socket: it closes.
+            self.io.release(obj, write);
+        }
+        self.locks.drop_owner(locks::Owner::Desc(id), None);
         if let Some(ino) = d.ino() {
             if let Some(n) = self.tree.nodes.get_mut(&ino) {
                 n.opens = n.opens.saturating_sub(1);
@@ -363,6 +393,11 @@ impl Kernel<'_> {
     pub(crate) fn close_fd(&mut self, n: i32) -> bool {
         match self.cur_proc().files.fds.remove(&n) {
             Some(f) => {
+                // A process's record locks on a file go with any of its descriptors.
+                if let Some(ino) = self.vfs.descs.get(&f.desc).and_then(Description::ino) {
+                    let owner = locks::Owner::Process(self.cur_pid());
+                    self.vfs.locks.drop_owner(owner, Some(ino));
+                }
                 self.vfs.release(f.desc);
                 true
             }
@@ -453,6 +488,7 @@ impl Kernel<'_> {
                 Target::Stdin => NodeRef::Console(0),
                 Target::Stdout => NodeRef::Console(1),
                 Target::Stderr => NodeRef::Console(2),
+                Target::Io { obj, .. } => NodeRef::Console(io::console_number(obj)),
             });
         }
         let follow = flags & AT_SYMLINK_NOFOLLOW == 0;

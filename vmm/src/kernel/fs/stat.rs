@@ -16,6 +16,9 @@ const TREE_DEV: (u32, u32) = (8, 1);
 /// st_dev of the console's pipes (0:12, pipefs).
 const PIPE_DEV: (u32, u32) = (0, 12);
 
+/// Link targets shorter than this take no block (ext4 keeps them in the inode).
+const FAST_LINK: usize = 60;
+
 /// One node's stat, in a form both `struct stat` and `struct statx` take.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct StatInfo {
@@ -68,7 +71,7 @@ impl Kernel<'_> {
         let n = self.vfs.tree.node(ino)?;
         let size = match &n.kind {
             Kind::Proc(Proc::Text(t)) => t.len() as u64,
-            Kind::Proc(Proc::Maps | Proc::Cmdline) => 0,
+            Kind::Proc(Proc::Maps | Proc::Cmdline | Proc::Stat | Proc::Status) => 0,
             Kind::Proc(Proc::Exe) => 0,
             _ => n.size,
         };
@@ -86,7 +89,11 @@ impl Kernel<'_> {
             rdev,
             size,
             blksize: 4096,
-            blocks: size.div_ceil(4096) * 8,
+            // A short link's target lives in its inode (ext4's fast links).
+            blocks: match &n.kind {
+                Kind::Symlink(t) if t.len() < FAST_LINK => 0,
+                _ => size.div_ceil(4096) * 8,
+            },
             atime: n.atime,
             mtime: n.mtime,
             ctime: n.ctime,
@@ -102,6 +109,7 @@ impl Kernel<'_> {
             Target::Stdin => NodeRef::Console(0),
             Target::Stdout => NodeRef::Console(1),
             Target::Stderr => NodeRef::Console(2),
+            Target::Io { obj, .. } => NodeRef::Console(super::io::console_number(obj)),
         })
     }
 }
@@ -287,6 +295,7 @@ pub fn sys_faccessat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     access_check(k, NodeRef::Node(ino), a[2])
 }
 
+/// Faccessat2 implements Linux syscall faccessat2(2).
 pub fn sys_faccessat2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let flags = a[3];
     if flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {

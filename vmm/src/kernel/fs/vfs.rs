@@ -55,6 +55,8 @@ pub enum Device {
     Full,
     /// Reads give bytes of the run's seeded generator (random, urandom).
     Random,
+    /// `/dev/tty`: the run has no controlling terminal, so opening it is ENXIO.
+    Tty,
 }
 
 impl Device {
@@ -65,6 +67,7 @@ impl Device {
             Device::Zero => (1, 5),
             Device::Full => (1, 7),
             Device::Random => (1, 9),
+            Device::Tty => (5, 0),
         }
     }
 }
@@ -84,8 +87,12 @@ pub enum Proc {
     FdDir,
     /// `/proc/self/fd/N`: a link to what descriptor N is open on.
     Fd(i32),
-    /// Fixed text (`/sys/devices/system/cpu/online`).
+    /// Fixed text (`/sys/devices/system/cpu/online`, `/proc/cpuinfo`).
     Text(String),
+    /// `/proc/self/stat`.
+    Stat,
+    /// `/proc/self/status`.
+    Status,
 }
 
 /// A regular file's contents. Saved states (keyframes) carry the bytes of
@@ -310,37 +317,60 @@ impl Tree {
             Image::Program {
                 guest_path,
                 host_path,
+                deps,
             } => {
                 t.nodes.insert(
                     ROOT_INO,
                     Node::new(S_IFDIR | 0o755, 4096, epoch_ns, empty_dir(ROOT_INO, "")),
                 );
-                let parts: Vec<&str> = guest_path.split('/').filter(|c| !c.is_empty()).collect();
-                let mut dir = ROOT_INO;
-                for (i, name) in parts.iter().enumerate() {
-                    if i + 1 == parts.len() {
-                        let (mode, size) = std::fs::metadata(host_path).map_or((0o755, 0), |m| {
-                            use std::os::unix::fs::PermissionsExt;
-                            (m.permissions().mode() & 0o7777, m.len())
-                        });
-                        let node = Node::new(
-                            S_IFREG | mode,
-                            size,
-                            epoch_ns,
-                            Kind::File(FileData::image(host_path.clone())),
-                        );
-                        t.insert_image_child(dir, name, node);
-                    } else if let Ok(Some(d)) = t.lookup(dir, name) {
-                        dir = d;
-                    } else {
-                        let node = Node::new(S_IFDIR | 0o755, 4096, epoch_ns, empty_dir(dir, name));
-                        dir = t.insert_image_child(dir, name, node);
-                    }
+                let file = |host: &std::path::Path| {
+                    let (mode, size) = std::fs::metadata(host).map_or((0o755, 0), |m| {
+                        use std::os::unix::fs::PermissionsExt;
+                        (m.permissions().mode() & 0o7777, m.len())
+                    });
+                    Node::new(
+                        S_IFREG | mode,
+                        size,
+                        epoch_ns,
+                        Kind::File(FileData::image(host.to_path_buf())),
+                    )
+                };
+                t.insert_image_path(guest_path, file(host_path));
+                for d in deps {
+                    let node = match &d.kind {
+                        crate::image::DepKind::File { host } => file(host),
+                        crate::image::DepKind::Symlink { target } => symlink_node(target, epoch_ns),
+                    };
+                    t.insert_image_path(&d.guest, node);
                 }
             }
         }
         t.add_monitor_dirs(cores);
         t
+    }
+
+    /// Adds `node` at absolute path `guest` of an image without a root
+    /// directory, making the directories on the way (a path that meets
+    /// something else than a directory, or is there already, is left out).
+    fn insert_image_path(&mut self, guest: &str, node: Node) {
+        let parts: Vec<&str> = guest.split('/').filter(|c| !c.is_empty()).collect();
+        let Some((last, dirs)) = parts.split_last() else {
+            return;
+        };
+        let mut dir = ROOT_INO;
+        for name in dirs {
+            dir = match self.lookup(dir, name) {
+                Ok(Some(d)) if self.nodes.get(&d).is_some_and(Node::is_dir) => d,
+                Ok(None) => {
+                    let n = Node::new(S_IFDIR | 0o755, 4096, self.epoch_ns, empty_dir(dir, name));
+                    self.insert_image_child(dir, name, n)
+                }
+                _ => return,
+            };
+        }
+        if let Ok(None) = self.lookup(dir, last) {
+            self.insert_image_child(dir, last, node);
+        }
     }
 
     /// Adds a child found in the image: its inode number comes from its place.
@@ -396,6 +426,7 @@ impl Tree {
             ("full", Device::Full),
             ("random", Device::Random),
             ("urandom", Device::Random),
+            ("tty", Device::Tty),
         ] {
             self.add_node(dev, name, Node::new(S_IFCHR | 0o666, 0, now, Kind::Dev(d)));
         }
@@ -415,6 +446,8 @@ impl Tree {
             ("cwd", Proc::Cwd, S_IFLNK | 0o777),
             ("maps", Proc::Maps, S_IFREG | 0o444),
             ("cmdline", Proc::Cmdline, S_IFREG | 0o444),
+            ("stat", Proc::Stat, S_IFREG | 0o444),
+            ("status", Proc::Status, S_IFREG | 0o444),
             ("fd", Proc::FdDir, S_IFDIR | 0o500),
         ] {
             let mut n = Node::new(mode, 0, now, Kind::Proc(p));
@@ -423,6 +456,23 @@ impl Tree {
             }
             self.add_node(self_, name, n);
         }
+        // The first process's own directory by number, as `self` (the
+        // monitor's /proc describes the process that looks).
+        self.add_node(
+            proc_,
+            &crate::kernel::FIRST_PID.to_string(),
+            symlink_node("self", now),
+        );
+        self.add_node(
+            proc_,
+            "cpuinfo",
+            Node::new(
+                S_IFREG | 0o444,
+                0,
+                now,
+                Kind::Proc(Proc::Text(super::special::cpuinfo(cores))),
+            ),
+        );
         let sys = self.add_dir(ROOT_INO, "sys", 0o555, true);
         let devices = self.add_dir(sys, "devices", 0o755, true);
         let system = self.add_dir(devices, "system", 0o755, true);

@@ -29,7 +29,7 @@ pub fn sys_rt_sigaction(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         k.cur_proc().signals.actions[(sig - 1) as usize] = n;
         if n.ignores(sig) {
             let pid = k.cur_pid();
-            k.discard_pending(pid, sig);
+            k.discard_pending(pid, &[sig]);
         }
     }
     Ok(0)
@@ -80,23 +80,30 @@ pub fn sys_rt_sigreturn(k: &mut Kernel, _: [u64; 6]) -> SysResult<Sys> {
 }
 
 /// The processes `kill(pid, ...)` names.
+/// The processes kill(2) names: a pid (a zombie counts, and takes
+/// nothing), the caller's group (0), a group (-pgid), or every process but
+/// the caller (-1).
 fn kill_targets(k: &Kernel, pid: i32) -> Vec<Pid> {
     let me = k.cur_pid();
+    let group = |g: Pid| -> Vec<Pid> {
+        let live = k.procs.values().filter(|p| p.pgid == g).map(|p| p.pid);
+        let dead = k
+            .zombies
+            .iter()
+            .filter(|(_, z)| z.pgid == g)
+            .map(|(p, _)| *p);
+        live.chain(dead).collect()
+    };
     match pid {
-        0 => vec![me],
+        0 => group(k.procs[&me].pgid),
         -1 => k.procs.keys().copied().filter(|p| *p != me).collect(),
-        // The process group: every process leads its own (setpgid is not kept).
-        p if p < -1 => k
-            .procs
-            .keys()
-            .copied()
-            .filter(|q| *q as i64 == -(p as i64))
-            .collect(),
+        p if p < -1 => group(p.unsigned_abs()),
         // A thread id names its process too, as on Linux.
         p => k
             .threads
             .get(&(p as Tid))
             .map(|t| t.pid)
+            .or_else(|| k.zombies.contains_key(&(p as Pid)).then_some(p as Pid))
             .into_iter()
             .collect(),
     }

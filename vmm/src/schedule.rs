@@ -16,8 +16,11 @@
 //! gives way to any other. Where its choice differs from what the policy
 //! would run, it is recorded as a switch to that thread, so the applied list
 //! replays the same run as an explicit schedule (forks, narrowing).
+//!
+//! The kernel applies a schedule, so this module sits below it: it names
+//! neither the kernel nor `check` (which re-exports it) nor `store`
+//! (`vmm/tests/layers.rs`).
 
-use crate::kernel::Rng;
 use crate::record::{Manifest, Perturbation, Perturbed};
 use std::collections::BTreeMap;
 
@@ -190,5 +193,28 @@ impl Perturber {
 
     pub fn record(&mut self, step: u64, what: Perturbation) {
         self.applied.push(Perturbed { step, what });
+    }
+}
+
+/// A deterministic PRNG (SplitMix64): the guest's only source of randomness.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5265_7769_6e64_2121)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for c in buf.chunks_mut(8) {
+            let v = self.next_u64().to_le_bytes();
+            c.copy_from_slice(&v[..c.len()]);
+        }
     }
 }

@@ -1,0 +1,109 @@
+//! The Neovim plugin (nvim-plugin/) under headless Neovim 0.11
+//! (tests/tools/neovim, from scripts/setup): it loads and defines its
+//! commands; its language-server side (`require('rewind').lsp()` with
+//! vim.lsp, `:RewindCheck` without a session, the code action, `:RewindRuns`)
+//! needs no nvim-dap and always runs; with an nvim-dap checkout in
+//! $NVIM_DAP_PATH, `:RewindOpen` on the failing run of bank stops at the
+//! deciding step, `:RewindLanes` draws both runs' lanes, `:RewindGoto` moves
+//! the session, `:RewindCheck` checks from there and the code action opens
+//! a session (without one, the test says it skipped that). The runs are
+//! replayed when the home drops.
+
+use rewind_tests::{lsp, rewind_bin, run_command, Home};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+fn nvim() -> std::path::PathBuf {
+    let nvim = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/tools/neovim/bin/nvim");
+    assert!(
+        nvim.exists(),
+        "{} is missing: run scripts/setup --install-only",
+        nvim.display()
+    );
+    nvim
+}
+
+fn dap_checkout() -> Option<std::ffi::OsString> {
+    std::env::var_os("NVIM_DAP_PATH").filter(|p| !p.is_empty())
+}
+
+#[test]
+fn lsp_side_in_headless_neovim() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // The workspace outlives the home: dropping the home replays runs of its program.
+    let ws = lsp::workspace("examples", "bank");
+    let home = Home::new();
+    let mut cmd = Command::new(nvim());
+    cmd.args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-l"])
+        .arg(repo.join("nvim-plugin/test/lsp_test.lua"))
+        .current_dir(ws.path())
+        .env("REWIND_PLUGIN", repo.join("nvim-plugin"))
+        .env("REWIND_BIN", rewind_bin())
+        .env("REWIND_HOME", home.path())
+        .env("WS", ws.path());
+    let out = run_command(cmd, Duration::from_secs(900));
+    assert_eq!(out.code, 0, "{out}");
+    let said = format!("{}{}", out.stdout, out.stderr);
+    for l in said
+        .lines()
+        .filter(|l| l.starts_with("ok:") || l.starts_with("skipped:"))
+    {
+        eprintln!("{l}");
+    }
+    for want in [
+        "ok: rewind lsp attached to bank.c",
+        "ok: RewindCheck put bank.c:",
+        "ok: the code action opened run ",
+        "ok: RewindRuns offered ",
+    ] {
+        assert!(said.contains(want), "{want}:\n{out}");
+    }
+    match dap_checkout() {
+        None => assert!(said.contains("skipped: NVIM_DAP_PATH"), "{out}"),
+        Some(_) => assert!(
+            said.contains("ok: the code action opened a debug session stopped at step"),
+            "{out}"
+        ),
+    }
+}
+
+#[test]
+fn plugin_in_headless_neovim() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let nvim = nvim();
+    let home = Home::new();
+    let check = home.rewind(&["check", "--example", "bank"]);
+    assert_eq!(check.code, 1, "{check}");
+    let line = check
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("open it: rewind open "))
+        .unwrap_or_else(|| panic!("{check}"));
+    let w: Vec<&str> = line.split_whitespace().collect();
+    let (run, step, compare) = (w[0], w[1], w[3]);
+    let mut cmd = Command::new(&nvim);
+    cmd.args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-l"])
+        .arg(repo.join("nvim-plugin/test/rewind_test.lua"))
+        .env("REWIND_PLUGIN", repo.join("nvim-plugin"))
+        .env("REWIND_BIN", rewind_bin())
+        .env("REWIND_HOME", home.path())
+        .env("REWIND_RUN", run)
+        .env("REWIND_STEP", step)
+        .env("REWIND_COMPARE", compare);
+    let out = run_command(cmd, Duration::from_secs(180));
+    assert_eq!(out.code, 0, "{out}");
+    let said = format!("{}{}", out.stdout, out.stderr);
+    match dap_checkout() {
+        None => {
+            assert!(said.contains("skipped:"), "{out}");
+            eprintln!("skipped: NVIM_DAP_PATH is not set (an nvim-dap checkout)");
+        }
+        Some(_) => {
+            assert!(said.contains("ok: RewindOpen stopped at step"), "{out}");
+            assert!(said.contains("ok: RewindCheck from step 10: "), "{out}");
+            assert!(said.contains("ok: RewindRuns opened "), "{out}");
+            assert!(said.contains('█'), "the lanes are drawn:\n{out}");
+        }
+    }
+}

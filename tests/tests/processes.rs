@@ -1,0 +1,209 @@
+//! Processes end to end (issue 13 part 1): fork, vfork, wait4 and waitid
+//! with their options, exit statuses, SIGCHLD, zombies, orphans, process
+//! groups and sessions (`guest/tests/proc-fork.c`); execve and execveat of a
+//! static program and of `#!` scripts (`guest/tests/proc-exec.c`); every
+//! process in events, `ps` and `threads`; a fork at a step inside a child,
+//! from a keyframe holding two processes; and the `waiter` example found by
+//! `rewind check` as a deadlock in the parent's pause. The guest programs
+//! check themselves and print `all passed`; every run recorded here replays.
+
+use rewind_tests::{assert_lines, Home};
+
+#[test]
+fn fork_wait_statuses_sigchld_orphans_and_groups() {
+    let home = Home::new();
+    let (run, log) = home.run_passing("proc-fork");
+    assert_lines(
+        &log,
+        &[
+            "ok: waitpid: the child exited 7 and saw its parent with getppid",
+            "ok: the child's write stayed in its own memory",
+            "ok: WNOHANG with live children: 0",
+            "ok: SIGABRT with RLIMIT_CORE raised: the core flag",
+            "ok: a wait the child ends returns its pid, the handler runs after",
+            "ok: SA_NOCLDWAIT: reaped by itself, ECHILD",
+            "ok: waitid WNOWAIT: the child's siginfo, left a zombie",
+            "ok: waitid P_PGID",
+            "ok: WUNTRACED: stopped by SIGSTOP",
+            "ok: WCONTINUED after SIGCONT",
+            "ok: waitid WSTOPPED: stopped by SIGTSTP in pause",
+            "ok: a stopped child dies of SIGKILL",
+            "ok: fork and a pipe: the child's bytes, then EOF when it exits",
+            "ok: vfork and _exit",
+            "ok: an orphan's getppid is the first process",
+            "ok: PR_SET_PDEATHSIG: SIGUSR1 when its parent died",
+            "ok: both members of the group were killed",
+            "ok: kill(-1) reached the child, not me",
+            "ok: a child inherits its parent's limits",
+        ],
+    );
+    let events = home.events(&run.id);
+    // The child's events carry its own pid, from its first step.
+    assert!(
+        events
+            .lines()
+            .any(|l| l.contains("1001/1001") && l.contains("thread start (from 1000)")),
+        "{events}"
+    );
+    assert!(
+        events
+            .lines()
+            .any(|l| l.contains("1001/1001") && l.contains("exit_group(7)")),
+        "{events}"
+    );
+    assert!(
+        events.lines().any(|l| l.contains("1000/1000")
+            && l.contains("wait4(1001, ")
+            && l.ends_with("= 1001")),
+        "{events}"
+    );
+    let threads = home.ok(&["threads", &run.id]).stdout;
+    assert!(threads.contains("1001/1001"), "{threads}");
+    // `kill(z, 0)` of a zombie: `ps` shows it there, not yet reaped.
+    let step = events
+        .lines()
+        .find(|l| l.contains(" kill(") && l.ends_with(", signal 0) = 0"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{events}"));
+    let ps = home.ok(&["ps", &run.id, "--at", step]).stdout;
+    assert!(
+        ps.lines()
+            .any(|l| l.contains("(parent 1000): a zombie, exited:0")),
+        "{ps}"
+    );
+}
+
+#[test]
+fn exec_of_a_static_program_and_of_scripts() {
+    let home = Home::new();
+    let (run, log) = home.run_passing("proc-exec");
+    assert_lines(
+        &log,
+        &[
+            "ok: exec: close-on-exec closed, handlers reset, SIG_IGN, mask, fds and env kept",
+            "ok: neither ELF nor #!: ENOEXEC",
+            "ok: a missing interpreter: ENOENT",
+            "ok: no execute permission: EACCES",
+            "ok: five scripts deep: ELOOP",
+            // argv[0] gives way to the interpreter, its one argument (inner
+            // blanks kept) and the script's path.
+            "interp: [self] [interp  one arg] [/script] [a] [b]",
+            "interp: [self] [interp] [/s1] [/s2] [/s3] [/s4] [x]",
+            "interp: [self] [interp  one arg] [/dev/fd/3/script] [a] [b]",
+            "interp: [self] [interp] [by-fd]",
+        ],
+    );
+    let events = home.events(&run.id);
+    assert!(
+        events
+            .lines()
+            .any(|l| l.contains("1001/1001") && l.contains("execve(\"/") && l.ends_with(") = 0")),
+        "{events}"
+    );
+    assert!(
+        events
+            .lines()
+            .any(|l| l.contains("execve(\"/garbage\"") && l.ends_with("= -1 ENOEXEC")),
+        "{events}"
+    );
+}
+
+/// A two-process run long enough to hold keyframes: `ps` shows both
+/// processes at a step inside the child, and a fork at that step (restored
+/// from a keyframe with two address spaces) runs to the same end.
+#[test]
+fn ps_and_a_fork_inside_a_child() {
+    let home = Home::new();
+    let run = home.run_guest("proc-fork", &["long", "30000"]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    assert_lines(
+        &home.log(&run.id),
+        &["child: 30000 calls", "parent: the child exited 0"],
+    );
+    let steps = run.steps.expect("a step count");
+    let inside = (steps - 100).to_string();
+    let ps = home.ok(&["ps", &run.id, "--at", &inside]).stdout;
+    assert!(ps.contains("process 1000 (parent 999)"), "{ps}");
+    assert!(ps.contains("process 1001 (parent 1000)"), "{ps}");
+    assert!(ps.contains("thread 1000/1000: blocked in wait4("), "{ps}");
+    assert!(ps.contains("thread 1001/1001: running"), "{ps}");
+    let fork = home.rewind(&["fork", &run.id, &inside, "--seed", "5", "-q"]);
+    assert_eq!(fork.code, 0, "{fork}");
+    // From the last keyframe (it holds both processes) when the build can
+    // restore it, else from step 0: either way the same run.
+    assert!(
+        fork.stderr.contains("forking from the keyframe at step ")
+            || fork.stderr.contains("forking from step 0"),
+        "{fork}"
+    );
+    assert!(
+        fork.stderr
+            .contains(&format!(" exited:0 after {steps} steps")),
+        "{fork}"
+    );
+    assert!(
+        fork.stderr
+            .contains("the fork does not differ from its parent"),
+        "{fork}"
+    );
+    home.replay_identical(&run.id);
+}
+
+#[test]
+fn waiter_deadlocks_in_the_parents_pause_and_its_fix_passes() {
+    let home = Home::new();
+    let out = home.rewind(&["check", "--example", "waiter"]);
+    assert_eq!(out.code, 1, "the bug of `waiter` was not found:\n{out}");
+    let stdout = &out.stdout;
+    assert!(
+        stdout.lines().any(|l| l.contains(
+            " violates ends-differently: ended deadlocked where schedule 0 ended exited:0"
+        )),
+        "{out}"
+    );
+    let decides = stdout
+        .lines()
+        .find(|l| l.contains(" decides it: "))
+        .unwrap_or_else(|| panic!("not narrowed:\n{out}"));
+    assert!(decides.contains("waiter.c:"), "{decides}");
+    let failing = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("failing: run "))
+        .unwrap_or_else(|| panic!("{out}"))
+        .trim()
+        .to_string();
+    // Made again as `rewind show` says, its report names the parent's pause.
+    let show = home.ok(&["show", &failing]);
+    let again = show
+        .stdout
+        .lines()
+        .map(str::trim)
+        .rfind(|l| l.starts_with("rewind run "))
+        .unwrap_or_else(|| panic!("{show}"))
+        .to_string();
+    let args: Vec<&str> = again
+        .trim_end_matches("< /dev/null")
+        .split_whitespace()
+        .skip(2)
+        .collect();
+    let made = home.run(&args);
+    assert_eq!(made.id, failing);
+    assert_eq!(made.status, "deadlocked", "{}", made.out);
+    assert!(
+        made.out
+            .stderr_lines()
+            .iter()
+            .any(|l| l.contains("thread 1000/1000: blocked in pause(), at ")
+                && l.contains("from main (waiter.c:")),
+        "{}",
+        made.out
+    );
+    let fixed = home.rewind(&["check", "--example", "waiter-fixed"]);
+    assert_eq!(fixed.code, 0, "{fixed}");
+    assert!(
+        fixed
+            .stdout
+            .contains("0 of 64 perturbed schedules ended differently"),
+        "{fixed}"
+    );
+}

@@ -1,0 +1,543 @@
+//! Descriptors that are not files: pipes (`pipe`), sockets (`kernel/net`),
+//! eventfds and timerfds (`eventfd`) and epoll instances (`epoll`). Each is
+//! an object of [`Objects`], which the kernel's file state keeps (so
+//! keyframes save it); an open file description refers to one with
+//! `Target::Io`, and the last reference to it going closes it
+//! ([`Objects::release`]: a pipe's end, a socket).
+//!
+//! **Blocking.** A call that cannot go on (a read of an empty pipe, an
+//! accept with nothing queued, a poll with nothing ready) blocks its thread
+//! in `Wait::Io`, watching the objects whose change could let it go on,
+//! each with its change count as of then. Whatever changes an object bumps
+//! its count ([`Objects::touch`]); before the scheduler picks the next
+//! thread, every thread watching an object that changed since it looked is
+//! restarted: it runs its call again from the start (`rip -= 2`), which
+//! either completes or blocks again, as Linux's wait loops do. The
+//! restarted call is the one recorded, at its own step. What a call had
+//! done before it blocked (bytes of a long write, a poll's deadline) is kept
+//! for it ([`Resume`]). A timeout restarts the call too, which then sees its
+//! deadline passed. So blocking is deterministic, a thread is never woken
+//! by its own change, and when every thread waits on descriptors no one
+//! will change, the run is `deadlocked`, naming the calls.
+
+use super::super::errno::*;
+use super::super::sched::Sys;
+use super::super::task::{PendingCall, ThreadState, Tid, Wait};
+use super::super::Kernel;
+use super::epoll::Epoll;
+use super::eventfd::{EventFd, TimerFd};
+use super::pipe::Pipe;
+use super::{Description, Target};
+use crate::kernel::net::Socket;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub type ObjId = u64;
+
+/// poll(2)'s bits, which epoll shares.
+pub const POLLIN: u16 = 0x1;
+pub const POLLPRI: u16 = 0x2;
+pub const POLLOUT: u16 = 0x4;
+pub const POLLERR: u16 = 0x8;
+pub const POLLHUP: u16 = 0x10;
+pub const POLLNVAL: u16 = 0x20;
+pub const POLLRDNORM: u16 = 0x40;
+pub const POLLWRNORM: u16 = 0x100;
+pub const POLLRDHUP: u16 = 0x2000;
+
+/// Readable, as poll says it.
+pub const READABLE: u16 = POLLIN | POLLRDNORM;
+/// Writable, as poll says it.
+pub const WRITABLE: u16 = POLLOUT | POLLWRNORM;
+
+/// Most objects alive at once in a run (each needs a descriptor, which
+/// RLIMIT_NOFILE bounds per process; this bounds them across processes).
+pub const MAX_OBJECTS: usize = 65_536;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Obj {
+    Pipe(Pipe),
+    Socket(Box<Socket>),
+    EventFd(EventFd),
+    TimerFd(TimerFd),
+    Epoll(Epoll),
+}
+
+/// What a restarted call had done before it blocked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resume {
+    /// The call it belongs to.
+    pub nr: u32,
+    /// Bytes already moved (a long write to a pipe or socket).
+    pub done: u64,
+    /// The absolute virtual deadline of a timed wait.
+    pub deadline: Option<u64>,
+}
+
+/// What a blocked thread watches.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Watch {
+    /// Each object with its change count when the thread looked.
+    objs: Vec<(ObjId, u64)>,
+    resume: Resume,
+    /// Arrival order: woken threads queue in it.
+    seq: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Objects {
+    next: ObjId,
+    pub objs: BTreeMap<ObjId, Obj>,
+    /// Change counts; an object that is gone counts as changed.
+    gens: BTreeMap<ObjId, u64>,
+    changed: BTreeSet<ObjId>,
+    waits: BTreeMap<Tid, Watch>,
+    watchers: BTreeMap<ObjId, BTreeSet<Tid>>,
+    seq: u64,
+    /// Calls a change restarted: what each had done.
+    resumes: BTreeMap<Tid, Resume>,
+    /// Armed timerfds: (next expiry, object).
+    pub(crate) timers: BTreeSet<(u64, ObjId)>,
+    /// Addresses, ports and listeners of the run's sockets.
+    pub net: crate::kernel::net::Names,
+}
+
+/// The number `fstat` shows a non-file descriptor's inode as (past the console's).
+pub fn console_number(obj: ObjId) -> i32 {
+    3 + (obj % (i32::MAX as u64 - 3)) as i32
+}
+
+impl Objects {
+    /// Adds an object; EMFILE past [`MAX_OBJECTS`].
+    pub fn add(&mut self, o: Obj) -> SysResult<ObjId> {
+        if self.objs.len() >= MAX_OBJECTS {
+            return Err(ENFILE);
+        }
+        let id = self.next;
+        self.next += 1;
+        self.objs.insert(id, o);
+        self.gens.insert(id, 0);
+        Ok(id)
+    }
+
+    /// Notes that `id` may have become ready (or is gone).
+    pub fn touch(&mut self, id: ObjId) {
+        if let Some(g) = self.gens.get_mut(&id) {
+            *g += 1;
+        }
+        self.changed.insert(id);
+    }
+
+    /// The change count of `id` (an object that is gone counts as changed).
+    pub fn gen_of(&self, id: ObjId) -> u64 {
+        self.gen(id)
+    }
+
+    fn gen(&self, id: ObjId) -> u64 {
+        self.gens.get(&id).copied().unwrap_or(u64::MAX)
+    }
+
+    pub fn pipe(&mut self, id: ObjId) -> SysResult<&mut Pipe> {
+        match self.objs.get_mut(&id) {
+            Some(Obj::Pipe(p)) => Ok(p),
+            _ => Err(EBADF),
+        }
+    }
+
+    pub fn socket(&mut self, id: ObjId) -> Option<&mut Socket> {
+        match self.objs.get_mut(&id) {
+            Some(Obj::Socket(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Removes an object; its watchers see it changed.
+    pub fn remove(&mut self, id: ObjId) -> Option<Obj> {
+        let o = self.objs.remove(&id);
+        self.gens.remove(&id);
+        self.changed.insert(id);
+        o
+    }
+
+    /// The last reference to a description on `id` went: a pipe's end or
+    /// the object closes.
+    pub fn release(&mut self, id: ObjId, write: bool) {
+        match self.objs.get_mut(&id) {
+            Some(Obj::Pipe(p)) => {
+                if write {
+                    p.writers = p.writers.saturating_sub(1);
+                } else {
+                    p.readers = p.readers.saturating_sub(1);
+                }
+                if p.readers == 0 && p.writers == 0 {
+                    self.remove(id);
+                } else {
+                    self.touch(id);
+                }
+            }
+            Some(Obj::Socket(_)) => crate::kernel::net::close(self, id),
+            Some(_) => {
+                self.remove(id);
+            }
+            None => {}
+        }
+        // Epoll instances forget what they watched through it.
+        for o in self.objs.values_mut() {
+            if let Obj::Epoll(e) = o {
+                e.forget(id, write);
+            }
+        }
+    }
+}
+
+/// The object a description is open on, and which end.
+pub fn io_of(d: &Description) -> Option<(ObjId, bool)> {
+    match d.target {
+        Target::Io { obj, write } => Some((obj, write)),
+        _ => None,
+    }
+}
+
+impl Kernel<'_> {
+    /// Blocks the current thread in `call` until one of `objs` changes or
+    /// `resume.deadline` passes; the call is then run again.
+    pub(crate) fn io_block(&mut self, objs: &[ObjId], resume: Resume, call: PendingCall) -> Sys {
+        let tid = self.cur_tid();
+        self.io_unwatch(tid);
+        let io = &mut self.vfs.io;
+        io.seq += 1;
+        let mut seen = Vec::with_capacity(objs.len());
+        for &o in objs {
+            seen.push((o, io.gen(o)));
+            io.watchers.entry(o).or_default().insert(tid);
+        }
+        io.waits.insert(
+            tid,
+            Watch {
+                objs: seen,
+                resume,
+                seq: io.seq,
+            },
+        );
+        self.block(Wait::Io, resume.deadline, call)
+    }
+
+    fn io_unwatch(&mut self, tid: Tid) -> Option<Resume> {
+        let io = &mut self.vfs.io;
+        let w = io.waits.remove(&tid)?;
+        for (o, _) in w.objs {
+            if let Some(s) = io.watchers.get_mut(&o) {
+                s.remove(&tid);
+                if s.is_empty() {
+                    io.watchers.remove(&o);
+                }
+            }
+        }
+        Some(w.resume)
+    }
+
+    /// What the current thread's call `nr` had done before a restart.
+    pub(crate) fn io_resume(&mut self, nr: u32) -> Resume {
+        let tid = self.cur_tid();
+        match self.vfs.io.resumes.remove(&tid) {
+            Some(r) if r.nr == nr => r,
+            _ => Resume {
+                nr,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Restarts every thread watching an object that changed since it
+    /// looked, in the order they blocked. Whether any was.
+    pub fn io_wake(&mut self) -> bool {
+        if self.vfs.io.changed.is_empty() {
+            return false;
+        }
+        let changed = std::mem::take(&mut self.vfs.io.changed);
+        let mut due = BTreeMap::new();
+        for o in changed {
+            let Some(tids) = self.vfs.io.watchers.get(&o) else {
+                continue;
+            };
+            for &tid in tids {
+                let Some(w) = self.vfs.io.waits.get(&tid) else {
+                    continue;
+                };
+                let moved = w
+                    .objs
+                    .iter()
+                    .any(|&(x, g)| x == o && self.vfs.io.gen(x) != g);
+                if moved {
+                    due.insert(w.seq, tid);
+                }
+            }
+        }
+        let any = !due.is_empty();
+        for (_, tid) in due {
+            self.io_restart(tid);
+        }
+        any
+    }
+
+    /// Runs `tid`'s blocked call again from its start (a change or its timeout).
+    pub(crate) fn io_restart(&mut self, tid: Tid) {
+        let resume = self.io_unwatch(tid);
+        let Some(t) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        let ThreadState::Blocked {
+            wait: Wait::Io,
+            deadline,
+        } = t.state
+        else {
+            return;
+        };
+        t.state = ThreadState::Runnable;
+        let call = t.pending_call.take();
+        if let Some(d) = deadline {
+            self.sched.timers.remove(&(d, tid));
+        }
+        if let Some(r) = resume {
+            self.vfs.io.resumes.insert(tid, r);
+        }
+        let nr = call.map_or(0, |c| c.nr as u64);
+        let regs = if tid == self.sched.current && t.ctx.is_none() {
+            Some(self.m.regs_mut())
+        } else {
+            t.ctx.as_mut().map(|c| &mut c.regs)
+        };
+        if let Some(r) = regs {
+            r.rip = r.rip.wrapping_sub(2);
+            r.rax = nr;
+        }
+        if tid != self.sched.current {
+            self.sched.runq.push_back(tid);
+        }
+    }
+
+    /// The object behind descriptor `fd`, if it is one.
+    pub(crate) fn io_fd(&mut self, fd: u64) -> SysResult<Option<(ObjId, bool, Description)>> {
+        let (_, d) = self.desc(fd)?;
+        Ok(io_of(&d).map(|(o, w)| (o, w, d)))
+    }
+}
+
+/// Calls a signal's handler always ends with EINTR (Linux's poll, select
+/// and epoll_wait), SA_RESTART or not.
+pub fn never_restarted(nr: u32) -> bool {
+    matches!(nr, 7 | 23 | 232 | 270 | 271 | 281 | 441)
+}
+
+/// The call being served, for a handler that may block.
+pub fn call(nr: u32, args: [u64; 6]) -> PendingCall {
+    PendingCall { nr, args }
+}
+
+const NR_READ: u32 = 0;
+const NR_WRITE: u32 = 1;
+const NR_READV: u32 = 19;
+const NR_WRITEV: u32 = 20;
+
+/// Read implements Linux syscall read(2).
+pub fn sys_read(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    match k.io_fd(a[0])? {
+        Some((o, w, d)) => {
+            let bufs = [(a[1], super::file_ops::len_arg(a[2]))];
+            stream_read(k, o, w, &d, &bufs, call(NR_READ, a))
+        }
+        None => super::sys_read(k, a).map(Sys::Ret),
+    }
+}
+
+/// Write implements Linux syscall write(2).
+pub fn sys_write(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    match k.io_fd(a[0])? {
+        Some((o, w, d)) => {
+            let bufs = [(a[1], super::file_ops::len_arg(a[2]))];
+            stream_write(k, o, w, &d, &bufs, call(NR_WRITE, a))
+        }
+        None => super::sys_write(k, a).map(Sys::Ret),
+    }
+}
+
+/// Readv implements Linux syscall readv(2).
+pub fn sys_readv(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    match k.io_fd(a[0])? {
+        Some((o, w, d)) => {
+            let bufs = super::file_ops::iovecs(k, a[1], a[2])?;
+            stream_read(k, o, w, &d, &bufs, call(NR_READV, a))
+        }
+        None => super::sys_readv(k, a).map(Sys::Ret),
+    }
+}
+
+/// Writev implements Linux syscall writev(2).
+pub fn sys_writev(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    match k.io_fd(a[0])? {
+        Some((o, w, d)) => {
+            let bufs = super::file_ops::iovecs(k, a[1], a[2])?;
+            stream_write(k, o, w, &d, &bufs, call(NR_WRITEV, a))
+        }
+        None => super::sys_writev(k, a).map(Sys::Ret),
+    }
+}
+
+/// A read of an object: a pipe's, a socket's, an eventfd's or a timerfd's.
+fn stream_read(
+    k: &mut Kernel,
+    obj: ObjId,
+    write: bool,
+    d: &Description,
+    bufs: &[(u64, usize)],
+    c: PendingCall,
+) -> SysResult<Sys> {
+    if !d.readable() || write {
+        return Err(EBADF);
+    }
+    let nonblock = d.flags & super::O_NONBLOCK != 0;
+    match k.vfs.io.objs.get(&obj) {
+        Some(Obj::Pipe(_)) => super::pipe::read(k, obj, nonblock, bufs, c),
+        Some(Obj::Socket(_)) => crate::kernel::net::read(k, obj, nonblock, bufs, c),
+        Some(Obj::EventFd(_)) | Some(Obj::TimerFd(_)) => {
+            super::eventfd::read(k, obj, nonblock, bufs, c)
+        }
+        Some(Obj::Epoll(_)) | None => Err(EINVAL),
+    }
+}
+
+/// A write to an object.
+fn stream_write(
+    k: &mut Kernel,
+    obj: ObjId,
+    write: bool,
+    d: &Description,
+    bufs: &[(u64, usize)],
+    c: PendingCall,
+) -> SysResult<Sys> {
+    let nonblock = d.flags & super::O_NONBLOCK != 0;
+    match k.vfs.io.objs.get(&obj) {
+        Some(Obj::Pipe(_)) if write => super::pipe::write(k, obj, nonblock, bufs, c),
+        Some(Obj::Socket(_)) => crate::kernel::net::write(k, obj, nonblock, bufs, c),
+        Some(Obj::EventFd(_)) => super::eventfd::write(k, obj, nonblock, bufs, c),
+        _ => Err(if d.writable() { EINVAL } else { EBADF }),
+    }
+}
+
+/// What object `obj` (the end `write` of a pipe) is ready for now.
+pub fn ready(io: &Objects, obj: ObjId, write: bool) -> u16 {
+    match io.objs.get(&obj) {
+        Some(Obj::Pipe(p)) => p.ready(write),
+        Some(Obj::Socket(s)) => crate::kernel::net::ready(io, s),
+        Some(Obj::EventFd(e)) => e.ready(),
+        Some(Obj::TimerFd(t)) => t.ready(),
+        Some(Obj::Epoll(e)) => {
+            if e.any_ready(io) {
+                READABLE
+            } else {
+                0
+            }
+        }
+        None => POLLHUP | POLLERR,
+    }
+}
+
+/// Bytes waiting to be read from `obj` (FIONREAD).
+pub fn unread(io: &Objects, obj: ObjId) -> u64 {
+    match io.objs.get(&obj) {
+        Some(Obj::Pipe(p)) => p.buf.len() as u64,
+        Some(Obj::Socket(s)) if s.stream() => s.rx.len() as u64,
+        Some(Obj::Socket(s)) => s.msgs.front().map_or(0, |m| m.bytes.len() as u64),
+        _ => 0,
+    }
+}
+
+/// The objects a thread waiting on `obj` watches (an epoll instance: what
+/// it watches too; a socket: its peer as well).
+pub fn watch_set(io: &Objects, obj: ObjId, out: &mut Vec<ObjId>) {
+    out.push(obj);
+    match io.objs.get(&obj) {
+        Some(Obj::Epoll(e)) => out.extend(e.watched()),
+        Some(Obj::Socket(s)) => out.extend(s.peer()),
+        _ => {}
+    }
+}
+
+/// Copies `avail` bytes out to the guest's buffers: `take(k, n)` hands the
+/// next `n` bytes, `give_back(k, bytes)` returns those the guest's memory
+/// refused. How many landed (EFAULT when none could).
+pub(crate) fn copy_out(
+    k: &mut Kernel,
+    bufs: &[(u64, usize)],
+    avail: usize,
+    mut take: impl FnMut(&mut Kernel, usize) -> Vec<u8>,
+    mut give_back: impl FnMut(&mut Kernel, Vec<u8>),
+) -> SysResult<usize> {
+    let mut done = 0usize;
+    for &(va, len) in bufs {
+        let mut off = 0usize;
+        while off < len && done < avail {
+            let n = (len - off)
+                .min(avail - done)
+                .min(super::super::uaccess::IO_CHUNK);
+            let bytes = take(k, n);
+            let wrote = match k.write_user_some(va.wrapping_add(off as u64), &bytes) {
+                Ok(w) => w,
+                Err(e) if done == 0 => {
+                    give_back(k, bytes);
+                    return Err(e);
+                }
+                Err(_) => 0,
+            };
+            done += wrote;
+            if wrote < bytes.len() {
+                give_back(k, bytes[wrote..].to_vec());
+                return Ok(done);
+            }
+            off += n;
+        }
+    }
+    Ok(done)
+}
+
+/// The bytes of the guest's buffers from offset `skip`, at most `max`.
+pub(crate) fn copy_in(
+    k: &mut Kernel,
+    bufs: &[(u64, usize)],
+    skip: usize,
+    max: usize,
+) -> SysResult<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    for &(va, len) in bufs {
+        if out.len() >= max {
+            break;
+        }
+        let end = pos.saturating_add(len);
+        if end <= skip {
+            pos = end;
+            continue;
+        }
+        let from = skip.saturating_sub(pos);
+        let n = (len - from).min(max - out.len());
+        let got = match k.read_user_some(va.wrapping_add(from as u64), n) {
+            Ok(b) => b,
+            Err(e) if out.is_empty() => return Err(e),
+            Err(_) => break,
+        };
+        let short = got.len() < n;
+        out.extend_from_slice(&got);
+        if short {
+            break;
+        }
+        pos = end;
+    }
+    Ok(out)
+}
+
+/// The total length of the guest's buffers (at most Linux's MAX_RW_COUNT).
+pub(crate) fn total_len(bufs: &[(u64, usize)]) -> usize {
+    bufs.iter()
+        .fold(0usize, |t, b| t.saturating_add(b.1))
+        .min(super::MAX_IO)
+}

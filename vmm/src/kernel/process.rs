@@ -1,0 +1,1040 @@
+//! Processes: fork, vfork and clone of a process, execve and execveat
+//! (static ELF and `#!` scripts), wait4 and waitid, zombies, SIGCHLD,
+//! orphans, process groups and sessions.
+//!
+//! A forked child gets an eager copy of the pages its parent has touched
+//! (`Mm::fork_copy`), in its own page tables; docs/design.md says why not
+//! copy-on-write. The first process plays init's role: orphans are
+//! reparented to it, and the run ends when it does.
+
+use super::elf::thread_name;
+use super::errno::*;
+use super::sched::Sys;
+use super::signal::{default_action, DefaultAction, SigAction, SigInfo, SIGCHLD, SIG_IGN};
+use super::task::{JobReport, PendingCall, Pid, Process, Thread, ThreadState, Tid, Wait, Zombie};
+use super::thread::{
+    CloneArgs, CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID, CLONE_DETACHED, CLONE_PARENT_SETTID,
+    CLONE_SETTLS, CLONE_VFORK, CLONE_VM, CSIGNAL,
+};
+use super::Kernel;
+use crate::record::{EventKind, ExitStatus};
+
+/// Most processes a run may hold at once, zombies included (as
+/// RLIMIT_NPROC would): a fork past it fails with EAGAIN, so a fork bomb
+/// meets a clear limit long before it could exhaust guest or host memory.
+pub const MAX_PROCS: usize = 512;
+
+/// CLONE_PARENT: the child is its creator's sibling.
+const CLONE_PARENT: u64 = 0x8000;
+/// Flags a process-creating clone may carry.
+const FORK_FLAGS: u64 = CSIGNAL
+    | CLONE_VM
+    | CLONE_VFORK
+    | CLONE_PARENT
+    | CLONE_SETTLS
+    | CLONE_PARENT_SETTID
+    | CLONE_CHILD_SETTID
+    | CLONE_CHILD_CLEARTID
+    | CLONE_DETACHED;
+const CLONE_SIGHAND: u64 = super::thread::CLONE_SIGHAND;
+
+const WNOHANG: u64 = 1;
+const WUNTRACED: u64 = 2;
+const WEXITED: u64 = 4;
+const WCONTINUED: u64 = 8;
+const WNOWAIT: u64 = 0x0100_0000;
+const WNOTHREAD: u64 = 0x2000_0000;
+const WALL: u64 = 0x4000_0000;
+const WCLONE: u64 = 0x8000_0000;
+
+const P_ALL: u64 = 0;
+const P_PID: u64 = 1;
+const P_PGID: u64 = 2;
+
+const CLD_EXITED: i32 = 1;
+const CLD_KILLED: i32 = 2;
+const CLD_DUMPED: i32 = 3;
+const CLD_STOPPED: i32 = 5;
+const CLD_CONTINUED: i32 = 6;
+/// SA_NOCLDSTOP: no SIGCHLD when a child stops or continues.
+const SA_NOCLDSTOP: u64 = 1;
+
+/// SA_NOCLDWAIT: children of this process are never zombies.
+const SA_NOCLDWAIT: u64 = 2;
+
+pub const NR_WAIT4: u32 = 61;
+pub const NR_WAITID: u32 = 247;
+const NR_EXECVE: u32 = 59;
+const NR_EXECVEAT: u32 = 322;
+
+/// Interpreters a `#!` script may name in a row (Linux's BINPRM_MAX_RECURSION).
+const MAX_INTERP_DEPTH: usize = 4;
+/// Bytes of a `#!` line Linux reads (BINPRM_BUF_SIZE).
+const INTERP_LINE_MAX: usize = 256;
+/// Most bytes of arguments and environment together (Linux's ARG_MAX with
+/// an 8 MiB stack: a quarter of it): more is E2BIG.
+const ARG_MAX: usize = 2 << 20;
+/// Most argument and environment strings.
+const ARG_COUNT_MAX: usize = 1 << 17;
+
+const AT_FDCWD: u64 = -100i64 as u64;
+const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+const AT_EMPTY_PATH: u64 = 0x1000;
+
+/// Which children a wait names.
+#[derive(Debug, Clone, Copy)]
+enum Which {
+    Any,
+    Pid(Pid),
+    Group(Pid),
+}
+
+/// A wait's request, from wait4's or waitid's arguments.
+struct WaitReq {
+    which: Which,
+    options: u64,
+    /// Ended children are what it waits for (wait4 always; waitid with WEXITED).
+    exited: bool,
+}
+
+/// What a wait found: the child, and its end or job-control change.
+struct Found {
+    pid: Pid,
+    what: Change,
+}
+
+enum Change {
+    Ended(Zombie),
+    Job(JobReport),
+}
+
+impl Change {
+    /// The wait status: exit code << 8; the signal with the core flag
+    /// (0x80); a stop as signal << 8 | 0x7f; a continue as 0xffff.
+    fn wstatus(&self) -> i32 {
+        match self {
+            Change::Ended(z) => z.wstatus(),
+            Change::Job(JobReport::Stopped(s)) => (s << 8) | 0x7f,
+            Change::Job(JobReport::Continued) => 0xffff,
+        }
+    }
+
+    /// si_code and si_status for waitid.
+    fn cld(&self) -> (i32, i32) {
+        match self {
+            Change::Ended(z) => z.cld(),
+            Change::Job(JobReport::Stopped(s)) => (CLD_STOPPED, *s),
+            Change::Job(JobReport::Continued) => (CLD_CONTINUED, super::signal::SIGCONT),
+        }
+    }
+}
+
+impl Zombie {
+    /// The wait status Linux encodes: exit code << 8, or the signal with
+    /// the core flag (0x80).
+    fn wstatus(&self) -> i32 {
+        match self.status {
+            ExitStatus::Exited(c) => (c & 0xff) << 8,
+            ExitStatus::Killed(s) => (s & 0x7f) | if self.core { 0x80 } else { 0 },
+            _ => 0,
+        }
+    }
+
+    /// si_code and si_status of SIGCHLD and waitid.
+    fn cld(&self) -> (i32, i32) {
+        match self.status {
+            ExitStatus::Exited(c) => (CLD_EXITED, c & 0xff),
+            ExitStatus::Killed(s) if self.core => (CLD_DUMPED, s),
+            ExitStatus::Killed(s) => (CLD_KILLED, s),
+            _ => (CLD_EXITED, 0),
+        }
+    }
+}
+
+impl Kernel<'_> {
+    /// fork, vfork, and clone or clone3 without CLONE_THREAD: a new process
+    /// with a copy of the caller's memory, descriptors (descriptions
+    /// shared) and signal handlers (no pending signals), and one thread
+    /// returning 0 where the caller's call returns the child's pid.
+    pub(super) fn fork_process(&mut self, c: CloneArgs, call: PendingCall) -> SysResult<Sys> {
+        let f = c.flags;
+        if f & CLONE_SIGHAND != 0 && f & CLONE_VM == 0 {
+            return Err(EINVAL);
+        }
+        if f & !FORK_FLAGS != 0 || (f & CLONE_VM != 0 && f & CLONE_VFORK == 0) {
+            return Err(ENOSYS);
+        }
+        if self.procs.len() + self.zombies.len() >= MAX_PROCS
+            || self.threads.len() >= super::thread::MAX_THREADS
+        {
+            return Err(EAGAIN);
+        }
+        let parent_tid = self.cur_tid();
+        let parent_pid = self.cur_pid();
+        let mm = {
+            let p = &self.procs[&parent_pid];
+            p.mm.fork_copy(&mut self.m.ram).ok_or(ENOMEM)?
+        };
+        let pid = self.alloc_id();
+        let mut regs = self.m.regs();
+        regs.rax = 0;
+        if c.stack != 0 {
+            regs.rsp = c.stack;
+        }
+        let fs_base = if f & CLONE_SETTLS != 0 {
+            c.tls
+        } else {
+            self.m.fs_base()
+        };
+        let xstate = match self.m.save_xstate() {
+            Ok(x) => x,
+            Err(e) => {
+                let mut mm = mm;
+                mm.release(&mut self.m.ram);
+                return Err(self.engine_failure(e));
+            }
+        };
+        let ctx = super::task::Context {
+            regs,
+            fs_base,
+            gs_base: self.m.gs_base(),
+            xstate,
+        };
+        let parent = &self.procs[&parent_pid];
+        let mut signals = parent.signals.clone();
+        signals.shared.clear();
+        signals.fatal = None;
+        let ppid = if f & CLONE_PARENT != 0 {
+            parent.ppid
+        } else {
+            parent_pid
+        };
+        let child = Process {
+            pid,
+            ppid,
+            mm,
+            files: parent.files.clone(),
+            signals,
+            threads: vec![pid],
+            exe: parent.exe.clone(),
+            cwd: parent.cwd.clone(),
+            umask: parent.umask,
+            pgid: parent.pgid,
+            sid: parent.sid,
+            exit_signal: (f & CSIGNAL) as i32,
+            pdeathsig: 0,
+            execed: false,
+            vfork_parent: (f & CLONE_VFORK != 0).then_some(parent_tid),
+            rlimits: parent.rlimits,
+            stopped: None,
+            report: None,
+        };
+        // Every description gains a reference (the table itself is copied above).
+        self.vfs.share_table(&child.files);
+        let pt = self.threads[&parent_tid].clone();
+        let mut tsig = pt.signals.for_new_thread();
+        tsig.altstack = pt.signals.altstack;
+        let thread = Thread {
+            tid: pid,
+            pid,
+            ctx: Some(ctx),
+            state: ThreadState::Runnable,
+            clear_child_tid: if f & CLONE_CHILD_CLEARTID != 0 {
+                c.child_tid
+            } else {
+                0
+            },
+            robust_list: 0,
+            signals: tsig,
+            pending_call: None,
+            name: pt.name.clone(),
+        };
+        self.procs.insert(pid, child);
+        self.threads.insert(pid, thread);
+        self.points_fork(pid, pid);
+        if f & CLONE_CHILD_SETTID != 0 {
+            // In the child's memory: a bad pointer is the child's problem, as on Linux.
+            let _ = self.write_user_of(pid, c.child_tid, &pid.to_le_bytes());
+        }
+        if f & CLONE_PARENT_SETTID != 0 {
+            let _ = self.write_user(c.parent_tid, &pid.to_le_bytes());
+        }
+        self.sched.runq.push_back(pid);
+        self.emit_for(pid, EventKind::ThreadStart { parent: parent_tid });
+        if f & CLONE_VFORK != 0 {
+            // The parent sleeps until the child execs or ends; then the call returns.
+            return Ok(self.block(Wait::Vfork, None, call));
+        }
+        Ok(Sys::Ret(pid as u64))
+    }
+
+    /// After `exit_process` of a process other than the first: its vfork
+    /// parent goes on, its children are the first process's, and its parent
+    /// gets SIGCHLD and a zombie to reap (or neither, if it ignores SIGCHLD).
+    pub(super) fn process_ended(&mut self, p: Process, status: ExitStatus) {
+        let pid = p.pid;
+        self.vfork_done(&p);
+        self.reparent_children(pid);
+        let core = match status {
+            ExitStatus::Killed(s) => {
+                default_action(s) == DefaultAction::Core
+                    && p.rlimits[super::identity::RLIMIT_CORE as usize][0] != 0
+            }
+            _ => false,
+        };
+        let z = Zombie {
+            ppid: p.ppid,
+            pgid: p.pgid,
+            sid: p.sid,
+            status,
+            core,
+            exit_signal: p.exit_signal,
+        };
+        self.notify_parent(pid, z);
+    }
+
+    /// Tells a zombie's parent: SIGCHLD (its exit signal), and a zombie
+    /// to reap unless the parent ignores SIGCHLD or set SA_NOCLDWAIT.
+    fn notify_parent(&mut self, pid: Pid, z: Zombie) {
+        let ppid = z.ppid;
+        let Some(parent) = self.procs.get(&ppid) else {
+            return;
+        };
+        let act: SigAction = parent.signals.actions[(SIGCHLD - 1) as usize];
+        let autoreap =
+            z.exit_signal == SIGCHLD && (act.handler == SIG_IGN || act.flags & SA_NOCLDWAIT != 0);
+        let (code, st) = z.cld();
+        let sig = z.exit_signal;
+        if !autoreap {
+            self.zombies.insert(pid, z);
+        }
+        // Waiters first: a wait the child ends returns (its pid, or ECHILD)
+        // before the signal's handler runs, as on Linux.
+        self.child_changed(ppid);
+        if sig > 0 && sig as usize <= super::signal::NSIG {
+            let info = SigInfo {
+                value: st as u32 as u64,
+                ..SigInfo::sent(sig, code, pid)
+            };
+            self.send_signal(super::signal::Target::Process(ppid), info);
+        }
+    }
+
+    /// Wakes a vfork parent: the child has exec'd or ended.
+    fn vfork_done(&mut self, p: &Process) {
+        if let Some(t) = p.vfork_parent {
+            let waiting = self.threads.get(&t).is_some_and(|t| {
+                matches!(
+                    t.state,
+                    ThreadState::Blocked {
+                        wait: Wait::Vfork,
+                        ..
+                    }
+                )
+            });
+            if waiting {
+                self.wake(t, Ok(p.pid as u64));
+            }
+        }
+    }
+
+    /// The children (live and zombies) of an ended process become the
+    /// first process's; live ones that asked get their PR_SET_PDEATHSIG.
+    fn reparent_children(&mut self, pid: Pid) {
+        let init = super::FIRST_PID;
+        let mut deathsigs = Vec::new();
+        for c in self.procs.values_mut().filter(|c| c.ppid == pid) {
+            c.ppid = init;
+            if c.pdeathsig != 0 {
+                deathsigs.push((c.pid, c.pdeathsig));
+            }
+        }
+        let mut moved = false;
+        for z in self.zombies.values_mut().filter(|z| z.ppid == pid) {
+            z.ppid = init;
+            moved = true;
+        }
+        for (child, sig) in deathsigs {
+            self.send_signal(
+                super::signal::Target::Process(child),
+                SigInfo::sent(sig, super::signal::SI_USER, pid),
+            );
+        }
+        if moved {
+            self.child_changed(init);
+        }
+    }
+
+    /// A child of `ppid` changed state: each of its threads waiting in
+    /// wait4 or waitid looks again, in thread order.
+    pub(super) fn child_changed(&mut self, ppid: Pid) {
+        let Some(p) = self.procs.get(&ppid) else {
+            return;
+        };
+        let waiting: Vec<(Tid, PendingCall)> = p
+            .threads
+            .iter()
+            .filter_map(|t| self.threads.get(t))
+            .filter(|t| {
+                matches!(
+                    t.state,
+                    ThreadState::Blocked {
+                        wait: Wait::Child,
+                        ..
+                    }
+                )
+            })
+            .filter_map(|t| t.pending_call.map(|c| (t.tid, c)))
+            .collect();
+        for (tid, call) in waiting {
+            match self.try_wait(ppid, call) {
+                Ok(None) => {}
+                Ok(Some(v)) => self.wake(tid, Ok(v)),
+                Err(e) => self.wake(tid, Err(e)),
+            }
+        }
+    }
+
+    /// One look for a wait of process `me`: Ok(None) to block, else the
+    /// call's result, with the status written to the caller's memory.
+    fn try_wait(&mut self, me: Pid, call: PendingCall) -> SysResult<Option<u64>> {
+        let req = wait_request(call)?;
+        let found = self.find_child(me, &req)?;
+        let Some(found) = found else {
+            if req.options & WNOHANG != 0 {
+                if call.nr == NR_WAITID && call.args[2] != 0 {
+                    self.write_user_of(me, call.args[2], &[0u8; 32])?;
+                }
+                return Ok(Some(0));
+            }
+            return Ok(None);
+        };
+        let a = call.args;
+        if call.nr == NR_WAIT4 {
+            if a[1] != 0 {
+                self.write_user_of(me, a[1], &found.what.wstatus().to_le_bytes())?;
+            }
+            if a[3] != 0 {
+                self.write_user_of(me, a[3], &[0u8; RUSAGE_SIZE])?;
+            }
+        } else {
+            if a[2] != 0 {
+                let (code, st) = found.what.cld();
+                let info = SigInfo {
+                    value: st as u32 as u64,
+                    ..SigInfo::sent(SIGCHLD, code, found.pid)
+                };
+                self.write_user_of(me, a[2], &info.to_bytes())?;
+            }
+            if a[4] != 0 {
+                self.write_user_of(me, a[4], &[0u8; RUSAGE_SIZE])?;
+            }
+        }
+        if req.options & WNOWAIT == 0 {
+            match found.what {
+                Change::Ended(_) => {
+                    self.zombies.remove(&found.pid);
+                }
+                Change::Job(_) => {
+                    if let Some(p) = self.procs.get_mut(&found.pid) {
+                        p.report = None;
+                    }
+                }
+            }
+        }
+        Ok(Some(if call.nr == NR_WAIT4 {
+            found.pid as u64
+        } else {
+            0
+        }))
+    }
+
+    /// The child a wait reaps: the lowest-numbered zombie it names. Err
+    /// ECHILD when it names no child at all.
+    fn find_child(&self, me: Pid, req: &WaitReq) -> SysResult<Option<Found>> {
+        let my_pgid = self.procs.get(&me).map_or(0, |p| p.pgid);
+        let named = |pid: Pid, pgid: Pid, exit_signal: i32| {
+            let kind = req.options & WALL != 0
+                || ((exit_signal == SIGCHLD) == (req.options & WCLONE == 0));
+            kind && match req.which {
+                Which::Any => true,
+                Which::Pid(p) => p == pid,
+                Which::Group(0) => pgid == my_pgid,
+                Which::Group(g) => pgid == g,
+            }
+        };
+        let zombie = self
+            .zombies
+            .iter()
+            .filter(|_| req.exited)
+            .find(|(pid, z)| z.ppid == me && named(**pid, z.pgid, z.exit_signal));
+        if let Some((pid, z)) = zombie {
+            return Ok(Some(Found {
+                pid: *pid,
+                what: Change::Ended(z.clone()),
+            }));
+        }
+        let mut live = self
+            .procs
+            .values()
+            .filter(|c| c.ppid == me && c.pid != me && named(c.pid, c.pgid, c.exit_signal))
+            .peekable();
+        if live.peek().is_none() {
+            return Err(ECHILD);
+        }
+        let wanted = |r: &JobReport| match r {
+            JobReport::Stopped(_) => req.options & WUNTRACED != 0,
+            JobReport::Continued => req.options & WCONTINUED != 0,
+        };
+        Ok(live
+            .find_map(|c| c.report.filter(|r| wanted(r)).map(|r| (c.pid, r)))
+            .map(|(pid, r)| Found {
+                pid,
+                what: Change::Job(r),
+            }))
+    }
+
+    /// execve and execveat: the new program replaces the process's memory,
+    /// threads, close-on-exec descriptors and handled signals.
+    fn exec(&mut self, call: PendingCall) -> SysResult<Sys> {
+        let a = call.args;
+        let (dirfd, path, argv, envp, flags) = match call.nr {
+            NR_EXECVEAT => (a[0], a[1], a[2], a[3], a[4]),
+            _ => (AT_FDCWD, a[0], a[1], a[2], 0),
+        };
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(EINVAL);
+        }
+        let name = self.read_cstr(path, super::uaccess::PATH_MAX)?;
+        let name = String::from_utf8(name).map_err(|_| ENOENT)?;
+        let mut args = self.read_strings(argv)?;
+        let env = self.read_strings(envp)?;
+        if args.iter().chain(&env).map(|s| s.len() + 1).sum::<usize>() > ARG_MAX {
+            return Err(E2BIG);
+        }
+        let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+        let mut file = name.clone();
+        // What the new program and a script's interpreter are told the
+        // file is: a path relative to a descriptor is named through it.
+        let name = match (dirfd, name.starts_with('/')) {
+            (AT_FDCWD, _) | (_, true) => name,
+            _ if name.is_empty() => format!("/dev/fd/{}", dirfd as i32),
+            _ => format!("/dev/fd/{}/{name}", dirfd as i32),
+        };
+        let mut at = dirfd;
+        for depth in 0..=MAX_INTERP_DEPTH {
+            let first = depth == 0;
+            let bytes =
+                self.executable(at, &file, follow || !first, if first { flags } else { 0 })?;
+            let Some((interp, arg)) = interpreter(&bytes)? else {
+                return self.exec_binary(call, &bytes, &name, &file, args, env);
+            };
+            // argv[0] gives way to the interpreter, its argument and the script's path.
+            let mut new = vec![interp.clone()];
+            new.extend(arg);
+            new.push(if first { name.clone() } else { file.clone() });
+            new.extend(args.into_iter().skip(1));
+            args = new;
+            file = interp;
+            at = AT_FDCWD;
+        }
+        Err(ELOOP)
+    }
+
+    /// The bytes of an executable regular file; EACCES when it is not one.
+    fn executable(
+        &mut self,
+        dirfd: u64,
+        path: &str,
+        follow: bool,
+        flags: u64,
+    ) -> SysResult<Vec<u8>> {
+        let ino = if path.is_empty() {
+            if flags & AT_EMPTY_PATH == 0 {
+                return Err(ENOENT);
+            }
+            let (_, d) = self.desc(dirfd)?;
+            d.ino().ok_or(EACCES)?
+        } else {
+            self.lookup_at(dirfd, path, follow)?
+        };
+        let node = self.vfs.tree.node(ino)?;
+        if node.is_dir() {
+            return Err(EACCES);
+        }
+        if node.file_type() != super::fs::vfs::S_IFREG || node.mode & 0o111 == 0 {
+            return Err(EACCES);
+        }
+        Ok(self.vfs.tree.contents(ino)?.to_vec())
+    }
+
+    /// A NULL-terminated array of strings in user memory (argv, envp).
+    fn read_strings(&mut self, at: u64) -> SysResult<Vec<String>> {
+        let mut out = Vec::new();
+        if at == 0 {
+            return Ok(out);
+        }
+        let mut total = 0usize;
+        loop {
+            let p = self.read_u64(at.wrapping_add(out.len() as u64 * 8))?;
+            if p == 0 {
+                return Ok(out);
+            }
+            if out.len() >= ARG_COUNT_MAX {
+                return Err(E2BIG);
+            }
+            let s = self.read_cstr(p, ARG_MAX - total)?;
+            total += s.len() + 1;
+            if total > ARG_MAX {
+                return Err(E2BIG);
+            }
+            out.push(String::from_utf8_lossy(&s).into_owned());
+        }
+    }
+
+    /// Replaces the current process's program with the ELF `bytes`.
+    fn exec_binary(
+        &mut self,
+        call: PendingCall,
+        bytes: &[u8],
+        name: &str,
+        file: &str,
+        argv: Vec<String>,
+        env: Vec<String>,
+    ) -> SysResult<Sys> {
+        let tid = self.cur_tid();
+        let text = super::render::call_text_with(self, tid, call, Some(0));
+        let exe = {
+            let cwd = self.cur_proc().cwd.clone();
+            super::fs::vfs::normalize(&cwd, if file.is_empty() { name } else { file })
+        };
+        super::elf::check(bytes).map_err(|e| e.errno())?;
+        self.exec_commit(&exe);
+        let r = self
+            .load_executable(&exe, bytes)
+            .map_err(|e| e.errno())
+            .and_then(|loaded| self.start_program(&loaded, &argv, &env, name));
+        let tid = self.cur_tid();
+        match r {
+            Ok(_) => {
+                self.emit_for(
+                    tid,
+                    EventKind::Syscall {
+                        nr: call.nr,
+                        name: super::syscalls::name(call.nr).to_string(),
+                        text: super::render::with_result(&text, 0),
+                        ret: 0,
+                    },
+                );
+                Ok(Sys::NoReturn)
+            }
+            Err(_) => {
+                // Past the point of no return: the old program is gone.
+                let pid = self.cur_pid();
+                self.exit_process(pid, ExitStatus::Killed(super::signal::SIGSEGV));
+                Ok(Sys::NoReturn)
+            }
+        }
+    }
+
+    /// The point of no return of execve: the other threads end, the address
+    /// space is a new empty one, close-on-exec descriptors close, handled
+    /// signals go back to their default, the vfork parent goes on.
+    fn exec_commit(&mut self, exe: &str) {
+        let pid = self.cur_pid();
+        let me = self.cur_tid();
+        let others: Vec<Tid> = self.procs[&pid]
+            .threads
+            .iter()
+            .copied()
+            .filter(|t| *t != me)
+            .collect();
+        for t in others {
+            self.emit_for(t, EventKind::ThreadExit { code: 0 });
+            self.remove_thread(t);
+        }
+        if me != pid {
+            // A thread other than the leader execs: it takes the leader's id, as on Linux.
+            self.points_forget(me);
+            let mut t = self.threads.remove(&me).expect("current thread");
+            self.names.insert(me, t.name.clone());
+            t.tid = pid;
+            self.threads.insert(pid, t);
+            self.sched.current = pid;
+            self.sched.runq.retain(|x| *x != me);
+        }
+        self.points_forget_process(pid);
+        let new = super::mm::Mm::new(&mut self.m.ram);
+        let p = self.procs.get_mut(&pid).unwrap();
+        p.threads = vec![pid];
+        if let Some(new) = new {
+            let mut old = std::mem::replace(&mut p.mm, new);
+            old.release(&mut self.m.ram);
+        } else {
+            // Out of guest memory: the load that follows fails and kills the process.
+            let end = crate::machine::layout::USER_END;
+            p.mm.unmap_range(&mut self.m.ram, 0, end);
+        }
+        let p = self.procs.get_mut(&pid).unwrap();
+        let closing: Vec<i32> = p
+            .files
+            .fds
+            .iter()
+            .filter(|(_, f)| f.cloexec)
+            .map(|(n, _)| *n)
+            .collect();
+        let mut released = Vec::new();
+        for n in closing {
+            if let Some(fd) = p.files.fds.remove(&n) {
+                released.push(fd.desc);
+            }
+        }
+        for a in p.signals.actions.iter_mut() {
+            *a = if a.handler == SIG_IGN {
+                SigAction {
+                    handler: SIG_IGN,
+                    ..Default::default()
+                }
+            } else {
+                SigAction::default()
+            };
+        }
+        p.exe = exe.to_string();
+        p.execed = true;
+        let vfork = p.vfork_parent.take();
+        for d in released {
+            self.vfs.release(d);
+        }
+        let t = self.cur_thread();
+        t.name = thread_name(exe);
+        t.clear_child_tid = 0;
+        t.robust_list = 0;
+        t.signals.altstack = Default::default();
+        t.signals.saved_mask = None;
+        if let Err(e) = self.m.flush_tlb() {
+            self.engine_failure(e);
+        }
+        if let Some(t) = vfork {
+            let waiting = self.threads.get(&t).is_some_and(|t| {
+                matches!(
+                    t.state,
+                    ThreadState::Blocked {
+                        wait: Wait::Vfork,
+                        ..
+                    }
+                )
+            });
+            if waiting {
+                self.wake(t, Ok(pid as u64));
+            }
+        }
+    }
+}
+
+impl Kernel<'_> {
+    /// A stop signal's default action: no thread of the process runs until
+    /// a SIGCONT; its parent can see it with WUNTRACED, and gets SIGCHLD
+    /// (CLD_STOPPED) unless it set SA_NOCLDSTOP.
+    pub(super) fn stop_process(&mut self, pid: Pid, sig: i32) {
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        if p.stopped.is_some() {
+            return;
+        }
+        p.stopped = Some(sig);
+        p.report = Some(JobReport::Stopped(sig));
+        let (ppid, tids) = (p.ppid, p.threads.clone());
+        self.sched.runq.retain(|t| !tids.contains(t));
+        self.job_changed(pid, ppid, CLD_STOPPED, sig);
+    }
+
+    /// SIGCONT, when it is sent: a stopped process runs again (its
+    /// runnable threads queue), and its parent can see it with WCONTINUED.
+    pub(super) fn continue_process(&mut self, pid: Pid) {
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        if p.stopped.take().is_none() {
+            return;
+        }
+        p.report = Some(JobReport::Continued);
+        let (ppid, tids) = (p.ppid, p.threads.clone());
+        for t in tids {
+            let runnable = self
+                .threads
+                .get(&t)
+                .is_some_and(|x| x.state == ThreadState::Runnable);
+            if runnable && t != self.sched.current && !self.sched.runq.contains(&t) {
+                self.sched.runq.push_back(t);
+            }
+        }
+        self.job_changed(pid, ppid, CLD_CONTINUED, super::signal::SIGCONT);
+    }
+
+    /// Whether a thread may take the CPU: runnable, in a process not stopped.
+    pub fn can_run(&self, tid: Tid) -> bool {
+        self.threads.get(&tid).is_some_and(|t| {
+            t.state == ThreadState::Runnable
+                && self.procs.get(&t.pid).is_none_or(|p| p.stopped.is_none())
+        })
+    }
+
+    /// Tells the parent of a stop or continue: its waits look again, and
+    /// SIGCHLD comes unless it set SA_NOCLDSTOP.
+    fn job_changed(&mut self, pid: Pid, ppid: Pid, code: i32, status: i32) {
+        self.child_changed(ppid);
+        let Some(parent) = self.procs.get(&ppid) else {
+            return;
+        };
+        if parent.signals.actions[(SIGCHLD - 1) as usize].flags & SA_NOCLDSTOP != 0 {
+            return;
+        }
+        let info = SigInfo {
+            value: status as u32 as u64,
+            ..SigInfo::sent(SIGCHLD, code, pid)
+        };
+        self.send_signal(super::signal::Target::Process(ppid), info);
+    }
+}
+
+/// Bytes of `struct rusage`.
+const RUSAGE_SIZE: usize = 144;
+
+/// A wait4 or waitid call's arguments, checked.
+fn wait_request(call: PendingCall) -> SysResult<WaitReq> {
+    let a = call.args;
+    if call.nr == NR_WAIT4 {
+        let options = a[2];
+        if options & !(WNOHANG | WUNTRACED | WCONTINUED | WNOTHREAD | WALL | WCLONE) != 0 {
+            return Err(EINVAL);
+        }
+        let pid = a[0] as i32;
+        let which = match pid {
+            -1 => Which::Any,
+            0 => Which::Group(0),
+            p if p < 0 => Which::Group(p.unsigned_abs()),
+            p => Which::Pid(p as Pid),
+        };
+        return Ok(WaitReq {
+            which,
+            options,
+            exited: true,
+        });
+    }
+    let (idtype, id, options) = (a[0], a[1] as u32, a[3]);
+    if options & !(WNOHANG | WNOWAIT | WEXITED | WUNTRACED | WCONTINUED | WNOTHREAD | WALL | WCLONE)
+        != 0
+        || options & (WEXITED | WUNTRACED | WCONTINUED) == 0
+    {
+        return Err(EINVAL);
+    }
+    let which = match idtype {
+        P_ALL => Which::Any,
+        P_PID if id > 0 && id <= i32::MAX as u32 => Which::Pid(id),
+        P_PGID if id <= i32::MAX as u32 => Which::Group(id),
+        _ => return Err(EINVAL),
+    };
+    Ok(WaitReq {
+        which,
+        options,
+        exited: options & WEXITED != 0,
+    })
+}
+
+/// A `#!` script's interpreter and its one optional argument; None when
+/// `bytes` is not a script. ENOEXEC for an empty or too long interpreter
+/// line, as Linux.
+fn interpreter(bytes: &[u8]) -> SysResult<Option<(String, Option<String>)>> {
+    if !bytes.starts_with(b"#!") {
+        return Ok(None);
+    }
+    let head = &bytes[2..bytes.len().min(INTERP_LINE_MAX)];
+    let line = match head.iter().position(|b| *b == b'\n') {
+        Some(n) => &head[..n],
+        None => head,
+    };
+    let line = String::from_utf8_lossy(line);
+    let line = line.trim_matches(|c| c == ' ' || c == '\t');
+    let mut parts = line.splitn(2, [' ', '\t']);
+    let interp = parts.next().unwrap_or("").to_string();
+    if interp.is_empty() {
+        return Err(ENOEXEC);
+    }
+    let no_newline = !head.contains(&b'\n') && bytes.len() >= INTERP_LINE_MAX;
+    if no_newline && parts.clone().next().is_none() {
+        // The interpreter's name may go on past what Linux reads.
+        return Err(ENOEXEC);
+    }
+    let arg = parts
+        .next()
+        .map(|a| a.trim_matches(|c| c == ' ' || c == '\t').to_string())
+        .filter(|a| !a.is_empty());
+    Ok(Some((interp, arg)))
+}
+
+/// Fork implements Linux syscall fork(2).
+pub fn sys_fork(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    let call = PendingCall { nr: 57, args: a };
+    k.fork_process(
+        CloneArgs {
+            flags: SIGCHLD as u64,
+            stack: 0,
+            parent_tid: 0,
+            child_tid: 0,
+            tls: 0,
+        },
+        call,
+    )
+}
+
+/// Vfork implements Linux syscall vfork(2).
+/// Partial (vfork): the child runs in a copy of its parent's memory (the parent waits until it execs or ends, as on Linux).
+pub fn sys_vfork(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    let call = PendingCall { nr: 58, args: a };
+    k.fork_process(
+        CloneArgs {
+            flags: CLONE_VM | CLONE_VFORK | SIGCHLD as u64,
+            stack: 0,
+            parent_tid: 0,
+            child_tid: 0,
+            tls: 0,
+        },
+        call,
+    )
+}
+
+/// Execve implements Linux syscall execve(2).
+/// Partial (execve): ELF executables and `#!` scripts; a dynamic one whose interpreter is not in the image is killed (SIGSEGV) past the point of no return.
+pub fn sys_execve(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    k.exec(PendingCall {
+        nr: NR_EXECVE,
+        args: a,
+    })
+}
+
+/// Execveat implements Linux syscall execveat(2).
+/// Partial (execveat): ELF executables and `#!` scripts; a dynamic one whose interpreter is not in the image is killed (SIGSEGV) past the point of no return.
+pub fn sys_execveat(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    k.exec(PendingCall {
+        nr: NR_EXECVEAT,
+        args: a,
+    })
+}
+
+/// Wait4 implements Linux syscall wait4(2).
+/// Partial (wait4): rusage is zeros.
+pub fn sys_wait4(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    let call = PendingCall {
+        nr: NR_WAIT4,
+        args: a,
+    };
+    let me = k.cur_pid();
+    match k.try_wait(me, call)? {
+        Some(v) => Ok(Sys::Ret(v)),
+        None => Ok(k.block(Wait::Child, None, call)),
+    }
+}
+
+/// Waitid implements Linux syscall waitid(2).
+/// Partial (waitid): P_ALL, P_PID and P_PGID (no pidfds); rusage is zeros.
+pub fn sys_waitid(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    let call = PendingCall {
+        nr: NR_WAITID,
+        args: a,
+    };
+    let me = k.cur_pid();
+    match k.try_wait(me, call)? {
+        Some(v) => Ok(Sys::Ret(v)),
+        None => Ok(k.block(Wait::Child, None, call)),
+    }
+}
+
+/// A pid argument: 0 is the caller; another is a live process or ESRCH.
+fn target_pid(k: &mut Kernel, pid: u64) -> SysResult<Pid> {
+    match pid as i32 {
+        0 => Ok(k.cur_pid()),
+        p if p > 0
+            && (k.procs.contains_key(&(p as Pid)) || k.zombies.contains_key(&(p as Pid))) =>
+        {
+            Ok(p as Pid)
+        }
+        p if p < 0 => Err(EINVAL),
+        _ => Err(ESRCH),
+    }
+}
+
+/// The process group and session of a live process or a zombie.
+fn group_of(k: &Kernel, pid: Pid) -> (Pid, Pid) {
+    match (k.procs.get(&pid), k.zombies.get(&pid)) {
+        (Some(p), _) => (p.pgid, p.sid),
+        (None, Some(z)) => (z.pgid, z.sid),
+        _ => (0, 0),
+    }
+}
+
+/// Getpgid implements Linux syscall getpgid(2).
+pub fn sys_getpgid(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let pid = target_pid(k, a[0]).map_err(|_| ESRCH)?;
+    Ok(group_of(k, pid).0 as u64)
+}
+
+/// Getpgrp implements Linux syscall getpgrp(2).
+pub fn sys_getpgrp(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
+    Ok(k.cur_proc().pgid as u64)
+}
+
+/// Getsid implements Linux syscall getsid(2).
+pub fn sys_getsid(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let pid = target_pid(k, a[0]).map_err(|_| ESRCH)?;
+    Ok(group_of(k, pid).1 as u64)
+}
+
+/// Setpgid implements Linux syscall setpgid(2).
+pub fn sys_setpgid(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let me = k.cur_pid();
+    if (a[1] as i32) < 0 {
+        return Err(EINVAL);
+    }
+    let pid = match a[0] as i32 {
+        0 => me,
+        p if p > 0 => p as Pid,
+        _ => return Err(EINVAL),
+    };
+    let pgid = match a[1] as i32 {
+        0 => pid,
+        g => g as Pid,
+    };
+    let my_sid = k.procs[&me].sid;
+    let p = k.procs.get(&pid).ok_or(ESRCH)?;
+    if pid != me && p.ppid != me {
+        return Err(ESRCH);
+    }
+    if pid != me && p.execed {
+        return Err(EACCES);
+    }
+    if p.sid != my_sid {
+        return Err(EPERM);
+    }
+    if p.sid == pid {
+        // A session leader stays in its own group.
+        return Err(EPERM);
+    }
+    if pgid != pid && !k.procs.values().any(|q| q.pgid == pgid && q.sid == my_sid) {
+        return Err(EPERM);
+    }
+    k.procs.get_mut(&pid).unwrap().pgid = pgid;
+    Ok(0)
+}
+
+/// Setsid implements Linux syscall setsid(2).
+pub fn sys_setsid(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
+    let me = k.cur_pid();
+    if k.procs.values().any(|q| q.pgid == me) || k.zombies.values().any(|z| z.pgid == me) {
+        return Err(EPERM);
+    }
+    let p = k.cur_proc();
+    p.pgid = me;
+    p.sid = me;
+    Ok(me as u64)
+}

@@ -1,0 +1,615 @@
+//! Import: checks a `.rwd` file (`format.rs`) and adds its run to a store.
+//!
+//! An import reads the whole file once to verify it (magic, version, every
+//! header and data checksum, the whole-file checksum, that every path is one
+//! of the names `format.rs` lists, with no `..`, no absolute path and nothing inside a
+//! link, that the run's id is its manifest's hash) before it writes
+//! anything. Then it extracts into a temporary directory inside `runs/`,
+//! checks the image against the manifest's image hash and standard input
+//! against its hash, and only then moves pages, the image (to
+//! `images/<image hash>/`) and the run (to `runs/<id>`, its `meta.json`
+//! pointing at the imported image) into place, each with one rename. Links
+//! of a root image are created last and never followed.
+
+use super::super::lock::StoreLock;
+use super::super::maintain::{remove_tree, IMAGES_DIR};
+use super::super::meta::{ImageLocation, Meta};
+use super::super::pages::{PageStore, PAGE_BYTES};
+use super::super::{io, pending, Run, Store, StoreError};
+use super::format::{
+    parse_name, read, refused, safe_component, ArchiveError, Entry, Info, Kind, Name, Refused,
+    Visitor, FORMAT_VERSION, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG,
+};
+use crate::image::Image;
+use crate::record::Manifest;
+use std::collections::BTreeSet;
+use std::io::{BufReader, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Small entries read into memory while verifying.
+const MAX_JSON: u64 = 64 << 20;
+const MAX_LINK: u64 = 4096;
+
+/// The first pass: checks every entry and keeps the small ones it needs.
+#[derive(Default)]
+struct Check {
+    index: u64,
+    seen: BTreeSet<String>,
+    /// Paths inside a root image that are links, and that are files.
+    links: BTreeSet<Vec<String>>,
+    files: BTreeSet<Vec<String>>,
+    root_paths: Vec<Vec<String>>,
+    capture: Option<Vec<u8>>,
+    info: Option<Info>,
+    manifest: Option<Vec<u8>>,
+    meta: Option<Vec<u8>>,
+    run_files: BTreeSet<String>,
+    program: bool,
+    root: bool,
+    /// `image/deps/` entries (beside `image/program` only).
+    deps: bool,
+    pages: u64,
+}
+
+impl Visitor for Check {
+    fn begin(&mut self, e: &Entry) -> Result<(), ArchiveError> {
+        self.index += 1;
+        let name = parse_name(&e.path).or_else(|why| refused(format!("refused: {why}")))?;
+        if !self.seen.insert(e.path.clone()) {
+            return refused(format!("refused: `{}` appears twice", e.path));
+        }
+        if self.index == 1 && name != Name::Info {
+            return refused("not a rewind export: it does not start with rwd.json");
+        }
+        let ty = e.mode & S_IFMT;
+        let want_ty = match e.kind {
+            Kind::File => S_IFREG,
+            Kind::Dir => S_IFDIR,
+            Kind::Symlink => S_IFLNK,
+        };
+        if ty != want_ty {
+            return refused(format!("refused: `{}` has a mode of another kind", e.path));
+        }
+        if e.kind != Kind::File && !matches!(name, Name::Root(_) | Name::Dep(_)) {
+            return refused(format!(
+                "refused: `{}` must be a file (links and directories only belong in a root image)",
+                e.path
+            ));
+        }
+        self.capture = None;
+        match &name {
+            Name::Info => {
+                if e.raw_len > MAX_JSON {
+                    return refused("refused: rwd.json is too large");
+                }
+                self.capture = Some(Vec::new());
+            }
+            Name::RunFile(f) => {
+                if (f == "manifest.json" || f == "meta.json") && e.raw_len > MAX_JSON {
+                    return refused(format!("refused: `{}` is too large", e.path));
+                }
+                if f == "manifest.json" || f == "meta.json" {
+                    self.capture = Some(Vec::new());
+                }
+                self.run_files.insert(f.clone());
+            }
+            Name::Page(h) => {
+                if e.raw_len != PAGE_BYTES as u64 || &e.hash != h {
+                    return refused(format!("damaged: `{}` is not the page it names", e.path));
+                }
+                self.pages += 1;
+            }
+            Name::Program => self.program = true,
+            Name::Root(parts) | Name::Dep(parts) => {
+                let (kind, parts) = match &name {
+                    Name::Root(_) => {
+                        self.root = true;
+                        ("root", parts)
+                    }
+                    _ => {
+                        self.deps = true;
+                        ("deps", parts)
+                    }
+                };
+                if e.kind == Kind::Dir && kind == "deps" {
+                    return refused(format!("refused: `{}` must be a file or a link", e.path));
+                }
+                // Keyed by the entry's path under image/.
+                let parts: Vec<String> = std::iter::once(kind.to_string())
+                    .chain(parts.iter().cloned())
+                    .collect();
+                if e.kind == Kind::Symlink && e.raw_len > MAX_LINK {
+                    return refused(format!("refused: the link `{}` is too long", e.path));
+                }
+                match e.kind {
+                    Kind::Symlink => {
+                        self.links.insert(parts.clone());
+                    }
+                    Kind::File => {
+                        self.files.insert(parts.clone());
+                    }
+                    Kind::Dir => {}
+                }
+                self.root_paths.push(parts);
+            }
+        }
+        Ok(())
+    }
+
+    fn data(&mut self, chunk: &[u8]) -> Result<(), ArchiveError> {
+        if let Some(c) = &mut self.capture {
+            c.extend_from_slice(chunk);
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, e: &Entry) -> Result<(), ArchiveError> {
+        let Some(bytes) = self.capture.take() else {
+            return Ok(());
+        };
+        match parse_name(&e.path) {
+            Ok(Name::Info) => {
+                let info: Info = serde_json::from_slice(&bytes)
+                    .or_else(|err| refused(format!("damaged: rwd.json: {err}")))?;
+                self.info = Some(info);
+            }
+            Ok(Name::RunFile(f)) if f == "manifest.json" => self.manifest = Some(bytes),
+            Ok(Name::RunFile(f)) if f == "meta.json" => self.meta = Some(bytes),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// What the first pass found, checked as a whole.
+struct Checked {
+    info: Info,
+    manifest: Manifest,
+    meta: Meta,
+    pages: u64,
+}
+
+impl Check {
+    fn finish(self) -> Result<Checked, ArchiveError> {
+        // Nothing may lie inside a link or a file of a root image (or of a
+        // program's libraries); paths are keyed by `root/` or `deps/`.
+        for p in &self.root_paths {
+            for k in 2..p.len() {
+                let prefix = &p[..k];
+                if self.links.contains(prefix) {
+                    return refused(format!(
+                        "refused: `image/{}` lies inside a link",
+                        p.join("/")
+                    ));
+                }
+                if self.files.contains(prefix) {
+                    return refused(format!(
+                        "refused: `image/{}` lies inside a file",
+                        p.join("/")
+                    ));
+                }
+            }
+        }
+        let info = self
+            .info
+            .ok_or_else(|| ArchiveError::Refused(Refused("refused: no rwd.json".into())))?;
+        if info.format != FORMAT_VERSION {
+            return refused(format!(
+                "rwd.json says format {}; this rewind reads {FORMAT_VERSION}",
+                info.format
+            ));
+        }
+        for must in ["manifest.json", "meta.json", "events"] {
+            if !self.run_files.contains(must) {
+                return refused(format!("refused: it has no run/{must}"));
+            }
+        }
+        let manifest: Manifest = serde_json::from_slice(self.manifest.as_deref().unwrap_or(b""))
+            .or_else(|e| refused(format!("refused: run/manifest.json: {e}")))?;
+        if let Err(e) = manifest.validate() {
+            return refused(format!("refused: run/manifest.json: {e}"));
+        }
+        let meta: Meta = serde_json::from_slice(self.meta.as_deref().unwrap_or(b""))
+            .or_else(|e| refused(format!("refused: run/meta.json: {e}")))?;
+        let id = manifest.id();
+        if id != info.run || meta.id != id {
+            return refused(format!(
+                "refused: the run's id {} is not its manifest's hash {id}",
+                info.run
+            ));
+        }
+        if info.replayable {
+            let ok = match info.image.as_deref() {
+                Some("program") => self.program && !self.root,
+                Some("root") => !self.program && !self.deps,
+                _ => false,
+            };
+            if !ok {
+                return refused("refused: its image does not match what rwd.json says");
+            }
+            if manifest.stdin.is_some() && !self.run_files.contains("stdin.bin") {
+                return refused("refused: it has no run/stdin.bin");
+            }
+        } else if self.program || self.root || self.deps || self.pages > 0 {
+            return refused("refused: an export without --replayable carries an image or pages");
+        }
+        Ok(Checked {
+            info,
+            manifest,
+            meta,
+            pages: self.pages,
+        })
+    }
+}
+
+/// The second pass: writes every entry under a temporary directory.
+struct Extract {
+    tmp: PathBuf,
+    pages: PageStore,
+    file: Option<std::fs::File>,
+    page: Option<Vec<u8>>,
+    link: Option<Vec<u8>>,
+    /// Links to create and modes to set once every file is written.
+    links: Vec<(PathBuf, Vec<u8>)>,
+    modes: Vec<(PathBuf, u32, bool)>,
+}
+
+impl Extract {
+    fn target(&self, name: &Name) -> Option<PathBuf> {
+        match name {
+            Name::Info | Name::Page(_) => None,
+            Name::RunFile(f) => Some(self.tmp.join("run").join(f)),
+            Name::Program => Some(self.tmp.join("image").join("program")),
+            Name::Root(parts) => {
+                let mut p = self.tmp.join("image");
+                p.extend(parts);
+                Some(p)
+            }
+            Name::Dep(parts) => {
+                let mut p = self.tmp.join("image").join("deps");
+                p.extend(parts);
+                Some(p)
+            }
+        }
+    }
+}
+
+fn write_err(p: &Path, e: std::io::Error) -> ArchiveError {
+    ArchiveError::Store(StoreError::Io {
+        path: p.to_path_buf(),
+        source: e,
+    })
+}
+
+impl Visitor for Extract {
+    fn begin(&mut self, e: &Entry) -> Result<(), ArchiveError> {
+        let name = parse_name(&e.path).or_else(|why| refused(format!("refused: {why}")))?;
+        self.file = None;
+        self.page = None;
+        self.link = None;
+        if let Name::Page(_) = name {
+            self.page = Some(Vec::with_capacity(PAGE_BYTES));
+            return Ok(());
+        }
+        let Some(path) = self.target(&name) else {
+            return Ok(());
+        };
+        let parent = path.parent().expect("under the temporary directory");
+        std::fs::create_dir_all(parent).map_err(|err| write_err(parent, err))?;
+        match e.kind {
+            Kind::Dir => {
+                match std::fs::create_dir(&path) {
+                    Ok(()) => {}
+                    Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(err) => return Err(write_err(&path, err)),
+                }
+                self.modes.push((path, e.mode, true));
+            }
+            Kind::Symlink => self.link = Some(Vec::new()),
+            Kind::File => {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&path)
+                    .map_err(|err| write_err(&path, err))?;
+                self.file = Some(f);
+                if matches!(name, Name::Program | Name::Root(_) | Name::Dep(_)) {
+                    self.modes.push((path, e.mode, false));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn data(&mut self, chunk: &[u8]) -> Result<(), ArchiveError> {
+        if let Some(f) = &mut self.file {
+            f.write_all(chunk)
+                .map_err(|err| write_err(&self.tmp, err))?;
+        } else if let Some(p) = &mut self.page {
+            p.extend_from_slice(chunk);
+        } else if let Some(l) = &mut self.link {
+            l.extend_from_slice(chunk);
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, e: &Entry) -> Result<(), ArchiveError> {
+        self.file = None;
+        if let Some(bytes) = self.page.take() {
+            let h = self.pages.put(&bytes)?;
+            if h != e.hash {
+                return refused(format!("damaged: `{}` is not the page it names", e.path));
+            }
+        }
+        if let Some(target) = self.link.take() {
+            if let Some(p) = parse_name(&e.path).ok().and_then(|name| self.target(&name)) {
+                self.links.push((p, target));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Extract {
+    /// Creates the links and sets the modes, directories deepest first.
+    fn finish(&mut self) -> Result<(), ArchiveError> {
+        for (p, target) in &self.links {
+            if target.contains(&0) {
+                return refused("refused: a link target holds a NUL byte");
+            }
+            std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), p)
+                .map_err(|err| write_err(p, err))?;
+        }
+        self.modes.sort_by_key(|(p, _, dir)| {
+            (*dir, std::cmp::Reverse(p.components().count()), p.clone())
+        });
+        for (p, mode, _) in &self.modes {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode & 0o7777))
+                .map_err(|err| write_err(p, err))?;
+        }
+        Ok(())
+    }
+}
+
+/// What an import did.
+#[derive(Debug, Clone)]
+pub struct ImportSummary {
+    pub run: Run,
+    pub replayable: bool,
+    /// The run was in the store already: nothing was changed.
+    pub already: bool,
+    pub pages: u64,
+}
+
+impl Store {
+    /// Verifies an exported file, then adds its run to the store (see the
+    /// module's doc). A file that is refused leaves the store as it was.
+    pub fn import(&self, file: &Path) -> Result<ImportSummary, ArchiveError> {
+        let open = || {
+            std::fs::File::open(file)
+                .map(BufReader::new)
+                .map_err(|e| ArchiveError::Store(io(file)(e)))
+        };
+        // Pass 1: verify everything, write nothing.
+        let mut check = Check::default();
+        read(open()?, &mut check)?;
+        let checked = check.finish()?;
+        let id = checked.manifest.id();
+        let existing = self.runs_dir().join(&id);
+        if existing.join("manifest.json").exists() {
+            if let Ok(run) = Run::load(&existing) {
+                return Ok(ImportSummary {
+                    run,
+                    replayable: checked.info.replayable,
+                    already: true,
+                    pages: 0,
+                });
+            }
+        }
+
+        // Pass 2: extract into a temporary directory, check, move into place.
+        let had_runs = self.runs_dir().exists();
+        self.prepare()?;
+        let lock = self.lock_shared()?;
+        let tmp = self
+            .runs_dir()
+            .join(format!(".tmp-import-{}", std::process::id()));
+        let _ = remove_tree(&tmp);
+        pending::register_locked(&tmp, None);
+        let result = self
+            .extract_and_install(open()?, &tmp, &checked, &lock)
+            .map_err(|e| match e {
+                ArchiveError::Store(e) => ArchiveError::Store(
+                    e.or_full(self.home(), || format!("run {id} was not imported")),
+                ),
+                refused => refused,
+            });
+        let _ = remove_tree(&tmp);
+        pending::unregister(&tmp);
+        if result.is_err() && !had_runs {
+            // Leave a store that had no runs as it was (only when empty).
+            let _ = std::fs::remove_dir(self.runs_dir());
+        }
+        result
+    }
+
+    fn extract_and_install(
+        &self,
+        src: impl Read,
+        tmp: &Path,
+        checked: &Checked,
+        _lock: &StoreLock,
+    ) -> Result<ImportSummary, ArchiveError> {
+        std::fs::create_dir(tmp).map_err(|e| write_err(tmp, e))?;
+        let mut x = Extract {
+            tmp: tmp.to_path_buf(),
+            pages: PageStore::at(tmp.join("pages")),
+            file: None,
+            page: None,
+            link: None,
+            links: Vec::new(),
+            modes: Vec::new(),
+        };
+        read(src, &mut x)?;
+        x.finish()?;
+
+        let id = checked.manifest.id();
+        let run_tmp = tmp.join("run");
+        let staged = Run::load(&run_tmp).or_else(|e| refused(format!("refused: {e}")))?;
+        if staged.manifest != checked.manifest {
+            return refused("damaged: the file changed while it was read");
+        }
+        let mut meta = checked.meta.clone();
+        let image_tmp = tmp.join("image");
+        let images = self.home().join(IMAGES_DIR);
+        let image_home = images.join(&checked.manifest.image);
+        if checked.info.replayable {
+            // Standard input and the image must be what the manifest hashed.
+            staged
+                .stdin()
+                .or_else(|e| refused(format!("refused: {e}")))?;
+            if !safe_component(&checked.manifest.image)
+                || !checked
+                    .manifest
+                    .image
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit())
+            {
+                return refused("refused: the manifest's image hash is not a hash");
+            }
+            let (staged_image, final_location) = match checked.info.image.as_deref() {
+                Some("program") => {
+                    let (guest_path, deps) = match &checked.meta.image {
+                        ImageLocation::Program {
+                            guest_path, deps, ..
+                        } => (guest_path.clone(), deps.clone()),
+                        ImageLocation::Root { .. } => (checked.manifest.program.clone(), vec![]),
+                    };
+                    // The libraries from image/deps/ (the hash below checks
+                    // that they are what the manifest's image holds).
+                    let at = |dir: &Path| -> Result<Vec<crate::image::Dep>, ArchiveError> {
+                        deps.iter()
+                            .map(|d| {
+                                let rel = d.guest.strip_prefix('/').unwrap_or("");
+                                if !rel.split('/').all(safe_component) {
+                                    return refused(format!(
+                                        "refused: run/meta.json names the library `{}`",
+                                        d.guest
+                                    ));
+                                }
+                                Ok(crate::image::Dep {
+                                    guest: d.guest.clone(),
+                                    kind: match &d.kind {
+                                        crate::image::DepKind::File { .. } => {
+                                            crate::image::DepKind::File {
+                                                host: dir.join("deps").join(rel),
+                                            }
+                                        }
+                                        link => link.clone(),
+                                    },
+                                })
+                            })
+                            .collect()
+                    };
+                    (
+                        Image::Program {
+                            guest_path: guest_path.clone(),
+                            host_path: image_tmp.join("program"),
+                            deps: at(&image_tmp)?,
+                        },
+                        ImageLocation::Program {
+                            guest_path,
+                            host_path: image_home.join("program"),
+                            deps: at(&image_home)?,
+                        },
+                    )
+                }
+                _ => {
+                    std::fs::create_dir_all(&image_tmp).map_err(|e| write_err(&image_tmp, e))?;
+                    (
+                        Image::Root {
+                            dir: image_tmp.clone(),
+                        },
+                        ImageLocation::Root {
+                            dir: image_home.clone(),
+                        },
+                    )
+                }
+            };
+            let hash = staged_image
+                .hash()
+                .or_else(|e| refused(format!("refused: its image: {e}")))?;
+            if hash != checked.manifest.image {
+                return refused(
+                    "damaged: its image does not match the image hash in the run's manifest",
+                );
+            }
+            meta.image = final_location;
+        }
+
+        // Into place: pages, then the image, then the run.
+        let pages = self.pages();
+        if let Ok(dirs) = std::fs::read_dir(tmp.join("pages")) {
+            for d in dirs.flatten() {
+                for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
+                    let name = f.file_name();
+                    if name.to_string_lossy().starts_with('.') {
+                        continue;
+                    }
+                    let dest_dir = pages.dir().join(d.file_name());
+                    let dest = dest_dir.join(&name);
+                    if dest.exists() {
+                        continue;
+                    }
+                    std::fs::create_dir_all(&dest_dir).map_err(|e| write_err(&dest_dir, e))?;
+                    std::fs::rename(f.path(), &dest).map_err(|e| write_err(&dest, e))?;
+                }
+            }
+        }
+        if checked.info.replayable {
+            std::fs::create_dir_all(&images).map_err(|e| write_err(&images, e))?;
+            let usable = || {
+                let img = meta.image.to_image();
+                img.hash().ok().as_deref() == Some(checked.manifest.image.as_str())
+            };
+            if !usable() {
+                if image_home.exists() {
+                    // Damaged or partial: replace it.
+                    let aside = images.join(format!(
+                        ".old-{}-{}",
+                        checked.manifest.image,
+                        std::process::id()
+                    ));
+                    let _ = remove_tree(&aside);
+                    std::fs::rename(&image_home, &aside).map_err(|e| write_err(&image_home, e))?;
+                    let _ = remove_tree(&aside);
+                }
+                std::fs::rename(&image_tmp, &image_home).map_err(|e| write_err(&image_home, e))?;
+            }
+            let json = serde_json::to_vec_pretty(&meta).expect("meta serializes");
+            super::super::bookmarks::write_atomic(&run_tmp.join("meta.json"), &json)?;
+        }
+        let dest = self.runs_dir().join(&id);
+        let already = match std::fs::rename(&run_tmp, &dest) {
+            Ok(()) => false,
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOTEMPTY)
+                    || e.raw_os_error() == Some(libc::EEXIST) =>
+            {
+                true
+            }
+            Err(e) => return Err(write_err(&dest, e)),
+        };
+        let run = Run::load(&dest)?;
+        Ok(ImportSummary {
+            run,
+            replayable: checked.info.replayable,
+            already,
+            pages: checked.pages,
+        })
+    }
+}

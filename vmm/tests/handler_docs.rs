@@ -1,0 +1,81 @@
+//! Every system call handler says what it implements, as gVisor's do
+//! (`// Foo implements Linux syscall foo(2).`), and every partial one says
+//! what is missing in the very words of the support table
+//! (`kernel/support.rs`, which `rewind doctor --syscalls` prints).
+
+use std::path::{Path, PathBuf};
+use vmm::kernel::support::{table, Support};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_handler_says_what_it_implements_and_what_is_missing() {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kernel"),
+        &mut files,
+    );
+    let mut undocumented = Vec::new();
+    let mut partial_notes = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let code = line.trim_start();
+            let Some(rest) = code
+                .strip_prefix("pub fn sys_")
+                .or_else(|| code.strip_prefix("fn sys_"))
+            else {
+                continue;
+            };
+            // The doc comment right above the function.
+            let doc: Vec<&str> = lines[..i]
+                .iter()
+                .rev()
+                .take_while(|l| l.trim_start().starts_with("///"))
+                .copied()
+                .collect();
+            if !doc.iter().any(|l| l.contains(" implements Linux syscall")) {
+                let name = rest.split('(').next().unwrap();
+                undocumented.push(format!("{}: sys_{name}", f.display()));
+            }
+            for l in doc {
+                if let Some(note) = l.trim_start().strip_prefix("/// Partial (") {
+                    partial_notes.push(note.to_string());
+                }
+            }
+        }
+    }
+    assert!(
+        undocumented.is_empty(),
+        "handlers without `Foo implements Linux syscall foo(2).`:\n{}",
+        undocumented.join("\n")
+    );
+    // Each partial call's note, as the table has it, is on its handler.
+    for (_, name, s) in table() {
+        if let Support::Partial(what) = s {
+            let want = format!("{name}): {what}.");
+            assert!(
+                partial_notes.contains(&want),
+                "no handler says `/// Partial ({want}`"
+            );
+        }
+    }
+    assert_eq!(
+        partial_notes.len(),
+        table()
+            .iter()
+            .filter(|(_, _, s)| matches!(s, Support::Partial(_)))
+            .count(),
+        "a handler notes a partial call the table does not: {partial_notes:?}"
+    );
+}

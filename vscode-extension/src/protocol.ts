@@ -1,0 +1,121 @@
+/**
+ * The shapes of the adapter's custom requests and events (docs/dap.md).
+ */
+
+export interface RunEvent {
+	step: number;
+	pid: number;
+	tid: number;
+	kind: string;
+	text: string;
+}
+
+export interface Bookmark {
+	step: number;
+	note: string;
+	created: number;
+}
+
+export interface Timeline {
+	run: string;
+	name: string;
+	status: string;
+	steps: number;
+	virtualNs: number;
+	forkOf: { parent: string; step: number } | null;
+	events: RunEvent[];
+	bookmarks: Bookmark[];
+	perturbations: { step: number; what: string }[];
+	deciding: number | null;
+	compare?: { run: string; identical: boolean; step: number | null; otherStep: number | null } | null;
+}
+
+export interface Position {
+	run: string;
+	step: number;
+	steps: number;
+	stateStep: number;
+	virtualNs: number;
+	thread?: { pid: number; tid: number; name: string } | null;
+	events: RunEvent[];
+}
+
+export interface LaneThread {
+	pid: number;
+	tid: number;
+	name: string;
+	stretches: [number, number][];
+}
+
+export interface Lanes {
+	run: string;
+	from: number;
+	to: number;
+	coarse: boolean;
+	threads: LaneThread[];
+	compare?: Lanes;
+}
+
+export interface CheckResult {
+	index: number;
+	label: string;
+	run: string;
+	status: string;
+	steps: number;
+	sameEnd: boolean;
+	violations: { property: string; why: string }[];
+}
+
+export interface Forked {
+	parent: string;
+	step: number;
+	run: string;
+	status: string;
+	steps: number;
+	with: { schedule?: number; seed?: number };
+	firstDifference: number | null;
+}
+
+export interface Comparison {
+	left: string;
+	right: string;
+	identical: boolean;
+	events?: number;
+	index?: number;
+	leftStep?: number | null;
+	rightStep?: number | null;
+	shared?: RunEvent[];
+	leftEvents?: RunEvent[];
+	rightEvents?: RunEvent[];
+}
+
+export interface RunInfo {
+	id: string;
+	name: string | null;
+	status: string;
+	exit_code: number | null;
+	steps: number;
+	virtual_ns: number;
+	created: number;
+	events: number;
+	program: string | null;
+	argv: string[];
+	fork_of: { parent: string; step: number } | null;
+	schedule: number | null;
+}
+
+/** What the extension posts to the timeline webview. */
+export type ToTimeline =
+	| { type: 'timeline'; timeline: Timeline }
+	| { type: 'lanes'; lanes: Lanes }
+	| { type: 'position'; position: Position }
+	| { type: 'checkResults'; from: number; results: CheckResult[]; done: boolean }
+	| { type: 'clear' };
+
+/** What the timeline webview posts to the extension. */
+export type FromTimeline =
+	| { type: 'ready' }
+	| { type: 'goto'; step: number }
+	| { type: 'lanes'; from: number; to: number; max: number }
+	| { type: 'pickCheck'; run: string }
+	| { type: 'command'; command: string };
