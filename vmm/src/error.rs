@@ -41,7 +41,7 @@ pub enum EngineError {
         why: &'static str,
     },
     #[error("manifest: {0}")]
-    Manifest(#[from] crate::record::manifest::ManifestError),
+    Manifest(#[from] crate::run::manifest::ManifestError),
     #[error(transparent)]
     OutOfRange(#[from] crate::machine::memory::OutOfRange),
     #[error("guest memory exhausted while loading the program")]

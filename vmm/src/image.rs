@@ -22,7 +22,9 @@ pub use linked::{dyn_info, linked_files, DynInfo, LinkError};
 /// Top-level directories of a root the monitor replaces with its own.
 pub const HIDDEN_TOP: &[&str] = &["dev", "proc", "sys"];
 
-use crate::kernel::fs::vfs::MAX_SYMLINKS;
+/// Symbolic links followed in one lookup before ELOOP (Linux's MAXSYMLINKS),
+/// here and in the guest's file system.
+pub const MAX_SYMLINKS: u32 = 40;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Image {

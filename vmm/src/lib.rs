@@ -3,9 +3,10 @@
 //! A Linux x86-64 program runs in guest ring 3 of a KVM machine that has no
 //! operating system: every system call and CPU exception leaves the guest and
 //! is served by [`kernel`], a deterministic implementation of the Linux ABI.
-//! [`machine`] owns KVM, guest memory and the vCPU; [`record`] the events and
-//! the manifest of inputs; [`store`] runs on disk; [`session`] ties them into
-//! one recorded run.
+//! [`machine`] owns KVM, guest memory and the vCPU; [`run`] what a run takes
+//! and gives (the manifest of inputs, events, keyframes), below the kernel;
+//! [`record`] the trace on disk; [`store`] runs on disk; [`session`] ties them
+//! into one recorded run. Layers run one way (`tests/layers.rs`).
 
 pub mod check;
 pub mod debug;
@@ -16,6 +17,7 @@ pub mod kernel;
 pub mod machine;
 pub mod record;
 pub mod replay;
+pub mod run;
 pub mod schedule;
 pub mod session;
 pub mod store;

@@ -21,7 +21,7 @@
 //! neither the kernel nor `check` (which re-exports it) nor `store`
 //! (`vmm/tests/layers.rs`).
 
-use crate::record::{Manifest, Perturbation, Perturbed};
+use crate::run::{Manifest, Perturbation, Perturbed};
 use std::collections::BTreeMap;
 
 /// What the scheduler knows after a step, for a plan that picks threads.

@@ -1,10 +1,30 @@
 //! Layers run one way: machine, then kernel, then record and store, then
-//! check, then the front ends. The kernel names neither `check` nor
-//! `store` (keyframe pages come in through `record::pages::PageSource`), and
-//! the schedule it applies (`vmm/src/schedule.rs`) names neither them nor
-//! the kernel.
+//! check, then the front ends; each uses only those before it. What the
+//! kernel shares with the layers above it (the manifest, events, keyframes,
+//! the recorder and page-source traits, the schedule's perturbations) sits
+//! below it, in `run` and `schedule`. The front ends are the adapter crate,
+//! which `vmm` cannot name at all; `debug` and `inspect` are their engine
+//! parts, the highest layer inside `vmm`.
+//!
+//! The check reads every source file's paths (`crate::x`, `use crate::{x,
+//! y}`, `super::…` resolved against the file's module) and fails on any
+//! that names a module of a later layer.
 
 use std::path::{Path, PathBuf};
+
+/// The layers of `vmm`'s top-level modules, lowest first.
+const LAYERS: &[&[&str]] = &[
+    &["machine"],
+    &["error", "image", "run", "schedule"],
+    &["kernel"],
+    &["record", "store", "session", "replay"],
+    &["check"],
+    &["debug", "inspect"],
+];
+
+/// The crate's one error type, which every layer returns (`EngineError`). It
+/// is placed in its layer like any module: it names only lower layers' errors.
+const USED_BY_ALL: &[&str] = &["error"];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
@@ -17,64 +37,173 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Whether a line of code names `layer` (a `use` of it, or a path into it).
-fn names_layer(code: &str, layer: &str) -> bool {
-    let path = format!("crate::{layer}");
-    let grouped = code.trim_start().starts_with("use crate::{") && code.contains(layer);
-    code.contains(&path) || code.contains(&format!("super::super::{layer}")) || grouped
-}
-
-/// Every line of `files` that names one of `layers`.
-fn reaching_up(files: &[PathBuf], layers: &[&str]) -> Vec<String> {
-    let mut found = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(f).unwrap();
-        for (i, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap();
-            if layers.iter().any(|layer| names_layer(code, layer)) {
-                found.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
-            }
-        }
-    }
-    found
-}
-
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
+/// The module path of a source file under `src` (`kernel/fs/mod.rs` is
+/// `["kernel", "fs"]`; `lib.rs` is `[]`).
+fn module_of(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src()).unwrap().with_extension("");
+    let mut path: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(path.last().map(String::as_str), Some("mod" | "lib")) {
+        path.pop();
+    }
+    path
+}
+
+fn ident_at(s: &str) -> &str {
+    let end = s
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The top-level items of `use crate::{a::b, c, d::{e, f}}`: the text after
+/// `{` up to its matching `}`, split at depth-one commas.
+fn group_heads(s: &str) -> Vec<&str> {
+    let mut heads = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                heads.push(s[start..i].trim());
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                heads.push(s[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    heads.into_iter().map(ident_at).collect()
+}
+
+/// The top-level modules that `code` (a file of module `module`, comments
+/// removed) names through `crate::` or `super::` paths.
+fn named_tops(code: &str, module: &[String]) -> Vec<String> {
+    let mut tops = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let rest = &code[at + "crate::".len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => tops.extend(group_heads(group).into_iter().map(String::from)),
+            None => tops.push(ident_at(rest).to_string()),
+        }
+    }
+    for (at, _) in code.match_indices("super::") {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let mut rest = &code[at..];
+        let mut up = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            rest = r;
+            up += 1;
+        }
+        if up < module.len() {
+            tops.push(module[0].clone());
+        } else if up == module.len() {
+            match rest.strip_prefix('{') {
+                Some(group) => tops.extend(group_heads(group).into_iter().map(String::from)),
+                None => tops.push(ident_at(rest).to_string()),
+            }
+        }
+    }
+    tops.retain(|t| !t.is_empty());
+    tops
+}
+
+fn without_comments(text: &str) -> String {
+    text.lines()
+        .map(|l| l.split("//").next().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn layer_of(top: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&top))
+}
+
 #[test]
-fn the_kernel_imports_neither_check_nor_store() {
+fn every_layer_uses_only_those_below_it() {
     let mut files = Vec::new();
-    rust_files(&src().join("kernel"), &mut files);
-    assert!(
-        files.len() > 10,
-        "no kernel sources under {}",
-        src().display()
-    );
-    let found = reaching_up(&files, &["check", "store"]);
+    rust_files(&src(), &mut files);
+    assert!(files.len() > 50, "no sources under {}", src().display());
+    let mut found = Vec::new();
+    for f in &files {
+        let module = module_of(f);
+        let Some(own) = module.first().and_then(|top| layer_of(top)) else {
+            continue;
+        };
+        let code = without_comments(&std::fs::read_to_string(f).unwrap());
+        for top in named_tops(&code, &module) {
+            if USED_BY_ALL.contains(&top.as_str()) {
+                continue;
+            }
+            if let Some(theirs) = layer_of(&top).filter(|&l| l > own) {
+                found.push(format!(
+                    "{} ({}) names {top} ({})",
+                    f.strip_prefix(src()).unwrap().display(),
+                    LAYERS[own].join("/"),
+                    LAYERS[theirs].join("/")
+                ));
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
     assert!(
         found.is_empty(),
-        "the kernel reaches up into check or store:\n{}",
+        "a layer reaches up:\n{}",
         found.join("\n")
     );
 }
 
 #[test]
-fn the_schedule_sits_below_the_kernel() {
-    let files = [src().join("schedule.rs")];
-    let found = reaching_up(&files, &["kernel", "check", "store"]);
-    assert!(
-        found.is_empty(),
-        "the schedule reaches up into the kernel, check or store:\n{}",
-        found.join("\n")
-    );
+fn every_module_has_a_layer() {
+    let lib = without_comments(&std::fs::read_to_string(src().join("lib.rs")).unwrap());
+    let mods: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .map(|m| m.trim_end_matches(';'))
+        .collect();
+    assert!(mods.contains(&"kernel"), "no modules found in lib.rs");
+    for m in mods {
+        assert!(layer_of(m).is_some(), "module {m} has no layer in LAYERS");
+    }
 }
 
 #[test]
-fn the_check_finds_a_use_of_the_store() {
-    assert!(names_layer("use crate::store::pages::PageStore;", "store"));
-    assert!(names_layer("    let s: crate::check::X = y;", "check"));
-    assert!(names_layer("use crate::{check, record};", "check"));
-    assert!(!names_layer("use crate::record::pages::PageHash;", "store"));
+fn the_check_finds_every_kind_of_path() {
+    let kernel_fs = ["kernel", "fs", "io"].map(String::from);
+    let tops = |code: &str| named_tops(code, &kernel_fs);
+    assert_eq!(tops("use crate::store::pages::PageStore;"), ["store"]);
+    assert_eq!(tops("    let s: crate::check::X = y;"), ["check"]);
+    assert_eq!(
+        tops("use crate::{\n    check::{a, b},\n    record,\n};"),
+        ["check", "record"]
+    );
+    assert_eq!(tops("use super::super::errno::*;"), ["kernel"]);
+    assert_eq!(
+        tops("use super::super::super::session::Limits;"),
+        ["session"]
+    );
+    assert_eq!(
+        tops("pub(crate) fn f() -> crate::EngineError"),
+        ["EngineError"]
+    );
+    assert!(tops(&without_comments("use std::fmt; // not crate::check")).is_empty());
+    assert_eq!(layer_of("store"), Some(3));
+    assert!(layer_of("kernel") < layer_of("record"));
 }

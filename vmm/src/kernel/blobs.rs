@@ -4,7 +4,7 @@
 //! their hashes; while one is being restored they come back from it. Outside
 //! a keyframe they are saved inline.
 
-use crate::record::pages::{hash_page, PageHash, PageSource, PAGE_BYTES};
+use crate::run::pages::{hash_page, PageHash, PageSource, PAGE_BYTES};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::HashSet;

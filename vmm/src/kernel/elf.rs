@@ -15,7 +15,7 @@ use super::Kernel;
 use crate::image::Image;
 use crate::machine::layout::{PIE_BASE, STACK_MAX, STACK_TOP};
 use crate::machine::regs::RFLAGS_DEFAULT;
-use crate::record::EventKind;
+use crate::run::EventKind;
 use crate::EngineError;
 use object::elf::{FileHeader64, ET_DYN, ET_EXEC, PF_R, PF_W, PF_X, PT_INTERP, PT_LOAD};
 use object::read::elf::{FileHeader, ProgramHeader};

@@ -3,7 +3,7 @@
 use super::signal::*;
 use super::Kernel;
 use crate::kernel::mm::Fault;
-use crate::record::ExitStatus;
+use crate::run::ExitStatus;
 
 const VEC_DIVIDE: u8 = 0;
 const VEC_DEBUG: u8 = 1;

@@ -33,8 +33,8 @@ pub use signal::signal_name;
 
 use crate::machine::watchdog::Watchdog;
 use crate::machine::{Exit, Machine};
-use crate::record::{Event, EventKind, ExitStatus, Recorder};
-use crate::session::{Limits, Outcome, RunInputs};
+use crate::run::{Event, EventKind, ExitStatus, Recorder};
+use crate::run::{Limits, Outcome, RunInputs};
 use crate::EngineError;
 use errno::Errno;
 use std::collections::BTreeMap;
@@ -78,7 +78,7 @@ pub struct Kernel<'r> {
     /// Each regular file written, and by which (pid, tid).
     pub writers: BTreeMap<String, std::collections::BTreeSet<(Pid, Tid)>>,
     /// How much has been recorded: events, output bytes, switches.
-    pub recorded: crate::record::keyframe::Recorded,
+    pub recorded: crate::run::keyframe::Recorded,
     /// The keyframe policy's state; None when the recorder keeps none.
     keyframes: Option<snapshot::KeyframeClock>,
     /// Set when the run is over.
@@ -113,7 +113,7 @@ impl<'r> Kernel<'r> {
             symbols: symbols::SymbolTable::default(),
             vfs: fs::Vfs::new(&inputs.image, inputs.stdin.clone(), man.epoch, man.cores),
             next_id: FIRST_PID,
-            points: points::MemPoints::new(man.points == crate::record::Points::Memory),
+            points: points::MemPoints::new(man.points == crate::run::Points::Memory),
             names: BTreeMap::new(),
             writers: BTreeMap::new(),
             recorded: Default::default(),

@@ -41,7 +41,7 @@ use super::task::{Pid, Tid};
 use super::Kernel;
 use crate::machine::layout::{MONITOR_END, PAGE_SIZE, USER_END};
 use crate::machine::Exit;
-use crate::record::{Access, EventKind};
+use crate::run::{Access, EventKind};
 use crate::EngineError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -491,7 +491,7 @@ impl Kernel<'_> {
         let Some(&(_, to)) = changes.iter().find(|(s, _)| *s == step) else {
             return;
         };
-        let on = to == crate::record::Points::Memory;
+        let on = to == crate::run::Points::Memory;
         if on == self.points.on {
             return;
         }

@@ -17,7 +17,7 @@ use super::thread::{
     CLONE_SETTLS, CLONE_VFORK, CLONE_VM, CSIGNAL,
 };
 use super::Kernel;
-use crate::record::{EventKind, ExitStatus};
+use crate::run::{EventKind, ExitStatus};
 
 /// Most processes a run may hold at once, zombies included (as
 /// RLIMIT_NPROC would): a fork past it fails with EAGAIN, so a fork bomb

@@ -9,7 +9,7 @@
 use super::errno::*;
 use super::task::{Context, PendingCall, ThreadState, Tid, Wait};
 use super::Kernel;
-use crate::record::{EventKind, Perturbation};
+use crate::run::{EventKind, Perturbation};
 use std::collections::{BTreeSet, VecDeque};
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

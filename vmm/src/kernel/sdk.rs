@@ -4,7 +4,7 @@
 
 use super::errno::*;
 use super::Kernel;
-use crate::record::{EventKind, SdkKind};
+use crate::run::{EventKind, SdkKind};
 
 /// The reserved call number ("RW" in ASCII), far above Linux's.
 pub const SDK_SYSCALL: u32 = 0x5257;

@@ -50,7 +50,8 @@ use super::sched::Sys;
 use super::task::{PendingCall, Pid, ThreadState, Tid, Wait};
 use super::time::Timespec;
 use super::Kernel;
-use crate::record::{EventKind, ExitStatus};
+pub use crate::run::signal_name;
+use crate::run::{EventKind, ExitStatus};
 
 pub const SIGHUP: i32 = 1;
 pub const SIGINT: i32 = 2;
@@ -130,49 +131,6 @@ const NR_RT_SIGTIMEDWAIT: u32 = 128;
 const NR_RT_SIGSUSPEND: u32 = 130;
 const NR_CLOCK_NANOSLEEP: u32 = 230;
 const TIMER_ABSTIME: u64 = 1;
-
-const NAMES: [&str; 32] = [
-    "0",
-    "SIGHUP",
-    "SIGINT",
-    "SIGQUIT",
-    "SIGILL",
-    "SIGTRAP",
-    "SIGABRT",
-    "SIGBUS",
-    "SIGFPE",
-    "SIGKILL",
-    "SIGUSR1",
-    "SIGSEGV",
-    "SIGUSR2",
-    "SIGPIPE",
-    "SIGALRM",
-    "SIGTERM",
-    "SIGSTKFLT",
-    "SIGCHLD",
-    "SIGCONT",
-    "SIGSTOP",
-    "SIGTSTP",
-    "SIGTTIN",
-    "SIGTTOU",
-    "SIGURG",
-    "SIGXCPU",
-    "SIGXFSZ",
-    "SIGVTALRM",
-    "SIGPROF",
-    "SIGWINCH",
-    "SIGIO",
-    "SIGPWR",
-    "SIGSYS",
-];
-
-pub fn signal_name(sig: i32) -> String {
-    match sig {
-        1..=31 => NAMES[sig as usize].to_string(),
-        32..=64 => format!("SIGRT{}", sig - 32),
-        _ => format!("signal {sig}"),
-    }
-}
 
 /// What a signal does when nobody handles it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -4,10 +4,10 @@
 use super::task::{Pid, Process, Thread, Tid};
 use super::{futex, sched, time, Kernel, Rng};
 use crate::machine::Machine;
-use crate::record::keyframe::{Keyframe, KEYFRAME_MIN_STEPS, KEYFRAME_STEPS, KEYFRAME_WALL_MS};
-use crate::record::pages::{hash_page, PageHash, PageSource};
-use crate::record::Recorder;
-use crate::session::RunInputs;
+use crate::run::keyframe::{Keyframe, KEYFRAME_MIN_STEPS, KEYFRAME_STEPS, KEYFRAME_WALL_MS};
+use crate::run::pages::{hash_page, PageHash, PageSource};
+use crate::run::Recorder;
+use crate::run::RunInputs;
 use crate::EngineError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

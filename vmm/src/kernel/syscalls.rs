@@ -7,7 +7,7 @@ use super::task::PendingCall;
 use super::{
     fs, futex, identity, mm, net, process, render, sched, sdk, signal, thread, time, Kernel,
 };
-use crate::record::EventKind;
+use crate::run::EventKind;
 
 /// How an argument is shown in events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -120,7 +120,7 @@ pub struct Zombie {
     pub ppid: Pid,
     pub pgid: Pid,
     pub sid: Pid,
-    pub status: crate::record::ExitStatus,
+    pub status: crate::run::ExitStatus,
     /// A core-dumping signal killed it while RLIMIT_CORE was not 0 (WCOREDUMP).
     pub core: bool,
     /// Its exit signal (wait4 without __WALL sees only SIGCHLD children).

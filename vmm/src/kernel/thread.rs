@@ -5,7 +5,7 @@ use super::errno::*;
 use super::sched::Sys;
 use super::task::{Context, PendingCall, Pid, Thread, ThreadState, Tid};
 use super::Kernel;
-use crate::record::{EventKind, ExitStatus};
+use crate::run::{EventKind, ExitStatus};
 
 pub const CLONE_VM: u64 = 0x100;
 pub const CLONE_FS: u64 = 0x200;

@@ -10,7 +10,7 @@
 //! the derived, externally tagged encoding: these attributes rename, they do
 //! not restructure, and a test below pins its bytes.
 
-use super::{Event, ExitStatus, Manifest, Perturbed};
+use super::{Event, Manifest, Perturbed};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -97,60 +97,10 @@ fn flatten_into<T: Serialize>(m: &mut Map<String, Value>, tag: &str, v: &T, take
     }
 }
 
-/// `ExitStatus` in JSON as `rewind ls` says it (`"exited:0"`, `"killed:SIGSEGV"`,
-/// `"deadlocked"`, `"timed-out"`); in the binary trace, its derived encoding.
-pub mod status_string {
-    use super::ExitStatus;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    pub fn serialize<S: Serializer>(s: &ExitStatus, ser: S) -> Result<S::Ok, S::Error> {
-        if ser.is_human_readable() {
-            ser.collect_str(s)
-        } else {
-            s.serialize(ser)
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<ExitStatus, D::Error> {
-        if de.is_human_readable() {
-            let s = String::deserialize(de)?;
-            s.parse().map_err(serde::de::Error::custom)
-        } else {
-            ExitStatus::deserialize(de)
-        }
-    }
-}
-
-impl std::str::FromStr for ExitStatus {
-    type Err = String;
-
-    /// The inverse of `Display`: `exited:N`, `killed:SIGNAME`, `deadlocked`, `timed-out`.
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad =
-            || format!("`{s}` is not a status (exited:N, killed:SIGNAME, deadlocked, timed-out)");
-        match s {
-            "deadlocked" => Ok(ExitStatus::Deadlocked),
-            "timed-out" => Ok(ExitStatus::TimedOut),
-            _ => {
-                if let Some(n) = s.strip_prefix("exited:") {
-                    n.parse().map(ExitStatus::Exited).map_err(|_| bad())
-                } else if let Some(name) = s.strip_prefix("killed:") {
-                    (1..=64)
-                        .find(|&sig| crate::kernel::signal_name(sig) == name)
-                        .map(ExitStatus::Killed)
-                        .ok_or_else(bad)
-                } else {
-                    Err(bad())
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{EventKind, Perturbation, SdkKind};
+    use crate::record::{EventKind, ExitStatus, Perturbation, SdkKind};
 
     /// One event of every kind. The match makes a new kind fail to compile
     /// here until it has a sample, so the tests below cover it.

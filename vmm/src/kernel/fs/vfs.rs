@@ -41,8 +41,7 @@ pub const ROOT_INO: Ino = 2;
 pub const MAX_FILE: u64 = 1 << 30;
 /// Most bytes the overlay's files hold together (ENOSPC past it).
 pub const MAX_OVERLAY: u64 = 2 << 30;
-/// Symbolic links followed in one lookup before ELOOP (Linux's MAXSYMLINKS).
-pub const MAX_SYMLINKS: u32 = 40;
+pub use crate::image::MAX_SYMLINKS;
 
 /// A character device the monitor serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -34,7 +34,7 @@ pub enum EventKind {
     Signal { signo: i32, code: i32, addr: u64 },
     /// The process ended with this status.
     ProcessExit {
-        #[serde(with = "super::json::status_string")]
+        #[serde(with = "status_string")]
         status: ExitStatus,
     },
     /// A call of the guest SDK: an assertion or a bookmark.
@@ -124,7 +124,7 @@ impl std::fmt::Display for ExitStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ExitStatus::Exited(c) => write!(f, "exited:{c}"),
-            ExitStatus::Killed(s) => write!(f, "killed:{}", crate::kernel::signal_name(*s)),
+            ExitStatus::Killed(s) => write!(f, "killed:{}", signal_name(*s)),
             ExitStatus::Deadlocked => write!(f, "deadlocked"),
             ExitStatus::TimedOut => write!(f, "timed-out"),
         }
@@ -138,11 +138,9 @@ impl std::fmt::Display for Event {
             EventKind::Syscall { text, .. } => write!(f, "{text}"),
             EventKind::ThreadStart { parent } => write!(f, "thread start (from {parent})"),
             EventKind::ThreadExit { code } => write!(f, "thread exit = {code}"),
-            EventKind::Signal { signo, code, addr } => write!(
-                f,
-                "{} code={code} addr={addr:#x}",
-                crate::kernel::signal_name(*signo)
-            ),
+            EventKind::Signal { signo, code, addr } => {
+                write!(f, "{} code={code} addr={addr:#x}", signal_name(*signo))
+            }
             EventKind::ProcessExit { status } => write!(f, "process {status}"),
             EventKind::Access {
                 addr,
@@ -170,5 +168,98 @@ impl std::fmt::Display for Event {
                 }
             ),
         }
+    }
+}
+
+/// `ExitStatus` in JSON as `rewind ls` says it (`"exited:0"`, `"killed:SIGSEGV"`,
+/// `"deadlocked"`, `"timed-out"`); in the binary trace, its derived encoding.
+pub mod status_string {
+    use super::ExitStatus;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(s: &ExitStatus, ser: S) -> Result<S::Ok, S::Error> {
+        if ser.is_human_readable() {
+            ser.collect_str(s)
+        } else {
+            s.serialize(ser)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<ExitStatus, D::Error> {
+        if de.is_human_readable() {
+            let s = String::deserialize(de)?;
+            s.parse().map_err(serde::de::Error::custom)
+        } else {
+            ExitStatus::deserialize(de)
+        }
+    }
+}
+
+impl std::str::FromStr for ExitStatus {
+    type Err = String;
+
+    /// The inverse of `Display`: `exited:N`, `killed:SIGNAME`, `deadlocked`, `timed-out`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad =
+            || format!("`{s}` is not a status (exited:N, killed:SIGNAME, deadlocked, timed-out)");
+        match s {
+            "deadlocked" => Ok(ExitStatus::Deadlocked),
+            "timed-out" => Ok(ExitStatus::TimedOut),
+            _ => {
+                if let Some(n) = s.strip_prefix("exited:") {
+                    n.parse().map(ExitStatus::Exited).map_err(|_| bad())
+                } else if let Some(name) = s.strip_prefix("killed:") {
+                    (1..=64)
+                        .find(|&sig| signal_name(sig) == name)
+                        .map(ExitStatus::Killed)
+                        .ok_or_else(bad)
+                } else {
+                    Err(bad())
+                }
+            }
+        }
+    }
+}
+
+const NAMES: [&str; 32] = [
+    "0",
+    "SIGHUP",
+    "SIGINT",
+    "SIGQUIT",
+    "SIGILL",
+    "SIGTRAP",
+    "SIGABRT",
+    "SIGBUS",
+    "SIGFPE",
+    "SIGKILL",
+    "SIGUSR1",
+    "SIGSEGV",
+    "SIGUSR2",
+    "SIGPIPE",
+    "SIGALRM",
+    "SIGTERM",
+    "SIGSTKFLT",
+    "SIGCHLD",
+    "SIGCONT",
+    "SIGSTOP",
+    "SIGTSTP",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGURG",
+    "SIGXCPU",
+    "SIGXFSZ",
+    "SIGVTALRM",
+    "SIGPROF",
+    "SIGWINCH",
+    "SIGIO",
+    "SIGPWR",
+    "SIGSYS",
+];
+
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        1..=31 => NAMES[sig as usize].to_string(),
+        32..=64 => format!("SIGRT{}", sig - 32),
+        _ => format!("signal {sig}"),
     }
 }

@@ -12,9 +12,9 @@
 //! (length u32, BLAKE3 of the body, body = zstd(postcard(Keyframe))).
 //! A damaged record is reported, never trusted.
 
+use super::pages::PageHash;
 use crate::machine::memory::FrameAllocator;
 use crate::machine::snapshot::VcpuState;
-use crate::record::pages::PageHash;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;

@@ -1,0 +1,98 @@
+//! What a run takes and gives: its inputs (the manifest, the image, standard
+//! input), its host-side limits, what it records (events, keyframes and the
+//! pages they name) and the sinks those go to, and how it ended. This is the
+//! vocabulary the kernel shares with the layers above it (record, store,
+//! check, the front ends): it sits below the kernel, so the kernel names
+//! none of those layers. `record` and `session` re-export it.
+
+pub mod event;
+pub mod keyframe;
+pub mod manifest;
+pub mod pages;
+
+pub use event::{signal_name, Access, Event, EventKind, ExitStatus, SdkKind};
+pub use manifest::{ForkOf, Manifest, Pct, Perturbation, Perturbed, Points};
+
+use crate::image::Image;
+use crate::EngineError;
+use std::time::Duration;
+
+/// Everything a run is a function of.
+#[derive(Debug, Clone)]
+pub struct RunInputs {
+    pub manifest: Manifest,
+    pub image: Image,
+    /// Standard input's bytes (empty when it was a terminal).
+    pub stdin: Vec<u8>,
+}
+
+impl RunInputs {
+    /// The inputs of a new run of `program` (a guest path inside `image`)
+    /// with `argv`: the manifest's defaults (`Manifest::new`) with the
+    /// image's hash, and no standard input. Front ends change the rest.
+    pub fn new(image: Image, program: String, argv: Vec<String>) -> Result<RunInputs, EngineError> {
+        let hash = image.hash()?;
+        Ok(RunInputs {
+            manifest: Manifest::new(program, argv, hash),
+            image,
+            stdin: Vec::new(),
+        })
+    }
+
+    /// Makes `stdin` the run's standard input, its hash the manifest's (an
+    /// input: it is part of the run's id).
+    pub fn set_stdin(&mut self, stdin: Vec<u8>) {
+        self.manifest.stdin = manifest::stdin_hash(&stdin);
+        self.stdin = stdin;
+    }
+}
+
+/// Host-side limits; not inputs of the run.
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    /// Wall-clock bound; the run ends `timed-out` when it passes.
+    pub timeout: Option<Duration>,
+    /// Note where every thread is after this step (`Outcome::where_at`).
+    pub where_at: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub status: ExitStatus,
+    pub steps: u64,
+    pub virtual_ns: u64,
+    pub wall: Duration,
+    /// For deadlocked and timed-out runs: where each thread was, one line each.
+    pub stuck: Vec<String>,
+    /// The perturbations the run's schedule applied, in step order.
+    pub perturbed: Vec<Perturbed>,
+    /// Where each thread was after `Limits::where_at`, one line each.
+    pub where_at: Vec<String>,
+    /// Each regular file the run wrote, and by which (pid, tid).
+    pub writers: std::collections::BTreeMap<String, std::collections::BTreeSet<(u32, u32)>>,
+    /// Each thread's last name (prctl PR_SET_NAME), by tid.
+    pub thread_names: std::collections::BTreeMap<u32, String>,
+}
+
+/// Where a running machine sends what it records.
+pub trait Recorder {
+    fn event(&mut self, event: &Event);
+    /// Bytes the guest wrote to its standard output (fd 1) or error (fd 2).
+    fn output(&mut self, fd: i32, bytes: &[u8]);
+    /// From `step` on, thread `tid` of process `pid` holds the CPU.
+    fn switch(&mut self, _step: u64, _pid: u32, _tid: u32) {}
+    /// Keep a keyframe; `pages` are the pages written since the previous one.
+    /// Recorders that keep no keyframes say so, and the engine takes none.
+    fn keyframe(&mut self, _kf: &keyframe::Keyframe, _pages: &[(pages::PageHash, &[u8])]) {}
+    fn wants_keyframes(&self) -> bool {
+        false
+    }
+}
+
+/// A recorder that keeps nothing: for runs made only to look inside them.
+pub struct Discard;
+
+impl Recorder for Discard {
+    fn event(&mut self, _: &Event) {}
+    fn output(&mut self, _: i32, _: &[u8]) {}
+}
