@@ -37,8 +37,8 @@ cmd('RewindFork', function()
 end, { desc = 'Rewind: fork from here and continue in the fork' })
 
 cmd('RewindCompare', function(o)
-  require('rewind').request('rewind/compare', { run = o.args })
-end, { nargs = 1, desc = 'Rewind: compare with a run' })
+  require('rewind').compare(o.args)
+end, { nargs = 1, desc = 'Rewind: compare with a run: where they differ, and its lanes' })
 
 cmd('RewindCheck', function(o)
   require('rewind').check({ schedules = tonumber(o.args) })

@@ -10,6 +10,12 @@ local env = vim.env
 vim.opt.rtp:prepend(env.REWIND_PLUGIN)
 vim.cmd.runtime('plugin/rewind.lua')
 
+--- A line of the report (print() may leave it unterminated after :checkhealth).
+---@param line string
+local function say(line)
+  io.stdout:write(line, '\n')
+end
+
 ---@param msg string
 local function fail(msg)
   io.stderr:write('FAIL: ' .. msg .. '\n')
@@ -61,7 +67,7 @@ end
 if not vim.lsp.inlay_hint.is_enabled({ bufnr = buf }) then
   fail('inlay hints are not enabled for the buffer')
 end
-print('ok: rewind lsp attached to bank.c, root ' .. client.config.root_dir)
+say('ok: rewind lsp attached to bank.c, root ' .. client.config.root_dir)
 
 -- :RewindCheck without a debug session: the program's Check lens, then the
 -- quickfix list.
@@ -85,10 +91,13 @@ local file = vim.api.nvim_buf_get_name(item.bufnr)
 if not file:match('/bank%.c$') then
   fail('the finding is in ' .. file)
 end
--- The deciding step is in teller (bank.c:19-29): the thread switched away
--- had read the balance and not yet stored it.
-if item.lnum < 19 or item.lnum > 29 then
-  fail('the finding is on line ' .. item.lnum .. ', not in teller: ' .. item.text)
+-- The deciding step is in teller: the thread switched away had read the
+-- balance (bank.c:22) and not yet stored it (27). The Check lens checks with
+-- memory points (check's default), and narrowing lands on a memory access
+-- in the snprintf of bank.c:24 (tests/tests/lsp.rs's check, with system
+-- call points only, lands on the write of line 26).
+if item.lnum ~= 24 then
+  fail('the finding is on line ' .. item.lnum .. ', not bank.c:24: ' .. item.text)
 end
 if not item.text:find('^a reschedule after this line lets thread 1000/100%d run: the run ends exited:2 instead of exited:0') then
   fail('the finding says: ' .. item.text)
@@ -100,7 +109,7 @@ end
 if not item.text:find('step ' .. data.step .. '%)$') then
   fail('the text does not name step ' .. data.step .. ': ' .. item.text)
 end
-print(string.format('ok: RewindCheck put bank.c:%d in the quickfix list in %.0f ms: %s', item.lnum, check_ms, item.text))
+say(string.format('ok: RewindCheck put bank.c:%d in the quickfix list in %.0f ms: %s', item.lnum, check_ms, item.text))
 
 -- The code action on that line calls open() with the diagnostic's data.
 local opened = {}
@@ -121,7 +130,7 @@ end, 'the code action to call open()')
 if not vim.deep_equal(opened[1], { run = data.run, step = data.step, compare = data.compare }) then
   fail('the code action opened ' .. vim.inspect(opened[1]))
 end
-print(string.format('ok: the code action opened run %s at step %d compared with %s', data.run, data.step, data.compare))
+say(string.format('ok: the code action opened run %s at step %d compared with %s', data.run, data.step, data.compare))
 
 -- :RewindRuns lists the runs newest first and opens the one picked.
 local listed
@@ -146,17 +155,17 @@ end
 if not listed[1]:find('exited:') or not vim.deep_equal(opened[2], { run = data.run }) then
   fail('RewindRuns: ' .. vim.inspect({ listed = listed, opened = opened[2] }))
 end
-print(string.format('ok: RewindRuns offered %d runs (%s) and opened the one picked', #listed, listed[1]))
+say(string.format('ok: RewindRuns offered %d runs (%s) and opened the one picked', #listed, listed[1]))
 
-vim.cmd('checkhealth rewind')
+vim.cmd('silent checkhealth rewind')
 local health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
-if not health:find('rewind lsp is running') then
+if health:find('ERROR') or not health:find('rewind lsp is running') then
   fail('checkhealth rewind:\n' .. health)
 end
 vim.cmd('bwipeout')
 
 if not have_dap then
-  print('skipped: NVIM_DAP_PATH is not set; the code action did not open a debug session')
+  say('skipped: NVIM_DAP_PATH is not set; the code action did not open a debug session')
   os.exit(0)
 end
 
@@ -179,7 +188,7 @@ end, 'the timeline of ' .. data.run)
 if rewind.timeline.deciding ~= data.step then
   fail('the timeline marks step ' .. tostring(rewind.timeline.deciding) .. ' as deciding, not ' .. data.step)
 end
-print(string.format('ok: the code action opened a debug session stopped at step %d of %s', data.step, data.run))
+say(string.format('ok: the code action opened a debug session stopped at step %d of %s', data.step, data.run))
 local dap = require('dap')
 dap.terminate()
 wait(10000, function()

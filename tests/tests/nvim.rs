@@ -1,11 +1,14 @@
 //! The Neovim plugin (nvim-plugin/) under headless Neovim 0.11
 //! (tests/tools/neovim, from scripts/setup): it loads and defines its
-//! commands; its language-server side (`require('rewind').lsp()` with
-//! vim.lsp, `:RewindCheck` without a session, the code action, `:RewindRuns`)
-//! needs no nvim-dap and always runs; with an nvim-dap checkout in
+//! commands, `:help rewind` opens its help, `:checkhealth rewind` reports no
+//! error and its runs are `rewind ls`'s; its language-server side
+//! (`require('rewind').lsp()` with vim.lsp, `:RewindCheck` without a
+//! session, the code action, `:RewindRuns`) needs no nvim-dap and always
+//! runs; with an nvim-dap checkout in
 //! $NVIM_DAP_PATH, `:RewindOpen` on the failing run of bank stops at the
 //! deciding step, `:RewindLanes` draws both runs' lanes, `:RewindGoto` moves
-//! the session, `:RewindCheck` checks from there and the code action opens
+//! the session, `:RewindCompare` shows the first difference `rewind diff`
+//! finds, `:RewindCheck` checks from there and the code action opens
 //! a session (without one, the test says it skipped that). The runs are
 //! replayed when the home drops.
 
@@ -44,13 +47,7 @@ fn lsp_side_in_headless_neovim() {
         .env("WS", ws.path());
     let out = run_command(cmd, Duration::from_secs(900));
     assert_eq!(out.code, 0, "{out}");
-    let said = format!("{}{}", out.stdout, out.stderr);
-    for l in said
-        .lines()
-        .filter(|l| l.starts_with("ok:") || l.starts_with("skipped:"))
-    {
-        eprintln!("{l}");
-    }
+    let said = said(&out);
     for want in [
         "ok: rewind lsp attached to bank.c",
         "ok: RewindCheck put bank.c:",
@@ -93,17 +90,41 @@ fn plugin_in_headless_neovim() {
         .env("REWIND_COMPARE", compare);
     let out = run_command(cmd, Duration::from_secs(180));
     assert_eq!(out.code, 0, "{out}");
-    let said = format!("{}{}", out.stdout, out.stderr);
+    let said = said(&out);
+    let mut want = vec![
+        "ok: :help rewind opens rewind.txt at *rewind*",
+        "ok: the runs are rewind ls's ",
+    ];
     match dap_checkout() {
-        None => {
-            assert!(said.contains("skipped:"), "{out}");
-            eprintln!("skipped: NVIM_DAP_PATH is not set (an nvim-dap checkout)");
-        }
-        Some(_) => {
-            assert!(said.contains("ok: RewindOpen stopped at step"), "{out}");
-            assert!(said.contains("ok: RewindCheck from step 10: "), "{out}");
-            assert!(said.contains("ok: RewindRuns opened "), "{out}");
-            assert!(said.contains('█'), "the lanes are drawn:\n{out}");
-        }
+        None => want.extend([
+            "ok: checkhealth rewind has no error without nvim-dap",
+            "skipped: NVIM_DAP_PATH is not set",
+        ]),
+        Some(_) => want.extend([
+            "ok: the adapter and the c, cpp and rust configurations are registered; \
+             checkhealth rewind has no error",
+            "ok: RewindOpen stopped at step ",
+            "ok: RewindCompare shows the first difference at event ",
+            "ok: RewindCheck from step 10: ",
+            "ok: RewindRuns opened ",
+        ]),
     }
+    for w in want {
+        assert!(said.contains(w), "{w}:\n{out}");
+    }
+    if dap_checkout().is_some() {
+        assert!(said.contains('█'), "the lanes are drawn:\n{out}");
+    }
+}
+
+/// What a scenario said, its `ok:` and `skipped:` lines shown on the test's stderr.
+fn said(out: &rewind_tests::Output) -> String {
+    let said = format!("{}{}", out.stdout, out.stderr);
+    for l in said
+        .lines()
+        .filter(|l| l.starts_with("ok:") || l.starts_with("skipped:"))
+    {
+        eprintln!("{l}");
+    }
+    said
 }

@@ -3,10 +3,10 @@ local M = {}
 
 function M.check()
   vim.health.start('rewind')
-  if vim.fn.has('nvim-0.10') == 1 then
+  if vim.fn.has('nvim-0.11') == 1 then
     vim.health.ok('Neovim ' .. tostring(vim.version()))
   else
-    vim.health.error('Neovim 0.10 or newer is needed')
+    vim.health.error('Neovim 0.11 or newer is needed, this is ' .. tostring(vim.version()))
   end
   local path = require('rewind').config.path
   if vim.fn.executable(path) == 1 then

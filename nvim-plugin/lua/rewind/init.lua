@@ -89,21 +89,24 @@ function M.setup(opts)
     end
   end
   dap.adapters.rewind = { type = 'executable', command = M.config.path, args = { 'dap' }, options = { env = env } }
-  dap.configurations.c = dap.configurations.c or {}
-  local have = false
-  for _, c in ipairs(dap.configurations.c) do
-    have = have or c.type == 'rewind'
-  end
-  if not have then
-    table.insert(dap.configurations.c, { type = 'rewind', request = 'launch', name = 'Rewind: the newest run', run = '@' })
-    table.insert(dap.configurations.c, {
-      type = 'rewind',
-      request = 'launch',
-      name = 'Rewind: check a program',
-      check = function()
-        return { program = vim.fn.input('Program: ', vim.fn.getcwd() .. '/', 'file') }
-      end,
-    })
+  for _, ft in ipairs({ 'c', 'cpp', 'rust' }) do
+    local configs = dap.configurations[ft] or {}
+    dap.configurations[ft] = configs
+    local have = false
+    for _, c in ipairs(configs) do
+      have = have or c.type == 'rewind'
+    end
+    if not have then
+      table.insert(configs, { type = 'rewind', request = 'launch', name = 'Rewind: the newest run', run = '@' })
+      table.insert(configs, {
+        type = 'rewind',
+        request = 'launch',
+        name = 'Rewind: check a program',
+        check = function()
+          return { program = vim.fn.input('Program: ', vim.fn.getcwd() .. '/', 'file') }
+        end,
+      })
+    end
   end
   dap.listeners.after['event_rewind/timeline'].rewind = function(_, body)
     M.timeline = body
@@ -429,7 +432,50 @@ function M.status()
   return string.format('step %d/%d', p.step, p.steps)
 end
 
-local ns = vim.api.nvim_create_namespace('rewind_lanes')
+local ns = vim.api.nvim_create_namespace('rewind')
+
+--- The highlight groups (`:help rewind-highlights`), as defaults a color
+--- scheme may override.
+local function highlights()
+  vim.api.nvim_set_hl(0, 'RewindLane', { link = 'DiagnosticInfo', default = true })
+  vim.api.nvim_set_hl(0, 'RewindLaneCompared', { link = 'DiagnosticHint', default = true })
+  vim.api.nvim_set_hl(0, 'RewindDiffer', { link = 'DiffChange', default = true })
+end
+
+--- Replaces a scratch buffer's lines and highlights: `marks` are
+--- `{line, col, group}` (0-based line, byte column to the line's end).
+---@param buf integer
+---@param lines string[]
+---@param marks {[1]: integer, [2]: integer, [3]: string}[]
+local function fill(buf, lines, marks)
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  for _, m in ipairs(marks) do
+    vim.api.nvim_buf_set_extmark(buf, ns, m[1], m[2], { end_col = #lines[m[1] + 1], hl_group = m[3] })
+  end
+end
+
+--- The scratch buffer `name` (made when `buf` is not valid), shown in a
+--- window of its own.
+---@param buf integer|nil
+---@param name string
+---@return integer buf
+local function scratch(buf, name)
+  if not buf or not vim.api.nvim_buf_is_valid(buf) then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, name)
+    vim.bo[buf].bufhidden = 'hide'
+    highlights()
+  end
+  if vim.fn.bufwinid(buf) == -1 then
+    vim.cmd('botright split')
+    vim.api.nvim_win_set_buf(0, buf)
+    vim.api.nvim_win_set_height(0, 10)
+  end
+  return buf
+end
 
 --- Draws each thread's stretches around the position into the lanes
 --- buffer, when it is open.
@@ -446,7 +492,7 @@ function M.draw_lanes()
     end
     local lines = { string.format('%s  step %d/%d  [%d..%d]', lanes.run, pos, M.position.steps, from, to) }
     local marks = {}
-    local function section(l, title)
+    local function section(l, title, group)
       table.insert(lines, title)
       for _, th in ipairs(l.threads) do
         local row = {}
@@ -460,41 +506,100 @@ function M.draw_lanes()
         end
         local name = string.format('%-18s', th.name:sub(1, 18))
         table.insert(lines, name .. '│' .. table.concat(row) .. '│')
-        table.insert(marks, #lines - 1)
+        table.insert(marks, { #lines - 1, 18, group })
       end
     end
-    section(lanes, 'threads')
+    section(lanes, 'threads', 'RewindLane')
     if lanes.compare then
-      section(lanes.compare, 'compared ' .. lanes.compare.run)
+      section(lanes.compare, 'compared ' .. lanes.compare.run, 'RewindLaneCompared')
     end
     local caret = string.rep(' ', 19 + (pos - from)) .. '^ step ' .. pos
     table.insert(lines, caret)
-    vim.bo[lanes_buf].modifiable = true
-    vim.api.nvim_buf_set_lines(lanes_buf, 0, -1, false, lines)
-    vim.bo[lanes_buf].modifiable = false
-    vim.api.nvim_buf_clear_namespace(lanes_buf, ns, 0, -1)
-    for _, l in ipairs(marks) do
-      vim.api.nvim_buf_add_highlight(lanes_buf, ns, 'RewindLane', l, 19, -1)
-    end
+    fill(lanes_buf, lines, marks)
   end)
 end
 
 --- Opens (or shows) the lanes scratch buffer.
 ---@return integer buf
 function M.lanes()
-  if not lanes_buf or not vim.api.nvim_buf_is_valid(lanes_buf) then
-    lanes_buf = vim.api.nvim_create_buf(false, true)
-    vim.api.nvim_buf_set_name(lanes_buf, 'rewind://lanes')
-    vim.bo[lanes_buf].bufhidden = 'hide'
-    vim.api.nvim_set_hl(0, 'RewindLane', { link = 'DiagnosticInfo', default = true })
-  end
-  if vim.fn.bufwinid(lanes_buf) == -1 then
-    vim.cmd('botright split')
-    vim.api.nvim_win_set_buf(0, lanes_buf)
-    vim.api.nvim_win_set_height(0, 10)
-  end
+  lanes_buf = scratch(lanes_buf, 'rewind://lanes')
   M.draw_lanes()
   return lanes_buf
+end
+
+local compare_buf ---@type integer|nil
+
+---@param e table|nil an event as `rewind/compare` gives it
+---@return string
+local function event_line(e)
+  if not e then
+    return ''
+  end
+  return string.format('%6d %9s  %s', e.step, e.pid .. '/' .. e.tid, (e.text:gsub('\n', ' ')))
+end
+
+--- What a `rewind/compare` result shows: where the runs first differ, the
+--- events they shared before, then each run's next events side by side
+--- (`marks` highlight the rows that differ).
+---@param r table
+---@return string[] lines
+---@return {[1]: integer, [2]: integer, [3]: string}[] marks
+function M.compare_lines(r)
+  local left, right = r.left:sub(1, 8), r.right:sub(1, 8)
+  if r.identical then
+    return { string.format('%s and %s are identical (%d events)', left, right, r.events) }, {}
+  end
+  local lines = {
+    string.format(
+      '%s and %s first differ at event %d: step %d here, step %d in %s',
+      left,
+      right,
+      r.index,
+      r.leftStep,
+      r.rightStep,
+      right
+    ),
+    'shared:',
+  }
+  for _, e in ipairs(r.shared) do
+    table.insert(lines, event_line(e))
+  end
+  local width = 56
+  local function cell(s)
+    s = vim.fn.strcharpart(s, 0, width)
+    return s .. string.rep(' ', width - vim.fn.strchars(s))
+  end
+  table.insert(lines, cell('this run ' .. left) .. ' │ compared ' .. right)
+  local marks = {}
+  for i = 1, math.max(#r.leftEvents, #r.rightEvents) do
+    local a, b = r.leftEvents[i], r.rightEvents[i]
+    table.insert(lines, cell(event_line(a)) .. ' │ ' .. event_line(b))
+    -- The same thread doing the same thing, whatever the step.
+    local same = a and b and a.tid == b.tid and a.kind == b.kind and a.text == b.text
+    if not same then
+      table.insert(marks, { #lines - 1, 0, 'RewindDiffer' })
+    end
+  end
+  return lines, marks
+end
+
+--- `:RewindCompare`: compares the session's run with `run` (default the
+--- compared one) in the `rewind://compare` buffer; the lanes then show the
+--- compared run's threads too.
+---@param run string|nil
+---@param on_done fun(buf: integer)|nil
+function M.compare(run, on_done)
+  M.request('rewind/compare', { run = run }, function(err, r)
+    if err or not r then
+      return
+    end
+    compare_buf = scratch(compare_buf, 'rewind://compare')
+    fill(compare_buf, M.compare_lines(r))
+    M.draw_lanes()
+    if on_done then
+      on_done(compare_buf)
+    end
+  end)
 end
 
 return M
