@@ -68,6 +68,52 @@ fn null_dereference_is_sigsegv_with_its_address() {
     home.replay_identical(&run.id);
 }
 
+/// What a partial call lacks is refused as Linux refuses what it does not
+/// support (EINVAL), so ENOSYS means "not implemented" (the table's
+/// `Missing`), except futex's priority-inheritance operations, which Linux
+/// built without them answers with ENOSYS too.
+#[test]
+fn partial_calls_refuse_what_they_lack_with_linux_errnos() {
+    let home = Home::new();
+    let run = home.run_guest("partial", &[]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    assert_lines(
+        &home.log(&run.id),
+        &[
+            "clone(CLONE_NEWNS) = -1 (EINVAL)",
+            "clone(CLONE_FILES) = -1 (EINVAL)",
+            "clone3(set_tid) = -1 (EINVAL)",
+            "clone3(CLONE_PIDFD) = -1 (EINVAL)",
+            "futex(FUTEX_LOCK_PI) = -1 (ENOSYS)",
+            "fcntl(F_SETOWN) = 0 (ok)",
+            "fcntl(F_GETOWN) = 0 (ok)",
+            "raw fcntl(F_GETOWN) = 0 (ok)",
+            "fcntl(F_SETSIG) = -1 (EINVAL)",
+            "still running",
+        ],
+    );
+    let missing: Vec<String> = home
+        .ok(&["doctor", "--syscalls", "--json"])
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+        .filter(|r| r["support"] == "not implemented")
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(missing.iter().any(|n| n == "rseq"), "{missing:?}");
+    let events = home.events(&run.id);
+    // FUTEX_LOCK_PI is futex operation 6.
+    let futex_pi = |l: &str| l.contains(" futex(0x") && l.contains(", 0x6,");
+    for line in events.lines().filter(|l| l.contains("ENOSYS")) {
+        let call = line.split_whitespace().nth(2).unwrap_or("");
+        let name = call.split('(').next().unwrap();
+        assert!(
+            missing.iter().any(|n| n == name) || futex_pi(line),
+            "ENOSYS from {name}, which the table does not mark missing:\n{events}"
+        );
+    }
+}
+
 #[test]
 fn unimplemented_calls_get_enosys_and_are_named() {
     let home = Home::new();

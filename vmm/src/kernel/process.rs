@@ -162,7 +162,7 @@ impl Kernel<'_> {
             return Err(EINVAL);
         }
         if f & !FORK_FLAGS != 0 || (f & CLONE_VM != 0 && f & CLONE_VFORK == 0) {
-            return Err(ENOSYS);
+            return Err(EINVAL);
         }
         if self.procs.len() + self.zombies.len() >= MAX_PROCS
             || self.threads.len() >= super::thread::MAX_THREADS

@@ -22,11 +22,11 @@ pub enum Support {
 const PARTIAL: &[(&str, &str)] = &[
     (
         "clone",
-        "a new process gets a copy of its parent's memory, CLONE_VM without CLONE_THREAD only with CLONE_VFORK (vfork, posix_spawn); namespaces and CLONE_FILES/CLONE_FS between processes get ENOSYS",
+        "a new process gets a copy of its parent's memory, CLONE_VM without CLONE_THREAD only with CLONE_VFORK (vfork, posix_spawn); namespaces, pidfds and CLONE_FILES/CLONE_FS between processes get EINVAL",
     ),
     (
         "clone3",
-        "as clone; no pidfds, set_tid or cgroups (ENOSYS)",
+        "as clone; no pidfds, set_tid or cgroups (EINVAL)",
     ),
     (
         "vfork",
@@ -41,7 +41,7 @@ const PARTIAL: &[(&str, &str)] = &[
     ),
     (
         "futex",
-        "no priority-inheritance operations (FUTEX_LOCK_PI...): ENOSYS",
+        "no priority-inheritance operations (FUTEX_LOCK_PI...): ENOSYS, as from a Linux built without them (CONFIG_FUTEX_PI)",
     ),
     ("mmap", "MAP_SHARED file mappings are private copies"),
     (
@@ -49,6 +49,7 @@ const PARTIAL: &[(&str, &str)] = &[
         "only MADV_DONTNEED does anything; other advice is accepted and ignored",
     ),
     ("openat2", "ignores `resolve`"),
+    ("fcntl", "F_SETOWN and F_SETOWN_EX are accepted and do nothing, F_GETOWN and F_GETOWN_EX say there is no owner (O_ASYNC never sends SIGIO); leases, F_NOTIFY, F_SETSIG and seals get EINVAL"),
     (
         "ioctl",
         "FIOCLEX, FIONCLEX, FIONBIO, FIONREAD; terminals' calls get ENOTTY",

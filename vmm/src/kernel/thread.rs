@@ -60,7 +60,7 @@ impl Kernel<'_> {
             return Err(EINVAL);
         }
         if f & !THREAD_FLAGS != 0 {
-            return Err(ENOSYS);
+            return Err(EINVAL);
         }
         if self.threads.len() >= MAX_THREADS {
             return Err(EAGAIN);
@@ -201,7 +201,7 @@ impl Kernel<'_> {
 }
 
 /// Clone implements Linux syscall clone(2).
-/// Partial (clone): a new process gets a copy of its parent's memory, CLONE_VM without CLONE_THREAD only with CLONE_VFORK (vfork, posix_spawn); namespaces and CLONE_FILES/CLONE_FS between processes get ENOSYS.
+/// Partial (clone): a new process gets a copy of its parent's memory, CLONE_VM without CLONE_THREAD only with CLONE_VFORK (vfork, posix_spawn); namespaces, pidfds and CLONE_FILES/CLONE_FS between processes get EINVAL.
 pub fn sys_clone(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let call = PendingCall {
         nr: NR_CLONE,
@@ -235,13 +235,23 @@ struct CloneArgs3 {
     tls: u64,
 }
 
+/// Where `set_tid_size` ends in clone_args (CLONE_ARGS_SIZE_VER1).
+const SET_TID_SIZE_END: u64 = 80;
+
 /// Clone3 implements Linux syscall clone3(2).
-/// Partial (clone3): as clone; no pidfds, set_tid or cgroups (ENOSYS).
+/// Partial (clone3): as clone; no pidfds, set_tid or cgroups (EINVAL).
 pub fn sys_clone3(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     if (a[1] as usize) < std::mem::size_of::<CloneArgs3>() {
         return Err(EINVAL);
     }
     let c: CloneArgs3 = k.read_struct(a[0])?;
+    // Version 1 of clone_args adds set_tid, which is not served: refused as
+    // Linux refuses what it does not support, never silently ignored.
+    if a[1] >= SET_TID_SIZE_END
+        && k.read_u64(a[0].checked_add(SET_TID_SIZE_END - 8).ok_or(EFAULT)?)? != 0
+    {
+        return Err(EINVAL);
+    }
     if c.exit_signal > CSIGNAL {
         return Err(EINVAL);
     }

@@ -629,6 +629,8 @@ const F_GETFL: u64 = 3;
 const F_SETFL: u64 = 4;
 const F_SETOWN: u64 = 8;
 const F_GETOWN: u64 = 9;
+const F_SETOWN_EX: u64 = 15;
+const F_GETOWN_EX: u64 = 16;
 const F_DUPFD_CLOEXEC: u64 = 1030;
 const F_SETPIPE_SZ: u64 = 1031;
 const F_GETPIPE_SZ: u64 = 1032;
@@ -638,6 +640,7 @@ const SETFL_FLAGS: u32 = O_APPEND | O_NONBLOCK | O_ASYNC | O_DIRECT | O_NOATIME;
 
 /// Fcntl implements Linux syscall fcntl(2) (the locking commands are those of
 /// `sys_fcntl_locks`, which hands every other command to this one).
+/// Partial (fcntl): F_SETOWN and F_SETOWN_EX are accepted and do nothing, F_GETOWN and F_GETOWN_EX say there is no owner (O_ASYNC never sends SIGIO); leases, F_NOTIFY, F_SETSIG and seals get EINVAL.
 pub fn sys_fcntl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (n, f) = k.fd(a[0])?;
     let (cmd, arg) = (a[1], a[2]);
@@ -661,8 +664,10 @@ pub fn sys_fcntl(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
             d.flags = (d.flags & !SETFL_FLAGS) | (arg as u32 & SETFL_FLAGS);
             Ok(0)
         }
-        F_SETOWN => Ok(0),
+        F_SETOWN | F_SETOWN_EX => Ok(0),
         F_GETOWN => Ok(0),
+        // glibc's fcntl(F_GETOWN) asks this; {type, pid} of no owner.
+        F_GETOWN_EX => k.write_user(arg, &[0; 8]).map(|()| 0),
         F_GETPIPE_SZ => match k.desc_mut(f.desc).target {
             Target::Stdin | Target::Stdout | Target::Stderr => Ok(65536),
             Target::Io { obj, .. } => super::pipe::size(k, obj),
