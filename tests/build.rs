@@ -8,6 +8,7 @@
 //! - `values.rs` the same way unoptimized (its variables in memory, for the
 //!   debug adapter's variables tests) -> `values-rust`;
 //! - `hello.c` dynamically linked -> `hello-dynamic` (run with its interpreter and libc);
+//! - `where-procs.c` dynamically linked -> `where-procs-dynamic` (stacks through libc);
 //! - `guest/examples/bank.c` -> `bank`, so the benchmark can time it natively;
 //! - `guest/examples/pool.c` with a sleep where main yields -> `pool-sleep`;
 //! - `deadlock` and `long` with their debug info split off (`objcopy
@@ -88,6 +89,12 @@ fn main() {
         &["-O1", "-g", "-pthread"],
         &tests.join("hello.c"),
         &out.join("hello-dynamic"),
+    );
+    build(
+        "cc",
+        &["-O1", "-g"],
+        &tests.join("where-procs.c"),
+        &out.join("where-procs-dynamic"),
     );
     build(
         "cc",

@@ -159,6 +159,11 @@ impl Symbolizer {
     /// from the cache by build id.
     pub fn add(&mut self, path: &str, bytes: &[u8], bias: u64) -> Result<&Mapped, SymbolError> {
         let module = Module::load(bytes, &self.finder)?;
+        Ok(self.add_module(path, module, bias))
+    }
+
+    /// Adds a module already parsed (see [`Module::cached`]), loaded at `bias`.
+    pub fn add_module(&mut self, path: &str, module: Arc<Module>, bias: u64) -> &Mapped {
         let (lo, hi) = module.span();
         self.mapped.push(Mapped {
             path: path.to_string(),
@@ -167,7 +172,7 @@ impl Symbolizer {
             end: hi.wrapping_add(bias),
             module,
         });
-        Ok(self.mapped.last().expect("just pushed"))
+        self.mapped.last().expect("just pushed")
     }
 
     pub fn modules(&self) -> &[Mapped] {
@@ -238,9 +243,10 @@ impl Symbolizer {
             regs,
             cfa: None,
         };
+        let system = own::is_system_library(&m.path);
         if raw.is_empty() {
             let mut f = base;
-            f.own = own::is_own(f.function.as_deref(), None);
+            f.own = !system && own::is_own(f.function.as_deref(), None);
             return vec![f];
         }
         let n = raw.len();
@@ -253,10 +259,11 @@ impl Symbolizer {
                 }
                 f.location = r.location;
                 f.inlined = i + 1 < n;
-                f.own = own::is_own(
-                    f.function.as_deref(),
-                    f.location.as_ref().map(|l| l.file.as_str()),
-                );
+                f.own = !system
+                    && own::is_own(
+                        f.function.as_deref(),
+                        f.location.as_ref().map(|l| l.file.as_str()),
+                    );
                 f
             })
             .collect()

@@ -100,6 +100,16 @@ pub fn build_id(bytes: &[u8]) -> Option<Vec<u8>> {
 }
 
 impl Module {
+    /// The module parsed before for this build id, if there is one: its
+    /// file need not be read again.
+    pub fn cached(build_id: &[u8]) -> Option<Arc<Module>> {
+        cache()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(build_id)
+            .cloned()
+    }
+
     /// The module for these bytes: from the cache when the same build id (or
     /// the same bytes) was parsed before, else parsed now, looking for
     /// separate debug info with `finder` when the file has none.

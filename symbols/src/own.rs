@@ -46,6 +46,15 @@ const RUNTIME_FUNCTIONS: &[&str] = &[
     "__clone",
 ];
 
+/// Where the system's shared libraries are: a file mapped from there (the
+/// C library with its detached debug info, say) is not the user's.
+const SYSTEM_LIBRARY_DIRS: &[&str] = &["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"];
+
+/// Whether the ELF file at this path is one of the system's libraries.
+pub fn is_system_library(path: &str) -> bool {
+    SYSTEM_LIBRARY_DIRS.iter().any(|d| path.starts_with(d))
+}
+
 /// Whether a frame with this function and source file is the user's own code.
 pub fn is_own(function: Option<&str>, file: Option<&str>) -> bool {
     let Some(file) = file else { return false };
@@ -78,5 +87,7 @@ mod tests {
             Some("/home/u/.cargo/registry/src/index.crates.io-6f17d22bba15001f/hashbrown-0.14.0/src/map.rs")
         ));
         assert!(!is_own(Some("_start"), Some("/src/start.S")));
+        assert!(super::is_system_library("/lib/x86_64-linux-gnu/libc.so.6"));
+        assert!(!super::is_system_library("/home/u/src/prog"));
     }
 }

@@ -355,3 +355,75 @@ fn where_checks_the_source_by_the_debug_infos_md5() {
         "{out}"
     );
 }
+
+/// Every ELF file a process maps is symbolized, through its own address
+/// space: in `where-procs` the parent forks and waits, the child execs the
+/// program again and writes. Dynamically linked, the write is in the C
+/// library the loader mapped (named, not own code) called from
+/// `child_writes` at its line; and `--tid` of the parent, whose memory the
+/// exec'd child does not share, names the wait in `parent_waits`. The
+/// static build must say the same of the user's frames.
+#[test]
+fn where_names_the_libraries_frames_and_reads_each_process_own_memory() {
+    let h = Home::new();
+    let write = line_of(
+        "guest/tests/where-procs.c",
+        "where-procs: the child's write",
+    );
+    let wait = line_of("guest/tests/where-procs.c", "where-procs: the parent waits");
+    for prog in ["where-procs-dynamic", "where-procs"] {
+        let run = h.run_guest(prog, &[]);
+        assert_eq!(run.status, "exited:0", "{}", run.out);
+        h.replay_identical(&run.id);
+        let events = h.events_json(&run.id);
+        let w = events
+            .iter()
+            .find(|e| e["name"] == "write" && e["pid"] != events[0]["pid"])
+            .unwrap_or_else(|| panic!("{prog}: no write by the child: {events:?}"));
+        let step = w["step"].as_u64().unwrap().to_string();
+
+        let v = where_json(&h, &[&run.id, &step]);
+        assert_eq!(v["pid"], w["pid"], "{v:#}");
+        let f = chosen(&v);
+        assert_eq!(f["function"], "child_writes", "{prog}: {v:#}");
+        assert_eq!(f["location"]["line"], write, "{prog}: {v:#}");
+        let frames = v["frames"].as_array().unwrap();
+        let c = v["chosen"].as_u64().unwrap() as usize;
+        assert!(c > 0, "{prog}: the write's own frame is below: {v:#}");
+        assert!(frames[..c].iter().all(|f| f["own"] == false), "{v:#}");
+        assert!(
+            frames[..c].iter().all(|f| f["function"].is_string()),
+            "{prog}: every frame named: {v:#}"
+        );
+        if prog == "where-procs-dynamic" {
+            assert!(
+                frames[..c]
+                    .iter()
+                    .all(|f| f["module"].as_str().unwrap_or("").contains("/libc.so")),
+                "the write is in libc: {v:#}"
+            );
+        }
+        assert!(
+            frames[c..].iter().any(|f| f["function"] == "main"),
+            "{prog}: {v:#}"
+        );
+        let out = h.ok(&["where", &run.id, &step]);
+        assert!(
+            out.stdout
+                .contains(&format!("at  child_writes (where-procs.c:{write})")),
+            "{out}"
+        );
+
+        let parent = events[0]["pid"].to_string();
+        let v = where_json(&h, &[&run.id, &step, "--tid", &parent]);
+        let f = chosen(&v);
+        assert_eq!(f["function"], "parent_waits", "{prog}: {v:#}");
+        assert_eq!(f["location"]["line"], wait, "{prog}: {v:#}");
+        let ps = h.ok(&["ps", &run.id, "--at", &step]).stdout;
+        assert!(
+            ps.contains(&format!("from parent_waits (where-procs.c:{wait})"))
+                && ps.contains(&format!("from child_writes (where-procs.c:{write})")),
+            "{ps}"
+        );
+    }
+}

@@ -70,14 +70,11 @@ pub fn main(args: WhereArgs) -> Result<i32> {
                 })
                 .unwrap_or_default();
             let bt = k.backtrace(tid);
-            let mut notes = k
-                .symbols
-                .symbolizer()
-                .map(|s| s.notes())
-                .unwrap_or_default();
+            let symbolizer = k.symbolizer_of(t.pid);
+            let mut notes = symbolizer.as_ref().map(|s| s.notes()).unwrap_or_default();
             let source = bt.as_ref().and_then(|bt| {
                 let loc = bt.frames.get(bt.chosen)?.location.clone()?;
-                let mut s = (*k.symbols.symbolizer()?).clone();
+                let mut s = (*symbolizer?).clone();
                 s.program_mtime = program_mtime;
                 let found = s
                     .source(&loc.file, Some(loc.line), &mut |p| k.file_contents(p))

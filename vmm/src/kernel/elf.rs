@@ -10,6 +10,7 @@
 use super::fs::FdTable;
 use super::mm::{page_down, page_up, Mm, Prot};
 use super::signal::{ProcessSignals, ThreadSignals};
+use super::symbols::MappedElf;
 use super::task::{Process, Thread, ThreadState};
 use super::Kernel;
 use crate::image::Image;
@@ -281,6 +282,7 @@ impl Kernel<'_> {
         let bias = if info.pie { PIE_BASE } else { 0 };
         let (phdr, end) = self.load_segments(path, bytes, &info, bias)?;
         let p = self.cur_proc();
+        p.mm.elves = vec![MappedElf::new(path, bytes, bias, first_page(&info, bias))];
         // A random-looking but fixed gap would be ASLR; the heap starts right after.
         p.mm.brk_start = end;
         p.mm.brk = end;
@@ -321,6 +323,9 @@ impl Kernel<'_> {
             let ibias = base - lo;
             self.load_segments(&real, &ibytes, &ii, ibias)
                 .map_err(|e| problem(e.to_string()))?;
+            let at = first_page(&ii, ibias);
+            let file = MappedElf::new(&real, &ibytes, ibias, at);
+            self.cur_proc().mm.elves.push(file);
             loaded.interp_base = ibias;
             loaded.start = ii.entry + ibias;
         }
@@ -329,7 +334,7 @@ impl Kernel<'_> {
 
     /// A regular file of the tree by absolute path, links followed: its
     /// resolved path and bytes.
-    fn read_tree_file(
+    pub(super) fn read_tree_file(
         &mut self,
         path: &str,
     ) -> super::errno::SysResult<(String, std::sync::Arc<Vec<u8>>)> {
@@ -386,6 +391,21 @@ impl Kernel<'_> {
         }
         Ok((phdr, end))
     }
+}
+
+/// Where the lowest segment of a file loaded at `bias` starts.
+fn first_page(info: &ElfInfo, bias: u64) -> u64 {
+    let lo = info.segments.iter().map(|s| s.vaddr).min().unwrap_or(0);
+    page_down(lo.wrapping_add(bias))
+}
+
+/// What an ELF file's addresses are moved by when its pages from offset
+/// `off` are mapped at `start` (the loader's mmap of a segment): None when
+/// it is not an ELF file or no segment starts in that page.
+pub fn bias_of_mapping(bytes: &[u8], off: u64, start: u64) -> Option<u64> {
+    let info = parse(bytes).ok()?;
+    let s = info.segments.iter().find(|s| page_down(s.offset) == off)?;
+    Some(start.wrapping_sub(page_down(s.vaddr)))
 }
 
 /// Whether `bytes` are an executable this loader takes (execve checks

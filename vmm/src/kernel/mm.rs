@@ -110,6 +110,9 @@ pub struct Mm {
     vmas: BTreeMap<u64, Vma>,
     pub brk_start: u64,
     pub brk: u64,
+    /// The ELF files mapped, for symbols (the program, its interpreter,
+    /// the libraries mapped executable).
+    pub elves: Vec<super::symbols::MappedElf>,
 }
 
 impl Mm {
@@ -119,6 +122,7 @@ impl Mm {
             vmas: BTreeMap::new(),
             brk_start: 0,
             brk: 0,
+            elves: Vec::new(),
         })
     }
 
@@ -150,7 +154,10 @@ impl Mm {
             }
             last = v.end;
         }
-        self.vmas.len() <= MAX_MAP_COUNT && self.brk_start <= self.brk && self.brk <= USER_END
+        self.vmas.len() <= MAX_MAP_COUNT
+            && self.elves.len() <= MAX_MAP_COUNT
+            && self.brk_start <= self.brk
+            && self.brk <= USER_END
     }
 
     /// Splits VMAs so that `a` is a boundary.
@@ -320,6 +327,7 @@ impl Mm {
         child.vmas = self.vmas.clone();
         child.brk_start = self.brk_start;
         child.brk = self.brk;
+        child.elves = self.elves.clone();
         for va in self.pt.present(ram, MONITOR_END, USER_END) {
             let (Some((src, _)), Some((_, v))) = (self.pt.lookup(ram, va), self.vma_at(va)) else {
                 continue;
@@ -494,6 +502,9 @@ pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.flush_if(f)?;
     if let Some(bytes) = contents {
         k.fill_pages(start, &bytes).map_err(|_| ENOMEM)?;
+        if prot.exec {
+            k.note_mapped_elf(fd, off, start, start + len);
+        }
     }
     Ok(start)
 }

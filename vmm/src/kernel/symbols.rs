@@ -1,19 +1,62 @@
 //! Names for the places threads are at, for reports (deadlocks, timeouts,
-//! `ps`, `check --where`): the `symbols` crate resolves them from the
-//! program's ELF file and its DWARF, parsed the first time a report needs it.
+//! `ps`, `check --where`) and debuggers: the `symbols` crate resolves them
+//! from the ELF files a process mapped (its program, the interpreter, the
+//! libraries the loader mapped) and their DWARF, parsed the first time a
+//! report needs them.
 
-use super::task::Tid;
+use super::task::{Pid, Tid};
 use super::Kernel;
 use crate::machine::layout::PAGE_SIZE;
-use std::sync::{Arc, OnceLock};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// The program's file, parsed into a `symbols::Symbolizer` on first use.
+/// An ELF file an address space holds: what the symbolizer needs to find
+/// it again in the tree (keyframes carry it with the address space).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MappedElf {
+    /// Its path in the guest's tree, as its mapping is named.
+    pub path: String,
+    /// What is added to the file's addresses where it is loaded.
+    pub bias: u64,
+    /// An address of one of its mappings: the file is still mapped while
+    /// the mapping there has its name.
+    pub at: u64,
+    /// Its build id and size, so that a file changed since is not taken for it.
+    pub build_id: Option<Vec<u8>>,
+    pub size: u64,
+}
+
+impl MappedElf {
+    pub fn new(path: &str, bytes: &[u8], bias: u64, at: u64) -> MappedElf {
+        MappedElf {
+            path: path.to_string(),
+            bias,
+            at,
+            build_id: symbols::module::build_id(bytes),
+            size: bytes.len() as u64,
+        }
+    }
+
+    fn is(&self, bytes: &[u8]) -> bool {
+        bytes.len() as u64 == self.size
+            && (self.build_id.is_none() || symbols::module::build_id(bytes) == self.build_id)
+    }
+}
+
+/// The ELF files' symbolizers, parsed on first use.
 #[derive(Debug, Default, Clone)]
 pub struct SymbolTable {
+    /// The first program: its path, bytes and load bias.
     elf: Option<Arc<(String, Vec<u8>, u64)>>,
     parsed: OnceLock<Option<Arc<symbols::Symbolizer>>>,
     /// The ELF symbol table alone, for text that is recorded.
     names: OnceLock<Option<Arc<symbols::Module>>>,
+    /// One finder for every symbolizer, so that a server that cannot be
+    /// reached is tried once.
+    finder: Arc<OnceLock<symbols::DebugFinder>>,
+    /// A symbolizer per set of mapped files (processes share them).
+    by_files: Arc<Mutex<HashMap<Vec<MappedElf>, Arc<symbols::Symbolizer>>>>,
 }
 
 impl SymbolTable {
@@ -21,8 +64,7 @@ impl SymbolTable {
     pub fn from_elf(path: &str, bytes: &[u8], load_bias: u64) -> SymbolTable {
         SymbolTable {
             elf: Some(Arc::new((path.to_string(), bytes.to_vec(), load_bias))),
-            parsed: OnceLock::new(),
-            names: OnceLock::new(),
+            ..SymbolTable::default()
         }
     }
 
@@ -41,18 +83,30 @@ impl SymbolTable {
         }
     }
 
-    /// The symbolizer over the program (debug info from the file itself,
-    /// `/usr/lib/debug`, or debuginfod when `$DEBUGINFOD_URLS` is set).
+    fn finder(&self) -> symbols::DebugFinder {
+        self.finder
+            .get_or_init(|| symbols::DebugFinder::from_env(DEBUGINFOD_TIMEOUT))
+            .clone()
+    }
+
+    /// The symbolizer over the first program alone (debug info from the
+    /// file itself, `/usr/lib/debug`, or debuginfod when `$DEBUGINFOD_URLS`
+    /// is set); [`Kernel::symbolizer_of`] has a process's libraries too.
     pub fn symbolizer(&self) -> Option<Arc<symbols::Symbolizer>> {
         self.parsed
             .get_or_init(|| {
                 let (path, bytes, bias) = &**self.elf.as_ref()?;
-                let finder = symbols::DebugFinder::from_env(DEBUGINFOD_TIMEOUT);
-                let mut s = symbols::Symbolizer::new(finder);
+                let mut s = symbols::Symbolizer::new(self.finder());
                 s.add(path, bytes, *bias).ok()?;
                 Some(Arc::new(s))
             })
             .clone()
+    }
+
+    /// The first program's bytes, when `file` is that program.
+    fn program_bytes(&self, file: &MappedElf) -> Option<&[u8]> {
+        let (path, bytes, _) = &**self.elf.as_ref()?;
+        (*path == file.path && file.is(bytes)).then_some(bytes.as_slice())
     }
 }
 
@@ -85,6 +139,11 @@ impl Kernel<'_> {
     /// report must not change the run): false where a page is not present.
     pub fn peek_user(&mut self, va: u64, buf: &mut [u8]) -> bool {
         let pid = self.cur_pid();
+        self.peek_process(pid, va, buf)
+    }
+
+    /// [`Kernel::peek_user`] through process `pid`'s page tables.
+    pub fn peek_process(&mut self, pid: Pid, va: u64, buf: &mut [u8]) -> bool {
         let Some(p) = self.procs.get(&pid) else {
             return false;
         };
@@ -105,16 +164,91 @@ impl Kernel<'_> {
         true
     }
 
+    /// The ELF files process `pid` has mapped now: those whose mapping
+    /// still has their name.
+    pub fn mapped_elves(&self, pid: Pid) -> Vec<MappedElf> {
+        let Some(p) = self.procs.get(&pid) else {
+            return Vec::new();
+        };
+        p.mm.elves
+            .iter()
+            .filter(|e| p.mm.vma_at(e.at).is_some_and(|(_, v)| v.name == e.path))
+            .cloned()
+            .collect()
+    }
+
+    /// The symbolizer over every ELF file process `pid` has mapped (the
+    /// first program's alone when it has none on record).
+    pub fn symbolizer_of(&mut self, pid: Pid) -> Option<Arc<symbols::Symbolizer>> {
+        let files = self.mapped_elves(pid);
+        if files.is_empty() {
+            return self.symbols.symbolizer();
+        }
+        let cache = self.symbols.by_files.clone();
+        if let Some(s) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&files) {
+            return Some(s.clone());
+        }
+        let mut s = symbols::Symbolizer::new(self.symbols.finder());
+        for f in &files {
+            if let Some(m) = f.build_id.as_deref().and_then(symbols::Module::cached) {
+                s.add_module(&f.path, m, f.bias);
+            } else if let Some(bytes) = self.symbols.program_bytes(f) {
+                let _ = s.add(&f.path, bytes, f.bias);
+            } else if let Ok((_, bytes)) = self.read_tree_file(&f.path) {
+                if f.is(&bytes) {
+                    let _ = s.add(&f.path, &bytes, f.bias);
+                }
+            }
+        }
+        let s = Arc::new(s);
+        cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(files, s.clone());
+        Some(s)
+    }
+
+    /// After a file mapping of `fd` at offset `off` over `[start, end)`
+    /// that may run: if the file is an ELF file, the symbolizer knows it
+    /// from now on (the libraries the dynamic loader maps).
+    pub(super) fn note_mapped_elf(&mut self, fd: i32, off: u64, start: u64, end: u64) {
+        let Ok((_, d)) = self.desc(fd as i64 as u64) else {
+            return;
+        };
+        let super::fs::Target::Node(ino) = d.target else {
+            return;
+        };
+        let Ok(bytes) = self.vfs.tree.contents(ino) else {
+            return;
+        };
+        let Some(bias) = super::elf::bias_of_mapping(&bytes, off, start) else {
+            return;
+        };
+        let file = MappedElf::new(&d.path, &bytes, bias, start);
+        let pid = self.cur_pid();
+        let mut live = self.mapped_elves(pid);
+        live.retain(|e| e.at < start || e.at >= end);
+        // Bounded by the mappings, so a restored address space stays sane.
+        if live.len() < super::mm::MAX_MAP_COUNT
+            && !live.iter().any(|e| e.path == file.path && e.bias == bias)
+        {
+            live.push(file);
+        }
+        self.cur_proc().mm.elves = live;
+    }
+
     /// Thread `tid`'s stack, innermost first, with the frame in the user's
     /// own code chosen.
     pub fn backtrace(&mut self, tid: Tid) -> Option<symbols::Backtrace> {
-        let s = self.symbols.symbolizer()?;
-        let regs = self.unwind_regs(tid)?;
-        let tp = match &self.threads.get(&tid)?.ctx {
+        let t = self.threads.get(&tid)?;
+        let pid = t.pid;
+        let tp = match &t.ctx {
             Some(c) => c.fs_base,
             None => self.m.fs_base(),
         };
-        let mut mem = |a: u64, b: &mut [u8]| self.peek_user(a, b);
+        let s = self.symbolizer_of(pid)?;
+        let regs = self.unwind_regs(tid)?;
+        let mut mem = |a: u64, b: &mut [u8]| self.peek_process(pid, a, b);
         let mut bt = s.unwind(regs, &mut mem);
         bt.thread_pointer = Some(tp);
         Some(bt)
