@@ -404,9 +404,24 @@ test('Restart Frame forks the run at the step and goes on in the fork', async ()
 		throw e;
 	}
 	const t = Date.now();
+	// A click that lands while the menu is still opening is lost (the menu
+	// stays up with the item highlighted): then Enter takes the item.
+	await item.hover();
 	await item.click();
+	const menu = page.locator('.monaco-menu').first();
+	try {
+		await menu.waitFor({ state: 'hidden', timeout: 3000 });
+	} catch {
+		await page.keyboard.press('Enter');
+		await menu.waitFor({ state: 'hidden', timeout: 10000 });
+	}
 	timelineFrame = await webviewFrame('#timeline');
-	await timelineFrame.waitForFunction((p) => /^[0-9a-f]{16}$/.test(document.querySelector('#timeline').dataset.run) && document.querySelector('#timeline').dataset.run !== p, parent, { timeout: 120000 });
+	try {
+		await timelineFrame.waitForFunction((p) => /^[0-9a-f]{16}$/.test(document.querySelector('#timeline').dataset.run) && document.querySelector('#timeline').dataset.run !== p, parent, { timeout: 30000 });
+	} catch (e) {
+		await shot('failed-restart-frame');
+		throw e;
+	}
 	figures.forkMs = Date.now() - t;
 	const d = await timelineData();
 	assert.match(d.marks, new RegExp(`fork of ${parent.slice(0, 8)} at step ${step}`));
