@@ -80,6 +80,38 @@ impl Raw {
         seen
     }
 
+    /// `initialize` (with these client capabilities) for the workspace
+    /// folder `root`, then `initialized`; gives `root`'s URI.
+    pub fn initialize(&mut self, root: &Path, capabilities: Value) -> String {
+        let uri = format!("file://{}", root.display());
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"processId": null, "rootUri": uri, "capabilities": capabilities}}),
+        );
+        self.until(&[1]);
+        self.send(serde_json::json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+        uri
+    }
+
+    /// A request `id`'s response, the messages before it left out.
+    pub fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        let seen = self.until(&[id]);
+        seen.into_iter()
+            .find(|m| m["id"] == id && m.get("method").is_none())
+            .expect("until returns the response")
+    }
+
+    /// `shutdown`, then `exit`: the process must end with status 0.
+    pub fn shut_down(mut self, id: u64) {
+        self.request(id, "shutdown", Value::Null);
+        self.send(serde_json::json!({"jsonrpc": "2.0", "method": "exit"}));
+        let status = self.child.wait().expect("rewind lsp ends");
+        assert!(status.success(), "rewind lsp exited with {status:?}");
+    }
+
     /// The next message the server sends, if one comes within `wait`.
     pub fn next(&mut self, wait: Duration) -> Option<Value> {
         self.rx.recv_timeout(wait).ok()
@@ -93,10 +125,7 @@ impl Raw {
 /// `Home` whose runs replay from that program.
 pub fn workspace(dir: &str, name: &str) -> tempfile::TempDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let ws = tempfile::Builder::new()
-        .prefix("rewind-ws-")
-        .tempdir()
-        .expect("a temporary workspace");
+    let ws = empty_workspace();
     let src = root.join(format!("guest/{dir}/{name}.c"));
     let text = std::fs::read_to_string(&src).expect("the example's source");
     // The SDK header, where the example includes it from.
@@ -107,7 +136,45 @@ pub fn workspace(dir: &str, name: &str) -> tempfile::TempDir {
     c.args(["-static", "-O1", "-g", "-pthread", "-o", name])
         .arg(format!("{name}.c"))
         .current_dir(ws.path());
-    let cc = crate::run_command(c, Duration::from_secs(120));
-    assert_eq!(cc.code, 0, "cc failed:\n{cc}");
+    compile(c);
     ws
+}
+
+/// A workspace holding `guest/tests/<name>.rs` and, compiled there with -g
+/// (static, as the guest build compiles Rust), the program `<name>` and its
+/// test harness `<name>-test` (`rustc --test`). It must outlive the `Home`
+/// whose runs replay from them.
+pub fn rust_workspace(name: &str) -> tempfile::TempDir {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let ws = empty_workspace();
+    let file = format!("{name}.rs");
+    std::fs::copy(root.join("guest/tests").join(&file), ws.path().join(&file)).expect("the source");
+    for (exe, harness) in [(name.to_string(), false), (format!("{name}-test"), true)] {
+        let mut c = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()));
+        c.args([
+            "--edition",
+            "2021",
+            "-C",
+            "target-feature=+crt-static",
+            "-g",
+        ]);
+        if harness {
+            c.arg("--test");
+        }
+        c.args(["-o", &exe, &file]).current_dir(ws.path());
+        compile(c);
+    }
+    ws
+}
+
+fn empty_workspace() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("rewind-ws-")
+        .tempdir()
+        .expect("a temporary workspace")
+}
+
+fn compile(c: Command) {
+    let out = crate::run_command(c, Duration::from_secs(120));
+    assert_eq!(out.code, 0, "the compiler failed:\n{out}");
 }

@@ -328,7 +328,12 @@ fn malformed_messages_and_store_files_are_logged_and_the_server_keeps_serving() 
 /// What a check of an example shows in Neovim: the diagnostics of `file`
 /// once one of kind `want` came.
 fn example_diagnostics(name: &str, want: &str) -> (Value, Vec<Value>) {
-    let ws = lsp::workspace("examples", name);
+    example_diagnostics_in("examples", name, want)
+}
+
+/// `example_diagnostics` of a program of `guest/<dir>`.
+fn example_diagnostics_in(dir: &str, name: &str, want: &str) -> (Value, Vec<Value>) {
+    let ws = lsp::workspace(dir, name);
     let home = Home::new();
     let file = format!("{name}.c");
     let r = scenario(
@@ -427,14 +432,10 @@ fn a_check_run_from_a_lens_stops_when_its_progress_is_cancelled() {
     let home = Home::new();
     let ws = tempfile::tempdir().unwrap();
     let mut s = Raw::start(home.path());
-    let uri = format!("file://{}", ws.path().display());
-    s.send(
-        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"processId": null, "rootUri": uri,
-                   "capabilities": {"window": {"workDoneProgress": true}}}}),
+    s.initialize(
+        ws.path(),
+        serde_json::json!({"window": {"workDoneProgress": true}}),
     );
-    s.until(&[1]);
-    s.send(serde_json::json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
     let long = rewind_tests::guest_arg("long");
     s.send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
         "params": {"command": "rewind.check", "arguments": [{"program": long, "args": ["1000000"]}]}}));
@@ -469,10 +470,7 @@ fn a_check_run_from_a_lens_stops_when_its_progress_is_cancelled() {
     assert_eq!(r["cancelled"], true, "{answer:#}");
     assert_ne!(r["exit"], 0, "{answer:#}");
     assert_eq!(kinds, ["begin", "end"], "{answer:#}");
-    s.send(serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}));
-    s.until(&[3]);
-    s.send(serde_json::json!({"jsonrpc": "2.0", "method": "exit"}));
-    assert!(s.child.wait().unwrap().success());
+    s.shut_down(3);
     // Only whole runs are in the store (none, or schedule 0 if it ended first).
     let ls = home.ok(&["ls", "--json"]).stdout;
     assert_eq!(ls.lines().count(), home.finished_run_dirs().len(), "{ls}");
@@ -488,13 +486,7 @@ fn a_timed_out_run_is_an_error_where_the_thread_spun() {
     let run = home.run(&["--timeout", "1", "--", prog.to_str().unwrap()]);
     assert_eq!(run.status, "timed-out", "{}", run.out);
     let mut s = Raw::start(home.path());
-    let uri = format!("file://{}", ws.path().display());
-    s.send(
-        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"processId": null, "rootUri": uri, "capabilities": {}}}),
-    );
-    s.until(&[1]);
-    s.send(serde_json::json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+    let uri = s.initialize(ws.path(), serde_json::json!({}));
     let file = format!("{uri}/spin.c");
     let diags = loop {
         let m = s
@@ -519,8 +511,110 @@ fn a_timed_out_run_is_an_error_where_the_thread_spun() {
         "{d:#}"
     );
     assert_eq!(d["data"]["run"], run.id.as_str());
-    s.send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}));
-    s.until(&[2]);
-    s.send(serde_json::json!({"jsonrpc": "2.0", "method": "exit"}));
-    assert!(s.child.wait().unwrap().success());
+    s.shut_down(2);
+}
+
+#[test]
+fn an_unmet_sometimes_is_a_warning_on_its_call() {
+    let (r, diags) = example_diagnostics_in("tests", "sometimes-never", "sdk-sometimes");
+    let stdout = r["check"]["stdout"].as_str().unwrap();
+    let runs: u64 = stdout
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(
+                "sdk: sometimes(\"main sees an update half done\") held in none of the ",
+            )?
+            .strip_suffix(" runs")?
+            .parse()
+            .ok()
+        })
+        .unwrap_or_else(|| panic!("the check says the sometimes never held: {stdout}"));
+    let unmet = of_kind(&diags, "sdk-sometimes");
+    assert_eq!(unmet.len(), 1, "{r:#}");
+    let d = unmet[0];
+    // sometimes-never.c:31, `sometimes(seen != 0, "main sees an update half done");`
+    assert_eq!(d["lnum"], 30, "{r:#}");
+    assert_eq!(d["severity"], 2, "a warning: {d:#}");
+    assert_eq!(
+        d["message"],
+        format!(
+            "sometimes(\"main sees an update half done\") held in none of the {runs} runs \
+             of the check of sometimes-never"
+        ),
+        "{d:#}"
+    );
+    // Nothing else: no schedule ended differently, no always failed.
+    assert_eq!(diags.len(), 1, "{r:#}");
+}
+
+/// Code lenses of a Rust file built as a program and as a test harness:
+/// `fn main`'s run the program, the `#[test]`'s run the harness on that
+/// test alone, and running each records what it printed.
+#[test]
+fn rust_main_and_test_lenses_record_the_program_and_the_test() {
+    let ws = lsp::rust_workspace("lenses");
+    let home = Home::new();
+    let mut s = Raw::start(home.path());
+    let uri = s.initialize(ws.path(), serde_json::json!({}));
+    let file = format!("{uri}/lenses.rs");
+    let text = std::fs::read_to_string(ws.path().join("lenses.rs")).unwrap();
+    s.send(serde_json::json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": file, "languageId": "rust", "version": 1, "text": text}}}));
+    let lenses = s.request(
+        2,
+        "textDocument/codeLens",
+        serde_json::json!({"textDocument": {"uri": file}}),
+    )["result"]
+        .clone();
+    let at = |line: u64| -> Vec<Value> {
+        lenses
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["range"]["start"]["line"] == line)
+            .cloned()
+            .collect()
+    };
+    // lenses.rs:9 `fn main() {` and :16 `fn adds_up() {`, 0-based; nothing else.
+    let (main, test) = (at(8), at(15));
+    assert_eq!(
+        main.len() + test.len(),
+        lenses.as_array().unwrap().len(),
+        "{lenses:#}"
+    );
+    for (lenses, exe, args) in [
+        (&main, "lenses", serde_json::json!([])),
+        (
+            &test,
+            "lenses-test",
+            serde_json::json!(["tests::adds_up", "--exact", "--test-threads=1"]),
+        ),
+    ] {
+        assert_eq!(
+            titles(&Value::from(lenses.clone())),
+            ["Record", "Check 64 schedules"],
+            "{lenses:#?}"
+        );
+        for l in lenses {
+            let arg = &l["command"]["arguments"][0];
+            assert_eq!(arg["program"], ws.path().join(exe).to_str().unwrap(), "{l}");
+            assert_eq!(arg["args"], args, "{l}");
+        }
+    }
+    // Record from each: the program prints its sum, the harness runs the one test.
+    for (id, lens, printed) in [
+        (3, &main[0], "2 + 3 = 5\n"),
+        (4, &test[0], "test tests::adds_up ... ok"),
+    ] {
+        let command = &lens["command"];
+        let done = s.request(
+            id,
+            "workspace/executeCommand",
+            serde_json::json!({"command": command["command"], "arguments": command["arguments"]}),
+        );
+        assert_eq!(done["result"]["exit"], 0, "{done:#}");
+        let log = home.ok(&["log", "@"]).stdout;
+        assert!(log.contains(printed), "{printed:?} in:\n{log}");
+    }
+    assert!(home.ok(&["log", "@"]).stdout.contains("1 passed; 0 failed"));
+    s.shut_down(5);
 }

@@ -23,6 +23,17 @@ pub struct Program {
     pub args: Vec<String>,
     /// Its newest run (any: a check's too), when the store has one.
     pub newest_run: Option<String>,
+    /// A Rust test harness (`rustc --test`, `cargo test`'s binaries): the
+    /// `#[test]` lenses run it, not `main`'s.
+    pub test_harness: bool,
+}
+
+/// What a program file's debug info and symbols say.
+#[derive(Clone, Default)]
+struct Parsed {
+    /// All its source files.
+    files: Vec<String>,
+    test_harness: bool,
 }
 
 /// The program file's identity on disk, to parse it again when it changes.
@@ -31,8 +42,8 @@ type Stamp = (SystemTime, u64);
 pub struct Index {
     pub store: Store,
     roots: Vec<PathBuf>,
-    /// Parsed programs: their stamp and all their source files.
-    programs: HashMap<PathBuf, (Stamp, Vec<String>)>,
+    /// Parsed programs, with their stamp.
+    programs: HashMap<PathBuf, (Stamp, Parsed)>,
     /// Findings by verdict (`check:<file>`, `run:<id>`).
     memo: HashMap<String, Vec<Finding>>,
     /// What the last refresh found, by program.
@@ -83,28 +94,38 @@ impl Index {
         yes
     }
 
-    /// Every source file of the program at `path`, parsed once per version
-    /// of the file; None when it is not an ELF file with line tables.
-    fn sources_of(&mut self, path: &Path) -> Option<Vec<String>> {
+    /// The program at `path`, parsed once per version of the file; None
+    /// when it is not readable.
+    fn parsed(&mut self, path: &Path) -> Option<Parsed> {
         let meta = std::fs::metadata(path).ok()?;
         let stamp = (meta.modified().ok()?, meta.len());
-        if let Some((s, files)) = self.programs.get(path) {
+        if let Some((s, parsed)) = self.programs.get(path) {
             if *s == stamp {
-                return Some(files.clone());
+                return Some(parsed.clone());
             }
         }
         let bytes = std::fs::read(path).ok()?;
-        let files = symbols::Module::load(&bytes, &symbols::DebugFinder::none())
-            .map(|m| m.source_files())
+        let parsed = symbols::Module::load(&bytes, &symbols::DebugFinder::none())
+            .map(|m| Parsed {
+                files: m.source_files(),
+                // libtest's entry point, which the harness's generated main calls.
+                test_harness: m.symbol_address("test::test_main_static").is_some(),
+            })
             .unwrap_or_default();
         self.programs
-            .insert(path.to_path_buf(), (stamp, files.clone()));
-        Some(files)
+            .insert(path.to_path_buf(), (stamp, parsed.clone()));
+        Some(parsed)
     }
 
-    fn workspace_sources(&mut self, path: &Path) -> Vec<String> {
-        let all = self.sources_of(path).unwrap_or_default();
-        all.into_iter().filter(|f| self.in_workspace(f)).collect()
+    /// The program's workspace source files, and whether it is a test harness.
+    fn workspace_sources(&mut self, path: &Path) -> (Vec<String>, bool) {
+        let parsed = self.parsed(path).unwrap_or_default();
+        let files = parsed
+            .files
+            .into_iter()
+            .filter(|f| self.in_workspace(f))
+            .collect();
+        (files, parsed.test_harness)
     }
 
     fn log_once(&mut self, line: String, log: &mut Vec<String>) {
@@ -161,7 +182,7 @@ impl Index {
         let mut known = BTreeMap::new();
         let mut out: BTreeMap<String, Vec<Finding>> = BTreeMap::new();
         for (path, newest) in all_programs {
-            let sources = self.workspace_sources(&path);
+            let (sources, test_harness) = self.workspace_sources(&path);
             if sources.is_empty() {
                 continue;
             }
@@ -172,6 +193,7 @@ impl Index {
                     sources,
                     args: newest.manifest.argv.iter().skip(1).cloned().collect(),
                     newest_run: Some(newest.id.clone()),
+                    test_harness,
                 },
             );
             let run = newest_run.get(&path).copied();
@@ -292,8 +314,9 @@ impl Index {
         found
     }
 
-    /// Programs built from `file`: those the store knows, else executable
-    /// ELF files in the workspace (not recorded yet).
+    /// Programs built from `file`: those the store knows, and the
+    /// executable ELF files in the workspace not recorded yet (a test
+    /// harness beside its recorded program, say).
     pub fn programs_of(&mut self, file: &str) -> Vec<Program> {
         let mut out: Vec<Program> = self
             .known
@@ -301,20 +324,21 @@ impl Index {
             .filter(|p| p.sources.iter().any(|s| same_file(s, file)))
             .cloned()
             .collect();
-        if !out.is_empty() {
-            return out;
-        }
         for path in self.workspace_programs() {
-            if out.iter().any(|p| p.path == path) {
+            if out
+                .iter()
+                .any(|p| same_file(&p.path.to_string_lossy(), &path.to_string_lossy()))
+            {
                 continue;
             }
-            let sources = self.workspace_sources(&path);
+            let (sources, test_harness) = self.workspace_sources(&path);
             if sources.iter().any(|s| same_file(s, file)) {
                 out.push(Program {
                     path,
                     sources,
                     args: Vec::new(),
                     newest_run: None,
+                    test_harness,
                 });
             }
         }

@@ -498,16 +498,26 @@ impl LanguageServer for Backend {
         else {
             return Ok(None);
         };
+        let module = lenses::module_of(&path);
         let mut out = Vec::new();
         for e in &entries {
             let range = Range::new(Position::new(e.line, 0), Position::new(e.line, 0));
-            for (p, failing) in programs.iter().zip(&failing) {
+            // `main`'s lenses run the programs, a test's the test harnesses.
+            let runs: Vec<_> = programs
+                .iter()
+                .zip(&failing)
+                .filter(|(p, _)| p.test_harness == e.test.is_some())
+                .collect();
+            for &(p, failing) in &runs {
                 let args = match &e.test {
-                    Some(name) => vec![name.clone(), "--exact".into(), "--test-threads=1".into()],
+                    Some(name) => {
+                        let full = module.iter().chain([name]).cloned().collect::<Vec<_>>();
+                        vec![full.join("::"), "--exact".into(), "--test-threads=1".into()]
+                    }
                     None => p.args.clone(),
                 };
                 let arg = json!({"program": p.path, "args": args});
-                let suffix = if programs.len() > 1 {
+                let suffix = if runs.len() > 1 {
                     format!(
                         " ({})",
                         p.path.file_name().unwrap_or_default().to_string_lossy()
