@@ -5,6 +5,7 @@ mod cmd;
 mod dap;
 mod examples;
 mod gdb;
+mod gdb_files;
 mod gdb_tls;
 mod lsp;
 mod progress;

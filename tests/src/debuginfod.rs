@@ -92,3 +92,47 @@ pub fn build_id(exe: &Path) -> String {
         .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
         .expect("the split program keeps its build id")
 }
+
+/// `MARK_PROGRAM` built in `dir` (`prog.c`, `-static -g -O0`), its debug
+/// info split off into `served/prog.debug` (the directory a [`Server`]
+/// serves) and the program stripped, build id kept, made older than its
+/// source so that the host's copy of the source is refused: the stripped
+/// program and the served directory.
+pub fn split_mark_program(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let src = dir.join("prog.c");
+    std::fs::write(&src, crate::MARK_PROGRAM).unwrap();
+    let full = dir.join("prog-full");
+    let exe = dir.join("prog");
+    let served = dir.join("served");
+    std::fs::create_dir(&served).unwrap();
+    let debug = served.join("prog.debug");
+    let run = crate::tool;
+    run(
+        "cc",
+        &[
+            "-static".as_ref(),
+            "-g".as_ref(),
+            "-O0".as_ref(),
+            src.as_os_str(),
+            "-o".as_ref(),
+            full.as_os_str(),
+        ],
+    );
+    run(
+        "objcopy",
+        &[
+            "--only-keep-debug".as_ref(),
+            full.as_os_str(),
+            debug.as_os_str(),
+        ],
+    );
+    run(
+        "objcopy",
+        &["--strip-debug".as_ref(), full.as_os_str(), exe.as_os_str()],
+    );
+    run(
+        "touch",
+        &["-d".as_ref(), "2020-01-01".as_ref(), exe.as_os_str()],
+    );
+    (exe, served)
+}

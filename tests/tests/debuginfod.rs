@@ -5,7 +5,7 @@
 //! is downloaded once, and with the server stopped there is a clear message
 //! and frames named by symbol.
 
-use rewind_tests::debuginfod::{build_id, Server};
+use rewind_tests::debuginfod::{build_id, split_mark_program, Server};
 use rewind_tests::{guest, guest_arg, Home, Output};
 use std::path::Path;
 
@@ -99,42 +99,8 @@ fn line_of(needle: &str) -> u32 {
 #[test]
 fn the_source_comes_from_debuginfod_when_the_hosts_copy_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("prog.c");
-    std::fs::write(&src, rewind_tests::MARK_PROGRAM).unwrap();
-    let full = dir.path().join("prog-full");
-    let exe = dir.path().join("prog");
-    let served = dir.path().join("served");
-    std::fs::create_dir(&served).unwrap();
-    let debug = served.join("prog.debug");
-    let run = rewind_tests::tool;
-    run(
-        "cc",
-        &[
-            "-static".as_ref(),
-            "-g".as_ref(),
-            "-O0".as_ref(),
-            src.as_os_str(),
-            "-o".as_ref(),
-            full.as_os_str(),
-        ],
-    );
-    run(
-        "objcopy",
-        &[
-            "--only-keep-debug".as_ref(),
-            full.as_os_str(),
-            debug.as_os_str(),
-        ],
-    );
-    run(
-        "objcopy",
-        &["--strip-debug".as_ref(), full.as_os_str(), exe.as_os_str()],
-    );
     // The program is older than its source here: the host's copy is refused.
-    run(
-        "touch",
-        &["-d".as_ref(), "2020-01-01".as_ref(), exe.as_os_str()],
-    );
+    let (exe, served) = split_mark_program(dir.path());
     let server = Server::start(&served);
     server.wait_for(&build_id(&exe));
     let cache = tempfile::tempdir().unwrap();

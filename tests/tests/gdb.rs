@@ -5,6 +5,7 @@
 //! `reverse-next` and `reverse-step`; the run replays identically after.
 
 use rewind_tests::{Home, Output};
+use std::path::Path;
 
 /// The failing run `rewind check --example pool` finds.
 fn failing_pool(home: &Home) -> String {
@@ -336,5 +337,91 @@ fn ctrl_c_is_gdbs_and_the_server_goes_on() {
     );
     assert_eq!(out.code, 0, "{out}");
     assert!(out.stdout.contains("rip            0x"), "{out}");
+    home.replay_identical(&run.id);
+}
+
+/// The `Located in PATH` line of gdb's `info source`: where gdb read the
+/// source from.
+fn located_in(out: &Output) -> &str {
+    out.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Located in "))
+        .unwrap_or_else(|| panic!("gdb found no source:\n{out}"))
+}
+
+/// gdb gets what `rewind where` finds. A stripped program whose debug info
+/// only a real debuginfod serves, with the host's copy of its source
+/// refused (older program), stops at its line with the source debuginfod
+/// served (not the host's file); without the server, gdb has no lines. A
+/// program whose source is only in the run's image (`--root`, built with
+/// `-fdebug-prefix-map`) shows that source.
+#[test]
+fn gdb_gets_the_split_debug_info_and_the_sources_where_finds() {
+    use rewind_tests::debuginfod::{build_id, split_mark_program, Server};
+    let dir = tempfile::tempdir().unwrap();
+    let (exe, served) = split_mark_program(dir.path());
+    let server = Server::start(&served);
+    server.wait_for(&build_id(&exe));
+    let cache = tempfile::tempdir().unwrap();
+    let url = server.url();
+    let env = [
+        ("DEBUGINFOD_URLS", url.as_str()),
+        ("DEBUGINFOD_CACHE_PATH", cache.path().to_str().unwrap()),
+    ];
+    let home = Home::new();
+    let run = home.run(&["--", exe.to_str().unwrap()]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    let cmds = ["break work", "continue", "info source"];
+    let mut stop_in_work = vec!["gdb", &run.id, "0", "--", "-nx", "-batch"];
+    stop_in_work.extend(cmds.iter().flat_map(|c| ["-ex", c]));
+    let out = home.rewind_env(&stop_in_work, &env);
+    assert_eq!(out.code, 0, "{out}");
+    let src = dir.path().join("prog.c");
+    assert_has(
+        &out,
+        &format!("Breakpoint 1, work () at {}:5", src.display()),
+    );
+    assert_has(&out, "5\t    write(1, \"mark\\n\", 5);");
+    let at = located_in(&out);
+    assert!(
+        at.contains("/rewind-gdb-") && at.ends_with(src.to_str().unwrap()),
+        "{out}"
+    );
+    let plain = home.rewind_env(&stop_in_work, &[("DEBUGINFOD_URLS", "")]);
+    assert!(!plain.stdout.contains("prog.c:5"), "{plain}");
+    home.replay_identical(&run.id);
+
+    // The source in the run's image only.
+    let root = tempfile::tempdir().unwrap();
+    let srcdir = root.path().join("src");
+    std::fs::create_dir(&srcdir).unwrap();
+    std::fs::write(srcdir.join("prog.c"), rewind_tests::MARK_PROGRAM).unwrap();
+    let map = format!("-fdebug-prefix-map={}=", root.path().display());
+    rewind_tests::tool(
+        "cc",
+        &[
+            "-static".as_ref(),
+            "-g".as_ref(),
+            "-O0".as_ref(),
+            map.as_ref(),
+            srcdir.join("prog.c").as_os_str(),
+            "-o".as_ref(),
+            srcdir.join("prog").as_os_str(),
+        ],
+    );
+    assert!(
+        !Path::new("/src/prog.c").exists(),
+        "the host has /src/prog.c"
+    );
+    let run = home.run(&["--root", root.path().to_str().unwrap(), "--", "/src/prog"]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    let out = gdb(&home, &run.id, "0", &cmds);
+    assert_has(&out, "Breakpoint 1, work () at /src/prog.c:5");
+    assert_has(&out, "5\t    write(1, \"mark\\n\", 5);");
+    let at = located_in(&out);
+    assert!(
+        at.contains("/rewind-gdb-") && at.ends_with("/src/prog.c"),
+        "{out}"
+    );
     home.replay_identical(&run.id);
 }

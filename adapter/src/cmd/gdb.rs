@@ -1,5 +1,7 @@
 //! `rewind gdb`: a fork of a run at a step, served to the system's gdb with
-//! the program's symbols loaded; reverse execution replays the recording.
+//! the program's symbols, its separate debug info and its sources as
+//! `rewind where` finds them (`gdb_files`); reverse execution replays the
+//! recording.
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -51,7 +53,7 @@ pub fn main(args: GdbArgs) -> Result<i32> {
     let store = super::store()?;
     let origin =
         Origin::of_run(&run, &store).with_context(|| format!("cannot debug run {}", run.id))?;
-    let session = match Session::open(origin, args.step, args.pid) {
+    let mut session = match Session::open(origin, args.step, args.pid) {
         Ok(s) => s,
         Err(DebugError::Ended(at)) => return Err(super::inspect::ended(&run, args.step, at)),
         Err(e) => return Err(e.into()),
@@ -67,18 +69,28 @@ pub fn main(args: GdbArgs) -> Result<i32> {
         None => session.current_thread(),
     };
 
-    // The program's file, from the run's image, for gdb's symbols.
+    // The process's program file (the run's, or the one its execve
+    // loaded), from the run's image, for gdb's symbols; with the debug
+    // info and sources found for it.
     let dir = tempfile::Builder::new()
         .prefix("rewind-gdb-")
         .tempdir()
         .context("a temporary directory for the program")?;
-    let name = std::path::Path::new(&run.manifest.program)
+    let pid = session.pid();
+    let (path, bytes) = match session.kernel().program_of(pid) {
+        Some(p) => p,
+        None => (run.manifest.program.clone(), session.program()?),
+    };
+    let name = std::path::Path::new(&path)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "program".into());
     let prog = dir.path().join(name);
-    std::fs::write(&prog, session.program()?)
-        .with_context(|| format!("cannot write {}", prog.display()))?;
+    std::fs::write(&prog, bytes).with_context(|| format!("cannot write {}", prog.display()))?;
+    let (files, notes) = crate::gdb_files::prepare(session.kernel(), pid, dir.path())?;
+    for n in notes {
+        eprintln!("rewind: {n}; gdb names those frames by symbol");
+    }
 
     let listener = TcpListener::bind(args.listen.as_deref().unwrap_or("127.0.0.1:0"))
         .with_context(|| {
@@ -88,13 +100,13 @@ pub fn main(args: GdbArgs) -> Result<i32> {
             )
         })?;
     let addr = listener.local_addr()?;
-    let mut gdb_words: Vec<String> = vec![
-        "gdb".into(),
-        "-q".into(),
+    let mut gdb_words: Vec<String> = vec!["gdb".into(), "-q".into()];
+    gdb_words.extend(files);
+    gdb_words.extend([
         prog.to_string_lossy().into_owned(),
         "-ex".into(),
         format!("target remote {addr}"),
-    ];
+    ]);
     if let Some(n) = args.frame {
         gdb_words.extend(["-ex".into(), format!("frame {n}")]);
     }

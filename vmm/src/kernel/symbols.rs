@@ -208,6 +208,17 @@ impl Kernel<'_> {
         Some(s)
     }
 
+    /// The program process `pid` runs (the run's, or the one its execve
+    /// loaded): its path and bytes.
+    pub fn program_of(&mut self, pid: Pid) -> Option<(String, Vec<u8>)> {
+        let f = self.procs.get(&pid)?.mm.elves.first()?.clone();
+        if let Some(b) = self.symbols.program_bytes(&f) {
+            return Some((f.path, b.to_vec()));
+        }
+        let (_, b) = self.read_tree_file(&f.path).ok()?;
+        f.is(&b).then(|| (f.path.clone(), b.to_vec()))
+    }
+
     /// After a file mapping of `fd` at offset `off` over `[start, end)`
     /// that may run: if the file is an ELF file, the symbolizer knows it
     /// from now on (the libraries the dynamic loader maps).
