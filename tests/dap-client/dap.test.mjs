@@ -6,10 +6,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
+import { lineFinder, top } from './session.mjs';
 
 const BIN = process.env.REWIND_BIN;
 assert.ok(BIN, 'REWIND_BIN must name the built rewind binary');
@@ -24,6 +25,23 @@ function rewind(...args) {
     if (e.status === 1 && e.stdout) return e.stdout;
     throw new Error(`rewind ${args.join(' ')}: ${e.stderr || e.message}`);
   }
+}
+
+/** Every file of the store with its size and modification time. */
+function storeState() {
+  const out = [];
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else {
+        const st = statSync(p);
+        out.push(`${p.slice(HOME.length)} ${st.size} ${st.mtimeMs}`);
+      }
+    }
+  };
+  walk(HOME);
+  return out.sort();
 }
 
 function runs() {
@@ -168,6 +186,113 @@ test('the failing pool run opens at the crash, and steps both ways', async () =>
   }
 });
 
+test('pool: reverseContinue to a source breakpoint in worker; write, read and readWrite watches on pool.queue', async () => {
+  const dc = await session();
+  try {
+    const [stopped, pos] = await open(dc, { run: pool.failing });
+    const crashTid = stopped.threadId;
+    const crash = await top(dc, crashTid);
+    assert.equal(crash.name, 'worker');
+    // The example's source, as its debug info names it (built on this host).
+    const source = crash.source.path;
+    const lineOf = lineFinder(source);
+    // worker's, the first in the file (the line before it calls `say`, inlined at -O1).
+    const LINE_LOCK = lineOf('pthread_mutex_lock(&pool.lock);');
+    const LINE_FREE = lineOf('free(pool.queue);');
+    const LINE_CLEAR = lineOf('pool.queue = NULL;');
+    const LINE_CALLOC = lineOf('pool.queue = calloc(');
+    const LINE_COUNT = lineOf('cost += pool.queue[i].cost;');
+
+    // Back from the crash to where the crashing worker takes the lock for its last pass.
+    const set = (await dc.setBreakpointsRequest({ source: { path: source }, breakpoints: [{ line: LINE_LOCK }] })).body;
+    assert.equal(set.breakpoints[0].verified, true, JSON.stringify(set));
+    const [bp, bpPos] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: crashTid }));
+    assert.equal(bp.reason, 'breakpoint');
+    assert.deepEqual(bp.hitBreakpointIds, [set.breakpoints[0].id]);
+    assert.equal(bp.threadId, crashTid, 'the last lock taken before the crash is the crashing worker\'s');
+    assert.ok(bpPos.step < pos.step);
+    const here = await top(dc, crashTid);
+    assert.deepEqual([here.name, here.line], ['worker', LINE_LOCK]);
+    // Its locals: which worker, and which pass.
+    const me = Number((await dc.evaluateRequest({ expression: 'me', frameId: here.id, context: 'watch' })).body.result);
+    assert.ok(me === 0 || me === 1, `me = ${me}`);
+    const pass = Number((await dc.evaluateRequest({ expression: 'pass', frameId: here.id, context: 'hover' })).body.result);
+    assert.ok(pass >= 1, `pass = ${pass}`);
+    await dc.setBreakpointsRequest({ source: { path: source }, breakpoints: [] });
+
+    // pool.queue, named as the program names it.
+    const info = (await dc.customRequest('dataBreakpointInfo', { name: 'pool.queue', frameId: here.id })).body;
+    assert.match(info.dataId, /^0x[0-9a-f]+\/8$/, JSON.stringify(info));
+    assert.deepEqual(info.accessTypes, ['write', 'read', 'readWrite']);
+    const addr = info.dataId.split('/')[0];
+    const queue = async () =>
+      Buffer.from((await dc.customRequest('readMemory', { memoryReference: addr, count: 8 })).body.data, 'base64').readBigUInt64LE();
+    const watch = async (accessType) => {
+      const w = (await dc.customRequest('setDataBreakpoints', { breakpoints: [{ dataId: info.dataId, accessType }] })).body;
+      assert.equal(w.breakpoints[0].verified, true, JSON.stringify(w));
+      return w.breakpoints[0].id;
+    };
+
+    // A write watch, backwards from there: main cleared the queue between the
+    // worker's read of the stop flag and its lock.
+    const writeId = await watch('write');
+    const [clear, clearPos] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: crashTid }));
+    assert.equal(clear.reason, 'data breakpoint');
+    assert.deepEqual(clear.hitBreakpointIds, [writeId]);
+    assert.match(clear.description, /^write of/);
+    assert.notEqual(clear.threadId, crashTid);
+    assert.ok(clearPos.step <= bpPos.step, JSON.stringify(clearPos));
+    const after = await top(dc, clear.threadId);
+    assert.equal(after.name, 'main');
+    // Just after the store: the clear's line or the next with code.
+    assert.ok(after.line >= LINE_CLEAR && after.line <= LINE_CLEAR + 2, JSON.stringify(after));
+    assert.equal(await queue(), 0n);
+    // One instruction back is the store itself, on the line that clears it, the queue still set.
+    await stopAfter(dc, () => dc.stepBackRequest({ threadId: clear.threadId, granularity: 'instruction' }));
+    const store = await top(dc, clear.threadId);
+    assert.deepEqual([store.name, store.line], ['main', LINE_CLEAR]);
+    assert.notEqual(await queue(), 0n);
+    // Forward from the store, the same watch stops at the same place.
+    const [clear2, clear2Pos] = await stopAfter(dc, () => dc.continueRequest({ threadId: clear.threadId }));
+    assert.equal(clear2.reason, 'data breakpoint');
+    assert.deepEqual(clear2Pos.inStep, clearPos.inStep);
+
+    // A read watch, forward from the clear: the crashing worker loads the cleared pointer.
+    const readId = await watch('read');
+    const [load, loadPos] = await stopAfter(dc, () => dc.continueRequest({ threadId: crashTid }));
+    assert.equal(load.reason, 'data breakpoint');
+    assert.deepEqual(load.hitBreakpointIds, [readId]);
+    assert.match(load.description, /^read of/);
+    assert.equal(load.threadId, crashTid);
+    assert.ok(loadPos.step <= pos.step);
+    const loading = await top(dc, crashTid);
+    assert.equal(loading.name, 'worker');
+    assert.ok(loading.line >= LINE_COUNT - 1 && loading.line <= LINE_COUNT, JSON.stringify(loading));
+    assert.equal(await queue(), 0n);
+    // readWrite, backwards from that load: the last access before it is main's clear.
+    await watch('readWrite');
+    const [rw, rwPos] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: crashTid }));
+    assert.equal(rw.reason, 'data breakpoint');
+    assert.deepEqual(rwPos.inStep, clearPos.inStep);
+    // A read watch backwards passes the clear (a write) and stops at main's free(pool.queue).
+    await watch('read');
+    const [freeing] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: crashTid }));
+    assert.equal(freeing.reason, 'data breakpoint');
+    const f = await top(dc, freeing.threadId);
+    assert.deepEqual([f.name, f.line], ['main', LINE_FREE]);
+    // A write watch backwards: the calloc that made the queue.
+    await watch('write');
+    const [made] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: crashTid }));
+    assert.equal(made.reason, 'data breakpoint');
+    const m = await top(dc, made.threadId);
+    assert.equal(m.name, 'main');
+    assert.ok(m.line >= LINE_CALLOC && m.line <= LINE_CALLOC + 2, JSON.stringify(m));
+    assert.notEqual(await queue(), 0n);
+  } finally {
+    await dc.stop();
+  }
+});
+
 test('with `stepping: "events"`, steps go from event to event', async () => {
   const dc = await session();
   try {
@@ -220,6 +345,74 @@ test('restartFrame forks the run, `rewind ls` shows the fork, and the session go
   }
 });
 
+test('restartFrame forks with the next unused seed when launched with `forkWith: "seed"`', async () => {
+  const seeds = [];
+  for (let i = 0; i < 2; i++) {
+    const dc = await session();
+    try {
+      const [stopped] = await open(dc, { run: bank.passing, step: bank.deciding, forkWith: 'seed' });
+      const st = (await dc.stackTraceRequest({ threadId: stopped.threadId })).body;
+      const forked = dc.waitForEvent('rewind/forked', 60000);
+      const [again, pos] = await stopAfter(dc, () => dc.restartFrameRequest({ frameId: st.stackFrames[0].id }));
+      const f = (await forked).body;
+      assert.equal(again.reason, 'restart');
+      assert.equal(pos.run, f.run);
+      assert.equal(f.parent, bank.passing);
+      assert.ok(f.with.seed >= 1 && f.with.schedule === undefined, JSON.stringify(f.with));
+      seeds.push(f.with.seed);
+      const listed = runs().find((r) => r.id === f.run);
+      assert.ok(listed, `rewind ls lists the fork ${f.run}`);
+      assert.deepEqual(listed.fork_of, { parent: bank.passing, step: bank.deciding });
+      assert.match(rewind('show', f.run), new RegExp(`rewind fork ${bank.passing} ${bank.deciding} --seed ${f.with.seed}`));
+    } finally {
+      await dc.stop();
+    }
+  }
+  // The second session's seed is the next one no fork at that step used.
+  assert.equal(seeds[1], seeds[0] + 1, JSON.stringify(seeds));
+});
+
+test('rewind/fork: beside the session (open false) and continuing in the fork (open true)', async () => {
+  const dc = await session();
+  try {
+    const [stopped, pos] = await open(dc, { run: bank.passing, step: bank.deciding });
+    const tid = stopped.threadId;
+    // Beside: the response and the event say what was made; the session stays in the parent.
+    const forked = dc.waitForEvent('rewind/forked', 60000);
+    const beside = (await dc.customRequest('rewind/fork', { step: 30, schedule: 3, open: false })).body;
+    assert.deepEqual((await forked).body, beside);
+    assert.equal(beside.parent, bank.passing);
+    assert.equal(beside.step, 30);
+    assert.deepEqual(beside.with, { schedule: 3 });
+    assert.match(beside.run, /^[0-9a-f]{16}$/);
+    assert.match(beside.status, /^exited:/);
+    const made = runs().find((r) => r.id === beside.run);
+    assert.deepEqual(made.fork_of, { parent: bank.passing, step: 30 });
+    assert.equal(made.steps, beside.steps);
+    const [, still] = await stopAfter(dc, () => dc.nextRequest({ threadId: tid }));
+    assert.equal(still.run, bank.passing);
+    // Continuing in it: continued, invalidated, a restart stop in the fork at that step.
+    const continued = dc.waitForEvent('continued', 60000);
+    const invalidated = dc.waitForEvent('invalidated', 60000);
+    const forked2 = dc.waitForEvent('rewind/forked', 60000);
+    const [s, inFork] = await stopAfter(dc, () => dc.customRequest('rewind/fork', { seed: 7, open: true }));
+    const f = (await forked2).body;
+    assert.equal((await continued).body.allThreadsContinued, true);
+    assert.deepEqual((await invalidated).body.areas, ['all']);
+    assert.equal(s.reason, 'restart');
+    assert.deepEqual(f.with, { seed: 7 });
+    assert.equal(f.step, still.step);
+    assert.equal(inFork.run, f.run);
+    assert.equal(inFork.step, still.step);
+    assert.ok(runs().some((r) => r.id === f.run));
+    await assert.rejects(dc.customRequest('rewind/fork', { schedule: 1, seed: 1 }), /`schedule` or `seed`, not both/);
+    await assert.rejects(dc.customRequest('rewind/fork', { schedule: 'x' }), /`schedule`/);
+    void pos;
+  } finally {
+    await dc.stop();
+  }
+});
+
 test('lanes, check from here with progress and cancel, and compare on bank', async () => {
   const dc = await session();
   try {
@@ -251,8 +444,10 @@ test('lanes, check from here with progress and cancel, and compare on bank', asy
 
     // Check from here: progress, one result per schedule.
     const starts = [];
+    const updates = [];
     const results = [];
     dc.on('progressStart', (e) => starts.push(e.body));
+    dc.on('progressUpdate', (e) => updates.push(e.body));
     dc.on('rewind/checkResult', (e) => results.push(e.body.result));
     const end = dc.waitForEvent('progressEnd', 120000);
     const check = (await dc.customRequest('rewind/check', { schedules: 3, from: 30 })).body;
@@ -260,6 +455,14 @@ test('lanes, check from here with progress and cancel, and compare on bank', asy
     assert.equal(check.cancelled, false);
     assert.equal(results.length, 3);
     assert.ok(starts.some((s) => s.cancellable === true));
+    // One update per schedule as it ends, naming its run, the percentage rising to 100.
+    const mine = updates.filter((u) => u.progressId === starts.at(-1).progressId);
+    assert.equal(mine.length, 3, JSON.stringify(updates));
+    for (const [i, u] of mine.entries()) {
+      assert.ok(u.message.includes(check.results[i].run), `${u.message} names ${check.results[i].run}`);
+      assert.ok(i === 0 || u.percentage > mine[i - 1].percentage);
+    }
+    assert.equal(mine.at(-1).percentage, 100);
     assert.match((await end).body.message, /of 3 schedules/);
     for (const r of check.results) assert.match(r.run, /^[0-9a-f]{16}$/);
 
@@ -327,6 +530,7 @@ test('bad launch arguments name the field', async () => {
     [{ example: 'bank', mem: 'lots' }, /`mem`/],
     [{ example: 'bank', args: 'x' }, /`args`/],
     [{ check: 5 }, /`check`/],
+    [{ run: bank.failing, forkWith: 'dice' }, /`forkWith`/],
     [{}, /`run`, `program`, `example` or `check`/],
   ];
   for (const [args, want] of cases) {
@@ -368,6 +572,76 @@ test('out-of-order and unknown requests get errors, and the adapter keeps servin
     assert.equal(cat.exists, false);
     const threads = (await dc.threadsRequest()).body.threads;
     assert.ok(threads.length > 0);
+  } finally {
+    await dc.stop();
+  }
+});
+
+test('terminate stops the session: `terminated`, errors until disconnect, the store as it was', async () => {
+  const before = storeState();
+  const listed = rewind('ls', '--json');
+  const dc = await session();
+  let disconnected = false;
+  try {
+    // attach takes launch's arguments.
+    const stopped = dc.waitForEvent('stopped', 30000);
+    await dc.initializeRequest();
+    await dc.attachRequest({ run: pool.failing, step: 20 });
+    await dc.configurationDoneRequest();
+    assert.equal((await stopped).body.reason, 'entry');
+    const tid = (await dc.threadsRequest()).body.threads[0].id;
+    // A session that moves about, breaks and watches, and writes nothing.
+    const [, pos] = await stopAfter(dc, () => dc.nextRequest({ threadId: tid }));
+    assert.ok(pos.step > 20);
+    await dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: 'worker' }, { name: 'write' }] });
+    await stopAfter(dc, () => dc.continueRequest({ threadId: tid }));
+    await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: tid }));
+    await stopAfter(dc, () => dc.customRequest('rewind/goto', { step: 40 }));
+    await dc.customRequest('rewind/lanes', {});
+    await dc.customRequest('rewind/cat', { path: '/examples/pool' });
+
+    const terminated = dc.waitForEvent('terminated', 30000);
+    await dc.terminateRequest({});
+    await terminated;
+    await assert.rejects(dc.nextRequest({ threadId: tid }), /terminated/);
+    await assert.rejects(dc.customRequest('rewind/goto', { step: 3 }), /terminated/);
+    await assert.rejects(dc.launchRequest({ run: pool.failing }), /terminated/);
+    assert.deepEqual((await dc.threadsRequest()).body.threads, []);
+    await dc.disconnectRequest({});
+    disconnected = true;
+  } finally {
+    // The adapter is gone after a disconnect: writing another would fail.
+    if (disconnected) dc.stopAdapter();
+    else await dc.stop();
+  }
+  assert.equal(rewind('ls', '--json'), listed);
+  assert.deepEqual(storeState(), before);
+});
+
+test('rewind/cat: a file the guest wrote, before and after it did', async () => {
+  const FS_TOOL = process.env.FS_TOOL;
+  assert.ok(FS_TOOL, 'FS_TOOL names the built guest/tests/fs-tool');
+  rewind('run', '-q', '--', FS_TOOL, 'write', '/tmp/made.txt');
+  const id = runs()[0].id;
+  const dc = await session();
+  try {
+    await open(dc, { run: id, step: 0 });
+    const ev = (await dc.customRequest('rewind/events', { kinds: ['syscall'], text: '/tmp/made.txt' })).body.events;
+    const opened = ev.find((e) => /^openat\(/.test(e.text));
+    assert.ok(opened, JSON.stringify(ev));
+    const written = (await dc.customRequest('rewind/events', { from: opened.step, kinds: ['syscall'], text: 'write(3' })).body.events[0];
+    const at = async (step) => (await dc.customRequest('rewind/cat', { path: '/tmp/made.txt', step })).body;
+    assert.deepEqual(await at(opened.step - 1), { path: '/tmp/made.txt', step: opened.step - 1, exists: false });
+    const empty = await at(opened.step);
+    assert.equal(empty.exists, true);
+    assert.equal(empty.size, 0);
+    assert.deepEqual(await at(written.step), {
+      path: '/tmp/made.txt', step: written.step, exists: true, size: 19, utf8: true, text: 'written by fs-tool\n',
+    });
+    // Without `step`, at the position.
+    await stopAfter(dc, () => dc.customRequest('rewind/goto', { step: written.step }));
+    assert.equal((await dc.customRequest('rewind/cat', { path: '/tmp/made.txt' })).body.text, 'written by fs-tool\n');
+    await assert.rejects(dc.customRequest('rewind/cat', {}), /`path` is required/);
   } finally {
     await dc.stop();
   }
@@ -471,16 +745,53 @@ test('TCP: --port serves sessions on loopback', async () => {
       });
       p.on('exit', () => reject(new Error(`rewind dap exited: ${err}`)));
     });
-    for (let i = 0; i < 2; i++) {
+    const connect = async () => {
       const dc = new DebugClient(BIN, 'dap', 'rewind');
-      dc.defaultTimeout = 60000;
+      dc.defaultTimeout = 240000;
       await dc.start(port);
+      return dc;
+    };
+    for (let i = 0; i < 2; i++) {
+      const dc = await connect();
       try {
         const [stopped] = await open(dc, { run: bank.failing, step: 10 + i });
         assert.equal(stopped.reason, 'entry');
       } finally {
         await dc.stop();
       }
+    }
+
+    // Two sessions at once on one store, each forking and checking from the same run.
+    const before = new Set(runs().map((r) => r.id));
+    const [a, b] = await Promise.all([connect(), connect()]);
+    try {
+      await Promise.all([
+        open(a, { run: bank.failing, step: bank.deciding }),
+        open(b, { run: bank.failing, step: bank.deciding, forkWith: 'seed' }),
+      ]);
+      const work = async (dc, frameTid) => {
+        const checked = dc.customRequest('rewind/check', { schedules: 3, from: 20 });
+        const c = (await checked).body;
+        const beside = (await dc.customRequest('rewind/fork', { step: 25, schedule: 2 })).body;
+        const forked = dc.waitForEvent('rewind/forked', 240000);
+        await dc.restartFrameRequest({ frameId: frameTid << 8 });
+        const f = (await forked).body;
+        return { checked: c.results.map((r) => r.run), fork: f.run, beside: beside.run };
+      };
+      const tidOf = async (dc) => (await dc.threadsRequest()).body.threads[0].id;
+      const [wa, wb] = await Promise.all([work(a, await tidOf(a)), work(b, await tidOf(b))]);
+      assert.notEqual(wa.fork, wb.fork, 'a schedule fork and a seed fork differ');
+      // The same schedules and forks of the same run are the same runs, whichever session made them.
+      assert.deepEqual(wa.checked, wb.checked);
+      assert.equal(wa.beside, wb.beside);
+      const after = runs();
+      const ids = after.map((r) => r.id);
+      assert.equal(new Set(ids).size, ids.length, 'no run is listed twice');
+      for (const id of [...wa.checked, wa.fork, wb.fork, wa.beside]) assert.ok(ids.includes(id), `rewind ls lists ${id}`);
+      assert.ok(after.filter((r) => !before.has(r.id)).length >= 3);
+      // The after() hook replays every run of the store.
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
     }
   } finally {
     p.kill();

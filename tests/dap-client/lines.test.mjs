@@ -154,8 +154,6 @@ test('a data breakpoint stops where main clears the queue, going backwards', asy
     assert.equal(info.dataId, `${hex(QUEUE)}/8`);
     const set = (await dc.customRequest('setDataBreakpoints', { breakpoints: [{ dataId: info.dataId, accessType: 'write' }] })).body;
     assert.equal(set.breakpoints[0].verified, true);
-    const tl = (await dc.customRequest('rewind/timeline', {}).catch(() => null));
-    void tl;
     // From the end of the run backwards: the last write is main's `queue = NULL`.
     const end = (await dc.customRequest('rewind/runs', {})).body.runs.find((r) => r.id === run).steps;
     await stopAfter(dc, () => dc.customRequest('rewind/goto', { step: end }));

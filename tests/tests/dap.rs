@@ -11,7 +11,8 @@ use std::time::Duration;
 
 #[test]
 fn debug_client_sessions() {
-    debug_client("dap.test.mjs", &[]);
+    let fs_tool = rewind_tests::guest("fs-tool");
+    debug_client("dap.test.mjs", &[("FS_TOOL", fs_tool.as_os_str())]);
 }
 
 /// The debug core in the adapter, by the same DebugClient: line and

@@ -286,12 +286,45 @@ impl Args<'_> {
     }
 }
 
-/// The first schedule whose fork of the open run at `step` is not in the store yet.
-fn next_schedule(s: &Session, step: u64) -> Result<ForkWith> {
+/// How a fork that names no schedule or seed is made (`restartFrame`, and
+/// `rewind/fork` without either): launch's `forkWith`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ForkBy {
+    /// The next schedule no fork at that step used yet.
+    #[default]
+    Schedule,
+    /// The next seed no fork at that step used yet.
+    Seed,
+}
+
+impl ForkBy {
+    /// Launch's `forkWith` (`"schedule"`, the default, or `"seed"`).
+    pub fn of_launch(args: &Value) -> Result<ForkBy> {
+        match args.get("forkWith").filter(|v| !v.is_null()) {
+            None => Ok(ForkBy::Schedule),
+            Some(v) => match v.as_str() {
+                Some("schedule") => Ok(ForkBy::Schedule),
+                Some("seed") => Ok(ForkBy::Seed),
+                _ => bail!("launch argument `forkWith` must be \"schedule\" or \"seed\", not {v}"),
+            },
+        }
+    }
+
+    fn with(self, n: u64) -> ForkWith {
+        match self {
+            ForkBy::Schedule => ForkWith::Schedule(n),
+            ForkBy::Seed => ForkWith::Seed(n),
+        }
+    }
+}
+
+/// The first schedule (or seed, by `forkWith`) whose fork of the open run
+/// at `step` is not in the store yet.
+fn next_unused(s: &Session, step: u64) -> Result<ForkWith> {
     let o = s.open.as_ref().expect("checked");
     let inputs = o.run.inputs()?;
     for n in 1..10_000 {
-        let with = ForkWith::Schedule(n);
+        let with = s.fork_by.with(n);
         let m = fork_manifest(
             &o.run.id,
             &inputs.manifest,
@@ -303,16 +336,23 @@ fn next_schedule(s: &Session, step: u64) -> Result<ForkWith> {
             return Ok(with);
         }
     }
-    bail!("no unused schedule below 10000 at step {step}")
+    let what = match s.fork_by {
+        ForkBy::Schedule => "schedule",
+        ForkBy::Seed => "seed",
+    };
+    bail!("no unused {what} below 10000 at step {step}")
 }
 
 fn fork(s: &mut Session, step: u64, with: Option<ForkWith>) -> Result<Value> {
     let with = match with {
         Some(w) => w,
-        None => next_schedule(s, step)?,
+        None => next_unused(s, step)?,
     };
     let o = s.open.as_ref().expect("checked");
-    let f = crate::cmd::fork::fork(&o.store, &o.run, step, with, crate::cmd::fork::Shown::Quiet)?;
+    let f = {
+        let _recording = super::recording();
+        crate::cmd::fork::fork(&o.store, &o.run, step, with, crate::cmd::fork::Shown::Quiet)?
+    };
     let v = json!({
         "parent": o.run.id,
         "step": step,
@@ -343,7 +383,7 @@ fn continued(s: &mut Session) {
     })));
 }
 
-/// Forks the open run at `step` (the next unused schedule unless `with`)
+/// Forks the open run at `step` (the next unused schedule or seed unless `with`)
 /// and continues the session in the fork at the same step.
 pub fn fork_and_switch(s: &mut Session, step: u64, with: Option<ForkWith>) -> Result<Value> {
     let v = fork(s, step, with)?;
@@ -392,7 +432,11 @@ fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
             cancelled = true;
             break;
         }
-        let t = match checker.try_one(c) {
+        let tried = {
+            let _recording = super::recording();
+            checker.try_one(c)
+        };
+        let t = match tried {
             Ok(t) => t,
             Err(e) => {
                 out.send(wire::event(Event::ProgressEnd(ProgressEndEventBody {

@@ -361,6 +361,7 @@ fn record_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> R
         format!("Recording {}", inputs.manifest.program),
         false,
     );
+    let _recording = super::recording();
     let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
     rec.set_echo(false);
     let limits = Limits {
@@ -444,7 +445,10 @@ fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Re
         id: id.clone(),
         phase: String::new(),
     };
-    let report = vmm::check::Checker::new(&spec, store).run(&mut progress);
+    let report = {
+        let _recording = super::recording();
+        vmm::check::Checker::new(&spec, store).run(&mut progress)
+    };
     let report = match report {
         Ok(r) => r,
         Err(e) => {

@@ -62,6 +62,18 @@ impl Control {
     }
 }
 
+/// Held while a session records (a fork, one schedule of a check, a
+/// launch's recording or check). The store names what it is writing after
+/// the run and the process (`runs/.tmp-<id>-<pid>`, pages alike), so two
+/// sessions of one `rewind dap --port` making the same run at once (a fork
+/// at the same step with the same schedule) would write into each other's
+/// files; in separate processes the names differ.
+static RECORDING: Mutex<()> = Mutex::new(());
+
+pub fn recording() -> std::sync::MutexGuard<'static, ()> {
+    RECORDING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Where the session sends messages; a closed client makes sends no-ops.
 #[derive(Clone)]
 pub struct Out(mpsc::UnboundedSender<Value>);

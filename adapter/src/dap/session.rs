@@ -4,6 +4,7 @@
 //! custom events) is sent after its response.
 
 use super::breakpoints::Breakpoints;
+use super::custom::ForkBy;
 use super::launch::{self, FirstStop};
 use super::live::Live;
 use super::moves::{Kind, GOTO_BASE};
@@ -30,6 +31,9 @@ use vmm::store::{Run, Store};
 const REGISTERS: i64 = 1 << 32;
 const STEP_SCOPE: i64 = 2 << 32;
 
+/// The answer to requests after `terminate`.
+const TERMINATED: &str = "the session is terminated: send `disconnect`";
+
 pub struct Session {
     pub out: Out,
     pub control: Arc<Control>,
@@ -50,6 +54,10 @@ pub struct Session {
     /// `stepping: "events"` at launch: next/stepIn/stepOut/stepBack move
     /// between the thread's events, as before line stepping.
     pub event_steps: bool,
+    /// launch's `forkWith`: what `restartFrame` forks with.
+    pub fork_by: ForkBy,
+    /// `terminate` came: the machine is stopped and only `disconnect` is left.
+    terminated: bool,
 }
 
 /// A run opened in the session.
@@ -236,6 +244,8 @@ impl Session {
             fn_breaks: Vec::new(),
             bps: Breakpoints::default(),
             event_steps: false,
+            fork_by: ForkBy::default(),
+            terminated: false,
             source_refs: Vec::new(),
         }
     }
@@ -261,6 +271,8 @@ impl Session {
             wire::Incoming::Custom { seq, name, args } => {
                 let r = if !self.initialized {
                     Err(anyhow!("send `initialize` first"))
+                } else if self.terminated {
+                    Err(anyhow!(TERMINATED))
                 } else {
                     super::custom::handle(self, seq, &name, &args).map(Some)
                 };
@@ -298,6 +310,13 @@ impl Session {
     fn standard(&mut self, seq: i64, name: &str, command: Command) -> Result<Option<Value>> {
         if !self.initialized && !matches!(command, Command::Initialize(_)) {
             bail!("send `initialize` first");
+        }
+        let after_terminate = matches!(
+            command,
+            Command::Disconnect(_) | Command::Terminate(_) | Command::Threads | Command::Cancel(_)
+        );
+        if self.terminated && !after_terminate {
+            bail!(TERMINATED);
         }
         match command {
             Command::Initialize(_) => {
@@ -504,7 +523,12 @@ impl Session {
             }
             Command::Pause(_) => Ok(None),
             Command::Terminate(_) => {
-                self.later(wire::event(Event::Terminated(None)));
+                // Dropping the run stops its machine; the store is as it was.
+                self.open = None;
+                self.first_stop = None;
+                if !std::mem::replace(&mut self.terminated, true) {
+                    self.later(wire::event(Event::Terminated(None)));
+                }
                 Ok(None)
             }
             Command::Disconnect(_) => {
@@ -521,6 +545,8 @@ impl Session {
         if let Some(o) = &self.open {
             bail!("run {} is already open in this session", o.run.id);
         }
+        // Checked before anything is recorded.
+        let fork_by = ForkBy::of_launch(&args)?;
         let store = crate::cmd::store()?;
         let opened = launch::open(&store, &args, &self.out, seq)?;
         let stop = match opened.first {
@@ -543,6 +569,7 @@ impl Session {
         self.later(wire::custom_event("rewind/timeline", open.timeline()));
         self.open = Some(open);
         self.event_steps = args.get("stepping").and_then(Value::as_str) == Some("events");
+        self.fork_by = fork_by;
         self.refine_crash();
         self.resolve_pending();
         if self.configured {
