@@ -524,6 +524,43 @@ fn shell_code(status: std::process::ExitStatus) -> i32 {
     }
 }
 
+/// `prog ARGS` run natively with exactly the environment `env` (in that
+/// order: `env -i`, as the guest gets it), in `cwd` (None: the test's),
+/// `input` on standard input.
+pub fn native_with_env(
+    env: &[&str],
+    cwd: Option<&Path>,
+    prog: &str,
+    args: &[&str],
+    input: &[u8],
+) -> Output {
+    let mut cmd = Command::new("/usr/bin/env");
+    cmd.arg("-i").args(env).arg(prog).args(args);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    run_command_with_input(cmd, DEADLINE, input)
+}
+
+/// A host program a test runs (`/usr/bin/sqlite3`, `/usr/bin/busybox`),
+/// installed by scripts/setup as `package`: Some(path) when it is there;
+/// else the test is skipped (said on stderr), unless
+/// `REWIND_REQUIRE_ALL_GUESTS=1` (scripts/test sets it), where its absence
+/// fails the test as a missing guest program fails the build.
+pub fn host_program(path: &str, package: &str) -> Option<String> {
+    if Path::new(path).exists() {
+        return Some(path.to_string());
+    }
+    let why = format!("{path} is not installed (scripts/setup installs {package})");
+    assert!(
+        std::env::var_os("REWIND_REQUIRE_ALL_GUESTS").is_none_or(|v| v != "1"),
+        "{why}, and REWIND_REQUIRE_ALL_GUESTS=1 requires it"
+    );
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+    None
+}
+
 /// Whether some line of `events` contains every one of `parts`.
 pub fn has_event(events: &str, parts: &[&str]) -> bool {
     events.lines().any(|l| parts.iter().all(|p| l.contains(p)))

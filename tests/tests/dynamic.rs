@@ -9,21 +9,14 @@
 use rewind_tests::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use vmm::image::{Dep, DepKind, Image};
 use vmm::record::manifest::DEFAULT_ENV;
 
 /// The program run natively with the guest's environment (`DEFAULT_ENV`
 /// and `extra`), `input` on standard input.
 fn native(prog: &str, args: &[&str], extra: &[&str], input: &[u8]) -> Output {
-    // `env -i`, not Command::env: the variables stay in the guest's order.
-    let mut cmd = Command::new("/usr/bin/env");
-    cmd.arg("-i")
-        .args(DEFAULT_ENV)
-        .args(extra)
-        .arg(prog)
-        .args(args);
-    run_command_with_input(cmd, DEADLINE, input)
+    let env: Vec<&str> = DEFAULT_ENV.iter().chain(extra).copied().collect();
+    native_with_env(&env, None, prog, args, input)
 }
 
 /// `rewind run [--env K=V]... [FLAGS] -- PROG ARGS` with `input`, which
@@ -409,8 +402,7 @@ fn a_replayable_export_carries_the_libraries() {
 
 #[test]
 fn sqlite3_with_a_small_database_runs_as_natively() {
-    if !Path::new("/usr/bin/sqlite3").exists() {
-        eprintln!("skipped: /usr/bin/sqlite3 is not installed (scripts/setup installs it)");
+    if host_program("/usr/bin/sqlite3", "sqlite3").is_none() {
         return;
     }
     let home = Home::new();

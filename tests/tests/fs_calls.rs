@@ -51,6 +51,20 @@ fn proc_dev_and_cpu_files_agree_with_the_run() {
         "{}",
         run.out
     );
+    // A parent reads its child's /proc/<pid>/ from the process table.
+    assert_lines(
+        &run.out.stdout,
+        &[
+            "ok /proc lists the child",
+            "ok /proc/<child>/stat: pid (comm) state ppid pgrp",
+            "ok /proc/<child>/status: name, ppid, threads",
+            "ok /proc/<child>/cmdline",
+            "ok /proc/<child>/task/<tid>/comm",
+            "ok /proc/<child>/fd",
+            "ok /proc/<child> gone once reaped",
+            "ok /proc/self/task/<tid>/comm",
+        ],
+    );
     // The same facts natively (pids and CPU counts differ there).
     let native = run_command(Command::new(guest("fs-proc")), DEADLINE);
     assert!(!native.stdout.contains("FAIL"), "natively:\n{native}");

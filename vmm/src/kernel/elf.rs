@@ -212,6 +212,7 @@ impl Kernel<'_> {
                 rlimits: super::identity::default_rlimits(),
                 stopped: None,
                 report: None,
+                argv: man.argv.clone(),
             },
         );
         self.threads.insert(

@@ -228,6 +228,7 @@ impl Kernel<'_> {
             rlimits: parent.rlimits,
             stopped: None,
             report: None,
+            argv: parent.argv.clone(),
         };
         // Every description gains a reference (the table itself is copied above).
         self.vfs.share_table(&child.files);
@@ -606,10 +607,16 @@ impl Kernel<'_> {
         let text = super::render::call_text_with(self, tid, call, Some(0));
         let exe = {
             let cwd = self.cur_proc().cwd.clone();
-            super::fs::vfs::normalize(&cwd, if file.is_empty() { name } else { file })
+            let path = super::fs::vfs::normalize(&cwd, if file.is_empty() { name } else { file });
+            // Where its links lead (`/proc/self/exe` names the program itself).
+            match self.resolve_from(super::fs::vfs::ROOT_INO, &path, true) {
+                Ok(r) if r.ino.is_some() => self.path_of(r.parent, &r.name),
+                _ => path,
+            }
         };
         super::elf::check(bytes).map_err(|e| e.errno())?;
         self.exec_commit(&exe);
+        self.cur_proc().argv.clone_from(&argv);
         let r = self
             .load_executable(&exe, bytes)
             .map_err(|e| e.errno())

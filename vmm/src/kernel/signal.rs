@@ -486,6 +486,11 @@ impl Kernel<'_> {
                 .signals
                 .fatal
                 .get_or_insert((target, info));
+            // It ends when one of its threads is next on the CPU, as a
+            // group exit does on Linux: wake them all.
+            for t in self.procs[&pid].threads.clone() {
+                self.interrupt(t);
+            }
             return;
         }
         self.interrupt(target);
@@ -551,11 +556,17 @@ impl Kernel<'_> {
         self.force_signal(SigInfo::fault(SIGSEGV, SI_KERNEL, 0));
     }
 
-    /// Ends the processes a signal's default action killed this step.
+    /// Ends the processes a signal's default action killed: the current
+    /// one, and those none of whose threads can run (stopped, or waiting
+    /// for a vfork child). Another process ends when one of its threads is
+    /// next chosen to run (`signals_and_schedule`), as on Linux, where the
+    /// killed process exits, and its parent hears of it, only once it runs.
     pub(super) fn kill_doomed(&mut self) {
+        let cur = self.threads.get(&self.sched.current).map(|t| t.pid);
         let doomed: Vec<(Pid, Tid, SigInfo)> = self
             .procs
             .iter()
+            .filter(|(pid, p)| Some(**pid) == cur || !p.threads.iter().any(|t| self.can_run(*t)))
             .filter_map(|(pid, p)| p.signals.fatal.map(|(t, i)| (*pid, t, i)))
             .collect();
         for (pid, tid, info) in doomed {
@@ -575,6 +586,10 @@ impl Kernel<'_> {
             self.schedule()?;
             if self.is_finished() {
                 return Ok(());
+            }
+            if self.procs[&self.cur_pid()].signals.fatal.is_some() {
+                // Chosen to run, it ends instead (kill_doomed, above).
+                continue;
             }
             self.deliver_current();
             if self.is_finished() {

@@ -105,6 +105,9 @@ pub struct Process {
     /// A stop or continue its parent has yet to see with WUNTRACED or
     /// WCONTINUED.
     pub report: Option<JobReport>,
+    /// The arguments its program was started with (`/proc/<pid>/cmdline`).
+    #[serde(default)]
+    pub argv: Vec<String>,
 }
 
 /// A job-control change a parent's wait reports.

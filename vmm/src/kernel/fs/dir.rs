@@ -6,22 +6,18 @@
 use super::super::errno::*;
 use super::super::Kernel;
 use super::special;
-use super::vfs::{self, Ino, Kind, Proc, S_IFDIR, S_IFLNK};
+use super::vfs::{self, Ino, Kind, S_IFDIR, S_IFLNK};
 use super::*;
 
 /// One entry of a listing: name, inode, DT_ type.
 type Entry = (String, Ino, u8);
 
 const DT_DIR: u8 = 4;
-const DT_LNK: u8 = 10;
 
 impl Kernel<'_> {
     /// A directory's listing: `.`, `..`, then the entries by name.
     fn listing(&mut self, dir: Ino) -> SysResult<Vec<Entry>> {
-        let parent = match &self.vfs.tree.node(dir)?.kind {
-            Kind::Dir(d) => d.parent,
-            _ => dir,
-        };
+        let parent = self.vfs.tree.parent_of(dir);
         let mut out = vec![
             (".".to_string(), dir, DT_DIR),
             ("..".to_string(), parent, DT_DIR),
@@ -31,6 +27,7 @@ impl Kernel<'_> {
             // Removed while open: empty, as on Linux.
             return Ok(Vec::new());
         }
+        let generated = matches!(node.kind, Kind::Proc(_)) || self.vfs.tree.is_proc_root(dir);
         match &node.kind {
             Kind::Dir(_) => {
                 let entries: Vec<(String, Ino)> = self
@@ -45,14 +42,12 @@ impl Kernel<'_> {
                     out.push((name, ino, t));
                 }
             }
-            Kind::Proc(Proc::FdDir) => {
-                let fds: Vec<i32> = self.cur_proc().files.fds.keys().copied().collect();
-                for n in fds {
-                    let ino = special::fd_node(&mut self.vfs.tree, dir, n);
-                    out.push((n.to_string(), ino, DT_LNK));
-                }
-            }
+            Kind::Proc(p) if p.is_dir() => {}
             _ => return Err(ENOTDIR),
+        }
+        // `/proc`'s processes, and the entries of directories under it.
+        if generated {
+            out.extend(special::proc_listing(&mut self.vfs.tree, &self.procs, dir)?);
         }
         Ok(out)
     }

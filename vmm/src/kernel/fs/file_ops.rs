@@ -116,9 +116,7 @@ fn open(k: &mut Kernel, dirfd: u64, path: &str, flags: u32, mode: u32) -> SysRes
     let target = match node.kind.clone() {
         _ if flags & O_PATH != 0 => Target::Node(ino),
         Kind::Dev(vfs::Device::Tty) => return Err(ENXIO),
-        Kind::Proc(
-            p @ (Proc::Maps | Proc::Cmdline | Proc::Text(_) | Proc::Stat | Proc::Status),
-        ) => {
+        Kind::Proc(p @ (Proc::File(..) | Proc::Text(_))) => {
             if acc != O_RDONLY {
                 return Err(EACCES);
             }
@@ -290,7 +288,8 @@ fn read_into(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -
         Target::Gen { data, .. } => data.clone(),
         Target::Node(ino) => match k.vfs.tree.node(*ino)?.kind.clone() {
             Kind::File(_) => k.vfs.tree.contents(*ino)?,
-            Kind::Dir(_) | Kind::Proc(Proc::FdDir) => return Err(EISDIR),
+            Kind::Dir(_) => return Err(EISDIR),
+            Kind::Proc(p) if p.is_dir() => return Err(EISDIR),
             Kind::Dev(dev) => {
                 // Not seekable: the offset stays.
                 let want = want.min(special::DEVICE_READ_MAX);
@@ -500,7 +499,8 @@ pub fn sys_lseek(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
             let n = k.vfs.tree.node(*ino)?;
             match &n.kind {
                 Kind::Dev(_) => return Ok(0),
-                Kind::Dir(_) | Kind::Proc(Proc::FdDir) => {
+                Kind::Proc(p) if !p.is_dir() => n.size,
+                Kind::Dir(_) | Kind::Proc(_) => {
                     if !matches!(whence, SEEK_SET | SEEK_CUR) {
                         return Err(EINVAL);
                     }

@@ -45,6 +45,7 @@ pub use xattr::*;
 
 use super::errno::*;
 use super::identity::NOFILE_LIMIT;
+use super::task::{Pid, Process, Tid};
 use super::Kernel;
 use crate::image::Image;
 use serde::{Deserialize, Serialize};
@@ -299,22 +300,25 @@ impl Vfs {
     }
 }
 
-/// Magic links and `/proc/self/fd`, as the current process sees them.
+/// Magic links and `/proc`'s directories, as the current thread sees them.
 pub(crate) struct ProcessView<'a> {
-    pub exe: &'a str,
-    pub cwd: &'a str,
-    pub files: &'a FdTable,
+    pub pid: Pid,
+    pub tid: Tid,
+    pub procs: &'a BTreeMap<Pid, Process>,
     pub descs: &'a BTreeMap<DescId, Description>,
 }
 
 impl Links for ProcessView<'_> {
     fn link_target(&mut self, tree: &Tree, ino: Ino) -> SysResult<String> {
+        let proc_ = |pid: &Pid| self.procs.get(pid).ok_or(ENOENT);
         match &tree.node(ino)?.kind {
             Kind::Symlink(t) => Ok(t.clone()),
-            Kind::Proc(Proc::Exe) => Ok(self.exe.to_string()),
-            Kind::Proc(Proc::Cwd) => Ok(self.cwd.to_string()),
-            Kind::Proc(Proc::Fd(n)) => {
-                let fd = self.files.fds.get(n).ok_or(ENOENT)?;
+            Kind::Proc(Proc::SelfLink) => Ok(self.pid.to_string()),
+            Kind::Proc(Proc::ThreadSelfLink) => Ok(format!("{}/task/{}", self.pid, self.tid)),
+            Kind::Proc(Proc::Exe(pid)) => Ok(proc_(pid)?.exe.clone()),
+            Kind::Proc(Proc::Cwd(pid)) => Ok(proc_(pid)?.cwd.clone()),
+            Kind::Proc(Proc::Fd(pid, n)) => {
+                let fd = proc_(pid)?.files.fds.get(n).ok_or(ENOENT)?;
                 Ok(self.descs.get(&fd.desc).ok_or(ENOENT)?.path.clone())
             }
             _ => Err(EINVAL),
@@ -322,16 +326,7 @@ impl Links for ProcessView<'_> {
     }
 
     fn dyn_child(&mut self, tree: &mut Tree, dir: Ino, name: &str) -> SysResult<Option<Ino>> {
-        if !matches!(tree.node(dir)?.kind, Kind::Proc(Proc::FdDir)) {
-            return Ok(None);
-        }
-        let Ok(n) = name.parse::<i32>() else {
-            return Ok(None);
-        };
-        if n.to_string() != name || !self.files.fds.contains_key(&n) {
-            return Ok(None);
-        }
-        Ok(Some(special::fd_node(tree, dir, n)))
+        special::proc_child(tree, self.procs, dir, name)
     }
 }
 
@@ -434,12 +429,10 @@ impl Kernel<'_> {
         path: &str,
         follow: bool,
     ) -> SysResult<Resolved> {
-        let pid = self.cur_pid();
-        let p = &self.procs[&pid];
         let mut view = ProcessView {
-            exe: &p.exe,
-            cwd: &p.cwd,
-            files: &p.files,
+            pid: self.cur_pid(),
+            tid: self.cur_tid(),
+            procs: &self.procs,
             descs: &self.vfs.descs,
         };
         self.vfs.tree.resolve(&mut view, start, path, follow)

@@ -1,21 +1,141 @@
 //! The monitor's own files: `/dev/null`, `/dev/zero`, `/dev/full`,
 //! `/dev/random` and `/dev/urandom` (bytes of the run's seeded generator),
-//! `/dev/tty` (ENXIO: no controlling terminal), `/proc/cpuinfo` and
-//! `/proc/self/{exe,cwd,maps,cmdline,stat,status,fd/N}`.
+//! `/dev/tty` (ENXIO: no controlling terminal), `/proc/cpuinfo`, and
+//! `/proc/<pid>/{exe,cwd,maps,cmdline,comm,stat,status,fd/N,task/<tid>/}`
+//! for every live process, made from the kernel's process table when
+//! looked up (`/proc/self` links to the looking process's).
 
 use super::super::errno::*;
+use super::super::task::{Pid, Process, ThreadState, Tid};
 use super::super::Kernel;
-use super::vfs::{Device, Ino, Kind, Node, Proc, Tree, S_IFLNK};
+use super::vfs::{
+    Device, Ino, Kind, Node, Proc, ProcFile, Tree, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG,
+};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// Most bytes one read of a device gives (a short read past it).
 pub const DEVICE_READ_MAX: usize = 16 << 20;
 
-/// The node of `/proc/self/fd/N`.
-pub fn fd_node(tree: &mut Tree, dir: Ino, n: i32) -> Ino {
+/// The node of `/proc/<pid>/fd/N`.
+pub fn fd_node(tree: &mut Tree, dir: Ino, pid: Pid, n: i32) -> Ino {
     tree.dyn_node(dir, &n.to_string(), || {
-        Node::new(S_IFLNK | 0o700, 64, 0, Kind::Proc(Proc::Fd(n)))
+        Node::new(S_IFLNK | 0o700, 64, 0, Kind::Proc(Proc::Fd(pid, n)))
     })
+}
+
+/// The entries of `/proc/<pid>` (and of `/proc/<pid>/task/<tid>`, which
+/// has no `fd`, `task`, `exe` or `cwd` here).
+const PID_ENTRIES: [&str; 9] = [
+    "cmdline", "comm", "cwd", "exe", "fd", "maps", "stat", "status", "task",
+];
+const TID_ENTRIES: [&str; 5] = ["cmdline", "comm", "maps", "stat", "status"];
+
+/// The node of entry `name` of `/proc/<pid>` (`tid` None) or
+/// `/proc/<pid>/task/<tid>`, if it has one.
+fn entry_node(pid: Pid, tid: Option<Tid>, name: &str) -> Option<Node> {
+    let file = |f| Some((S_IFREG | 0o444, Proc::File(pid, tid, f)));
+    let (mode, p) = match name {
+        "stat" => file(ProcFile::Stat),
+        "status" => file(ProcFile::Status),
+        "cmdline" => file(ProcFile::Cmdline),
+        "comm" => file(ProcFile::Comm),
+        "maps" => file(ProcFile::Maps),
+        _ if tid.is_some() => None,
+        "exe" => Some((S_IFLNK | 0o777, Proc::Exe(pid))),
+        "cwd" => Some((S_IFLNK | 0o777, Proc::Cwd(pid))),
+        "fd" => Some((S_IFDIR | 0o500, Proc::FdDir(pid))),
+        "task" => Some((S_IFDIR | 0o555, Proc::TaskDir(pid))),
+        _ => None,
+    }?;
+    let mut n = Node::new(mode, 0, 0, Kind::Proc(p));
+    if mode & S_IFMT == S_IFDIR {
+        n.nlink = 2;
+    }
+    Some(n)
+}
+
+/// A directory node of `/proc/<pid>` or `/proc/<pid>/task/<tid>`.
+fn dir_node(tree: &mut Tree, dir: Ino, name: &str, pid: Pid, tid: Option<Tid>) -> Ino {
+    tree.dyn_node(dir, name, || {
+        let mut n = Node::new(S_IFDIR | 0o555, 0, 0, Kind::Proc(Proc::Dir(pid, tid)));
+        n.nlink = 2;
+        n
+    })
+}
+
+/// `name` as a number written the one way (`007` is no pid).
+fn number<T: std::str::FromStr + ToString>(name: &str) -> Option<T> {
+    name.parse::<T>().ok().filter(|n| n.to_string() == name)
+}
+
+/// The child `name` of `/proc` or of a directory under it made on the fly,
+/// as the process table has it now: None for a process, thread or
+/// descriptor that does not exist (any more).
+pub fn proc_child(
+    tree: &mut Tree,
+    procs: &BTreeMap<Pid, Process>,
+    dir: Ino,
+    name: &str,
+) -> SysResult<Option<Ino>> {
+    let threads = |pid: Pid| procs.get(&pid).map_or(&[][..], |p| &p.threads[..]);
+    if tree.is_proc_root(dir) {
+        return Ok(number::<Pid>(name)
+            .filter(|pid| procs.contains_key(pid))
+            .map(|pid| dir_node(tree, dir, name, pid, None)));
+    }
+    let Kind::Proc(p) = tree.node(dir)?.kind.clone() else {
+        return Ok(None);
+    };
+    Ok(match p {
+        Proc::Dir(pid, tid) => {
+            let live = procs.contains_key(&pid) && tid.is_none_or(|t| threads(pid).contains(&t));
+            match entry_node(pid, tid, name) {
+                Some(node) if live => Some(tree.dyn_node(dir, name, || node)),
+                _ => None,
+            }
+        }
+        Proc::TaskDir(pid) => number::<Tid>(name)
+            .filter(|t| threads(pid).contains(t))
+            .map(|t| dir_node(tree, dir, name, pid, Some(t))),
+        Proc::FdDir(pid) => number::<i32>(name)
+            .filter(|n| procs.get(&pid).is_some_and(|p| p.files.fds.contains_key(n)))
+            .map(|n| fd_node(tree, dir, pid, n)),
+        _ => None,
+    })
+}
+
+/// The entries (name, node, DT_* type) of `/proc`'s live processes, or of
+/// a directory under it made on the fly, besides `.` and `..`.
+pub fn proc_listing(
+    tree: &mut Tree,
+    procs: &BTreeMap<Pid, Process>,
+    dir: Ino,
+) -> SysResult<Vec<(String, Ino, u8)>> {
+    let names: Vec<String> = if tree.is_proc_root(dir) {
+        procs.keys().map(|p| p.to_string()).collect()
+    } else {
+        match &tree.node(dir)?.kind {
+            Kind::Proc(Proc::Dir(_, None)) => PID_ENTRIES.iter().map(|s| s.to_string()).collect(),
+            Kind::Proc(Proc::Dir(_, Some(_))) => {
+                TID_ENTRIES.iter().map(|s| s.to_string()).collect()
+            }
+            Kind::Proc(Proc::TaskDir(pid)) => procs.get(pid).map_or(Vec::new(), |p| {
+                p.threads.iter().map(|t| t.to_string()).collect()
+            }),
+            Kind::Proc(Proc::FdDir(pid)) => procs.get(pid).map_or(Vec::new(), |p| {
+                p.files.fds.keys().map(|n| n.to_string()).collect()
+            }),
+            _ => return Err(ENOTDIR),
+        }
+    };
+    let mut out = Vec::new();
+    for name in names {
+        if let Some(ino) = proc_child(tree, procs, dir, &name)? {
+            out.push((name, ino, tree.node(ino)?.dtype()));
+        }
+    }
+    Ok(out)
 }
 
 /// What a read of `len` bytes of a device gives.
@@ -40,30 +160,63 @@ pub fn device_write(d: Device, len: usize) -> SysResult<u64> {
     }
 }
 
-/// The contents of a generated file, as of now.
+/// The contents of a generated file, as of now: ESRCH when its process
+/// (or thread) has ended since it was looked up.
 pub fn generate(k: &mut Kernel, p: &Proc) -> SysResult<Vec<u8>> {
-    Ok(match p {
-        Proc::Maps => maps(k).into_bytes(),
-        Proc::Cmdline => {
+    let (pid, tid, f) = match p {
+        Proc::Text(t) => return Ok(t.clone().into_bytes()),
+        Proc::File(pid, tid, f) => (*pid, *tid, *f),
+        _ => return Err(EINVAL),
+    };
+    let proc_ = k.procs.get(&pid).ok_or(ESRCH)?;
+    // The thread a file of the process describes: the leader, while it lives.
+    let tid = match tid {
+        Some(t) if proc_.threads.contains(&t) => t,
+        Some(_) => return Err(ESRCH),
+        None if proc_.threads.contains(&pid) => pid,
+        None => proc_.threads.first().copied().ok_or(ESRCH)?,
+    };
+    Ok(match f {
+        ProcFile::Maps => maps(k, pid).into_bytes(),
+        ProcFile::Cmdline => {
             let mut v = Vec::new();
-            for a in &k.inputs.manifest.argv {
+            for a in &k.procs[&pid].argv {
                 v.extend_from_slice(a.as_bytes());
                 v.push(0);
             }
             v
         }
-        Proc::Text(t) => t.clone().into_bytes(),
-        Proc::Stat => stat(k).into_bytes(),
-        Proc::Status => status(k).into_bytes(),
-        _ => return Err(EINVAL),
+        ProcFile::Comm => format!("{}\n", comm(k, tid)).into_bytes(),
+        ProcFile::Stat => stat(k, pid, tid).into_bytes(),
+        ProcFile::Status => status(k, pid, tid).into_bytes(),
     })
 }
 
-/// `/proc/self/maps`, from the process's mappings.
-fn maps(k: &mut Kernel) -> String {
-    let exe = k.cur_proc().exe.clone();
+/// A thread's name (`comm`, PR_SET_NAME).
+fn comm(k: &Kernel, tid: Tid) -> String {
+    k.threads
+        .get(&tid)
+        .map_or_else(String::new, |t| t.name.clone())
+}
+
+/// A thread's state as /proc writes it: running (or runnable), sleeping in
+/// a call, or its process stopped.
+fn state(k: &Kernel, pid: Pid, tid: Tid) -> (char, &'static str) {
+    if k.procs[&pid].stopped.is_some() {
+        return ('T', "stopped");
+    }
+    match k.threads.get(&tid).map(|t| &t.state) {
+        Some(ThreadState::Blocked { .. }) => ('S', "sleeping"),
+        _ => ('R', "running"),
+    }
+}
+
+/// `/proc/<pid>/maps`, from the process's mappings.
+fn maps(k: &mut Kernel, pid: Pid) -> String {
+    let p = &k.procs[&pid];
+    let exe = p.exe.clone();
     let mut out = String::new();
-    for (start, v) in k.cur_proc().mm.vmas() {
+    for (start, v) in p.mm.vmas() {
         let p = v.prot;
         let mut line = format!(
             "{:08x}-{:08x} {}{}{}p 00000000 00:00 0",
@@ -91,16 +244,13 @@ fn maps(k: &mut Kernel) -> String {
     out
 }
 
-/// `/proc/self/stat`: the fields Linux gives, from the process's state
+/// `/proc/<pid>/stat`: the fields Linux gives, from the process's state
 /// (times in clock ticks of the virtual clock; no page faults counted).
-fn stat(k: &mut Kernel) -> String {
-    let pid = k.cur_pid();
+fn stat(k: &mut Kernel, pid: Pid, tid: Tid) -> String {
     let ticks = k.clock.elapsed_ns() / 10_000_000;
+    let name = comm(k, tid);
+    let (state, _) = state(k, pid, tid);
     let p = &k.procs[&pid];
-    let name = k
-        .threads
-        .get(&pid)
-        .map_or_else(String::new, |t| t.name.clone());
     let threads = p.threads.len();
     let vsize: u64 = p.mm.vmas().map(|(s, v)| v.end - s).sum();
     let (brk_start, brk) = (p.mm.brk_start, p.mm.brk);
@@ -109,30 +259,29 @@ fn stat(k: &mut Kernel) -> String {
     // majflt cmajflt utime stime cutime cstime priority nice num_threads
     // itrealvalue starttime vsize rss rsslim, then addresses and signals.
     format!(
-        "{pid} ({name}) R {} {pid} {pid} 0 -1 4194304 0 0 0 0 {ticks} 0 0 0 20 0 {threads} 0 0 \
+        "{tid} ({name}) {state} {} {} {} 0 -1 4194304 0 0 0 0 {ticks} 0 0 0 20 0 {threads} 0 0 \
          {vsize} 0 18446744073709551615 0 0 {stack} 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 \
          {brk_start} {brk} {stack} {stack} {stack} {stack} 0\n",
-        p.ppid
+        p.ppid, p.pgid, p.sid
     )
 }
 
-/// `/proc/self/status`: the lines programs read (name, ids, threads, umask).
-fn status(k: &mut Kernel) -> String {
-    let pid = k.cur_pid();
-    let tid = k.cur_tid();
+/// `/proc/<pid>/status`: the lines programs read (name, state, ids,
+/// threads, umask).
+fn status(k: &mut Kernel, pid: Pid, tid: Tid) -> String {
+    let name = comm(k, tid);
+    let (state, state_name) = state(k, pid, tid);
     let p = &k.procs[&pid];
-    let name = k
-        .threads
-        .get(&tid)
-        .map_or_else(String::new, |t| t.name.clone());
     let vm_kb: u64 = p.mm.vmas().map(|(s, v)| v.end - s).sum::<u64>() / 1024;
     format!(
-        "Name:\t{name}\nUmask:\t{:04o}\nState:\tR (running)\nTgid:\t{pid}\nNgid:\t0\n\
-         Pid:\t{pid}\nPPid:\t{}\nTracerPid:\t0\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n\
-         FDSize:\t64\nGroups:\t\nVmSize:\t{vm_kb:8} kB\nThreads:\t{}\n\
-         SigQ:\t0/63459\nCpus_allowed_list:\t0-{}\n",
+        "Name:\t{name}\nUmask:\t{:04o}\nState:\t{state} ({state_name})\nTgid:\t{pid}\nNgid:\t0\n\
+         Pid:\t{tid}\nPPid:\t{}\nTracerPid:\t0\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n\
+         FDSize:\t64\nGroups:\t\nNSpid:\t{tid}\nNSpgid:\t{}\nNSsid:\t{}\nVmSize:\t{vm_kb:8} kB\n\
+         Threads:\t{}\nSigQ:\t0/63459\nCpus_allowed_list:\t0-{}\n",
         p.umask,
         p.ppid,
+        p.pgid,
+        p.sid,
         p.threads.len(),
         k.inputs.manifest.cores.max(1) - 1
     )

@@ -71,8 +71,7 @@ impl Kernel<'_> {
         let n = self.vfs.tree.node(ino)?;
         let size = match &n.kind {
             Kind::Proc(Proc::Text(t)) => t.len() as u64,
-            Kind::Proc(Proc::Maps | Proc::Cmdline | Proc::Stat | Proc::Status) => 0,
-            Kind::Proc(Proc::Exe) => 0,
+            Kind::Proc(Proc::File(..) | Proc::Exe(_)) => 0,
             _ => n.size,
         };
         let rdev = match &n.kind {
@@ -313,12 +312,10 @@ fn readlink_node(k: &mut Kernel, ino: Ino, buf: u64, size: u64) -> SysResult<u64
     if !k.vfs.tree.node(ino)?.is_link() {
         return Err(EINVAL);
     }
-    let pid = k.cur_pid();
-    let p = &k.procs[&pid];
     let mut view = ProcessView {
-        exe: &p.exe,
-        cwd: &p.cwd,
-        files: &p.files,
+        pid: k.cur_pid(),
+        tid: k.cur_tid(),
+        procs: &k.procs,
         descs: &k.vfs.descs,
     };
     let target = vfs::Links::link_target(&mut view, &k.vfs.tree, ino)?;

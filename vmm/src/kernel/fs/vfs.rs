@@ -71,27 +71,48 @@ impl Device {
     }
 }
 
-/// A file of `/proc` or `/sys`, made when it is opened or read.
+/// A file of `/proc` or `/sys`, made when it is opened or read. Those of
+/// `/proc/<pid>` name their process (and thread) and are made on the fly
+/// when looked up, from the kernel's process table (`ProcessView`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Proc {
-    /// `/proc/self/exe`: a link to the process's executable.
-    Exe,
-    /// `/proc/self/cwd`: a link to the working directory.
-    Cwd,
-    /// `/proc/self/maps`.
-    Maps,
-    /// `/proc/self/cmdline`.
-    Cmdline,
-    /// `/proc/self/fd`: one link per open descriptor.
-    FdDir,
-    /// `/proc/self/fd/N`: a link to what descriptor N is open on.
-    Fd(i32),
+    /// `/proc/self`: a link to the looking process's `/proc/<pid>`.
+    SelfLink,
+    /// `/proc/thread-self`: a link to `<pid>/task/<tid>` of the looking thread.
+    ThreadSelfLink,
+    /// `/proc/<pid>` (no thread) or `/proc/<pid>/task/<tid>`.
+    Dir(u32, Option<u32>),
+    /// `/proc/<pid>/task`: one directory per thread.
+    TaskDir(u32),
+    /// A generated file of such a directory.
+    File(u32, Option<u32>, ProcFile),
+    /// `/proc/<pid>/exe`: a link to the process's executable.
+    Exe(u32),
+    /// `/proc/<pid>/cwd`: a link to its working directory.
+    Cwd(u32),
+    /// `/proc/<pid>/fd`: one link per open descriptor.
+    FdDir(u32),
+    /// `/proc/<pid>/fd/N`: a link to what descriptor N is open on.
+    Fd(u32, i32),
     /// Fixed text (`/sys/devices/system/cpu/online`, `/proc/cpuinfo`).
     Text(String),
-    /// `/proc/self/stat`.
+}
+
+/// The generated files of `/proc/<pid>` and `/proc/<pid>/task/<tid>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProcFile {
     Stat,
-    /// `/proc/self/status`.
     Status,
+    Cmdline,
+    Comm,
+    Maps,
+}
+
+impl Proc {
+    /// Whether it is a directory (its entries made on the fly).
+    pub fn is_dir(&self) -> bool {
+        matches!(self, Proc::Dir(..) | Proc::TaskDir(_) | Proc::FdDir(_))
+    }
 }
 
 /// A regular file's contents. Saved states (keyframes) carry the bytes of
@@ -233,7 +254,14 @@ impl Node {
     pub fn is_link(&self) -> bool {
         matches!(
             self.kind,
-            Kind::Symlink(_) | Kind::Proc(Proc::Exe | Proc::Cwd | Proc::Fd(_))
+            Kind::Symlink(_)
+                | Kind::Proc(
+                    Proc::SelfLink
+                        | Proc::ThreadSelfLink
+                        | Proc::Exe(_)
+                        | Proc::Cwd(_)
+                        | Proc::Fd(..)
+                )
         )
     }
 
@@ -439,29 +467,16 @@ impl Tree {
         }
         self.add_dir(dev, "shm", 0o1777, false);
         let proc_ = self.add_dir(ROOT_INO, "proc", 0o555, true);
-        let self_ = self.add_dir(proc_, "self", 0o555, true);
-        for (name, p, mode) in [
-            ("exe", Proc::Exe, S_IFLNK | 0o777),
-            ("cwd", Proc::Cwd, S_IFLNK | 0o777),
-            ("maps", Proc::Maps, S_IFREG | 0o444),
-            ("cmdline", Proc::Cmdline, S_IFREG | 0o444),
-            ("stat", Proc::Stat, S_IFREG | 0o444),
-            ("status", Proc::Status, S_IFREG | 0o444),
-            ("fd", Proc::FdDir, S_IFDIR | 0o500),
+        for (name, p) in [
+            ("self", Proc::SelfLink),
+            ("thread-self", Proc::ThreadSelfLink),
         ] {
-            let mut n = Node::new(mode, 0, now, Kind::Proc(p));
-            if mode & S_IFMT == S_IFDIR {
-                n.nlink = 2;
-            }
-            self.add_node(self_, name, n);
+            self.add_node(
+                proc_,
+                name,
+                Node::new(S_IFLNK | 0o777, 0, now, Kind::Proc(p)),
+            );
         }
-        // The first process's own directory by number, as `self` (the
-        // monitor's /proc describes the process that looks).
-        self.add_node(
-            proc_,
-            &crate::kernel::FIRST_PID.to_string(),
-            symlink_node("self", now),
-        );
         self.add_node(
             proc_,
             "cpuinfo",
@@ -580,8 +595,17 @@ impl Tree {
     pub fn parent_of(&self, dir: Ino) -> Ino {
         match self.nodes.get(&dir).map(|n| &n.kind) {
             Some(Kind::Dir(d)) => d.parent,
-            _ => ROOT_INO,
+            // A directory made on the fly (`/proc/<pid>/fd`).
+            _ => self.dyn_names.get(&dir).map_or(ROOT_INO, |(d, _)| *d),
         }
+    }
+
+    /// Whether `dir` is `/proc`, whose `<pid>` entries are made on the fly.
+    pub fn is_proc_root(&self, dir: Ino) -> bool {
+        matches!(
+            self.nodes.get(&dir).map(|n| &n.kind),
+            Some(Kind::Dir(d)) if d.fixed && d.parent == ROOT_INO && d.name == "proc"
+        )
     }
 
     /// Whether `dir` is the monitor's own (`/proc`, `/sys`): not changeable.
@@ -995,11 +1019,13 @@ pub struct Resolved {
     pub want_dir: bool,
 }
 
-/// What only the process knows: where magic links (`/proc/self/exe`)
-/// point, and which descriptors `/proc/self/fd` holds.
+/// What only the kernel's process table knows: where magic links
+/// (`/proc/self`, `/proc/<pid>/exe`) point, and which processes, threads
+/// and descriptors `/proc` and `/proc/<pid>/{task,fd}` hold.
 pub trait Links {
     fn link_target(&mut self, tree: &Tree, ino: Ino) -> SysResult<String>;
-    /// The child `name` of a directory made on the fly (`/proc/self/fd`).
+    /// The child `name` of a directory made on the fly (`/proc/<pid>/fd`),
+    /// or of `/proc` (a live process's directory).
     fn dyn_child(&mut self, tree: &mut Tree, dir: Ino, name: &str) -> SysResult<Option<Ino>>;
 }
 
@@ -1072,7 +1098,10 @@ impl Tree {
             let child = if dynamic {
                 links.dyn_child(self, dir, c)?
             } else {
-                self.lookup(dir, c)?
+                match self.lookup(dir, c)? {
+                    None if self.is_proc_root(dir) => links.dyn_child(self, dir, c)?,
+                    found => found,
+                }
             };
             let Some(child) = child else {
                 if last {
