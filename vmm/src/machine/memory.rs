@@ -22,6 +22,27 @@ pub struct OutOfRange {
 /// Least guest memory a machine is built with: the monitor's region and room for the program.
 pub const MIN_MEM: u64 = 16 << 20;
 
+/// The address of a word of the monitor's region (the trampoline's slots):
+/// below [`MIN_MEM`], so inside every guest memory, and reading or writing
+/// it cannot fail ([`GuestRam::word`]). Made by `MonitorWord::at` in
+/// constants, where an address past the region does not compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MonitorWord(u64);
+
+impl MonitorWord {
+    pub const fn at(pa: u64) -> MonitorWord {
+        assert!(
+            pa.is_multiple_of(8) && pa + 8 <= MIN_MEM,
+            "a word of the monitor's region"
+        );
+        MonitorWord(pa)
+    }
+
+    pub const fn pa(self) -> u64 {
+        self.0
+    }
+}
+
 pub struct GuestRam {
     /// Owns the mapping `base` points into; dropped with the RAM.
     _mmap: GuestMemoryMmap,
@@ -110,22 +131,32 @@ impl GuestRam {
         Ok(unsafe { std::slice::from_raw_parts_mut(self.base.add(pa as usize), len) })
     }
 
-    /// A word of the monitor's own structures (page tables, the ring-0
-    /// stack), at an address the monitor checked or placed itself: guest
-    /// memory is at least [`MIN_MEM`] and tables are checked with
-    /// `in_ram` first. Outside memory it panics, as a monitor bug would.
-    pub fn read_u64(&self, pa: u64) -> u64 {
-        let b = self
-            .slice(pa, 8)
-            .expect("a monitor word inside guest memory");
-        u64::from_le_bytes(b.try_into().expect("8 bytes"))
+    /// The little-endian word at `pa` (a page-table entry, a word of the
+    /// ring-0 stack): these addresses come from tables and registers a
+    /// keyframe file restores, so one outside memory is an error.
+    pub fn read_u64(&self, pa: u64) -> Result<u64, OutOfRange> {
+        let mut w = [0; 8];
+        w.copy_from_slice(self.slice(pa, 8)?);
+        Ok(u64::from_le_bytes(w))
     }
 
     /// See [`GuestRam::read_u64`].
-    pub fn write_u64(&mut self, pa: u64, v: u64) {
-        self.slice_mut(pa, 8)
-            .expect("a monitor word inside guest memory")
-            .copy_from_slice(&v.to_le_bytes());
+    pub fn write_u64(&mut self, pa: u64, v: u64) -> Result<(), OutOfRange> {
+        self.write(pa, &v.to_le_bytes())
+    }
+
+    /// A word of the monitor's region, which every guest memory holds.
+    pub fn word(&self, w: MonitorWord) -> u64 {
+        // SAFETY: w.0 + 8 <= MIN_MEM (MonitorWord::at) <= self.size (GuestRam::new).
+        u64::from_le(unsafe { std::ptr::read_unaligned(self.base.add(w.0 as usize).cast()) })
+    }
+
+    /// See [`GuestRam::word`].
+    pub fn set_word(&mut self, w: MonitorWord, v: u64) {
+        let page = w.0 / PAGE_SIZE;
+        self.dirty[(page / 64) as usize] |= 1 << (page % 64);
+        // SAFETY: as in `word`; &mut self gives exclusive access.
+        unsafe { std::ptr::write_unaligned(self.base.add(w.0 as usize).cast(), v.to_le()) }
     }
 
     pub fn write(&mut self, pa: u64, bytes: &[u8]) -> Result<(), OutOfRange> {
@@ -231,5 +262,31 @@ impl GuestRam {
     /// Frames handed out and not freed.
     pub fn frames_in_use(&self) -> u64 {
         (self.next_frame - USER_FRAMES_START) / PAGE_SIZE - self.free.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_outside_memory_are_errors_and_monitor_words_cannot_be() {
+        let mut ram = GuestRam::new(MIN_MEM).unwrap();
+        for pa in [MIN_MEM - 4, MIN_MEM, u64::MAX - 3] {
+            assert!(ram.read_u64(pa).is_err(), "{pa:#x}");
+            assert!(ram.write_u64(pa, 1).is_err(), "{pa:#x}");
+        }
+        ram.write_u64(MIN_MEM - 8, 7).unwrap();
+        assert_eq!(ram.read_u64(MIN_MEM - 8), Ok(7));
+        const W: MonitorWord = MonitorWord::at(0x1_0008);
+        ram.take_dirty(&[]);
+        ram.set_word(W, 0x1122_3344_5566_7788);
+        assert_eq!(ram.word(W), 0x1122_3344_5566_7788);
+        assert_eq!(ram.read_u64(W.pa()), Ok(0x1122_3344_5566_7788));
+        assert_eq!(
+            ram.take_dirty(&[]),
+            [0x1_0000],
+            "the monitor's write is a dirty page"
+        );
     }
 }

@@ -85,12 +85,12 @@ impl Machine {
             ram.write(pa, &bytes)?;
         }
         for (i, e) in gdt::entries().iter().enumerate() {
-            ram.write_u64(gdt::GDT_BASE + i as u64 * 8, *e);
+            ram.write_u64(gdt::GDT_BASE + i as u64 * 8, *e)?;
         }
         let (rsp0_at, rsp0) = gdt::tss_rsp0();
-        ram.write_u64(rsp0_at, rsp0);
-        paging::init_low_table(&mut ram);
-        paging::init_direct_map(&mut ram);
+        ram.write_u64(rsp0_at, rsp0)?;
+        paging::init_low_table(&mut ram)?;
+        paging::init_direct_map(&mut ram)?;
 
         vcpu.set_msrs(&msr::syscall_msrs())
             .map_err(EngineError::kvm("KVM_SET_MSRS"))?;
@@ -182,8 +182,8 @@ impl Machine {
     pub fn run(&mut self) -> Result<Exit, EngineError> {
         // (Not again when the routine itself was interrupted: it resumes.)
         let user = self.vcpu.sync_regs().sregs.cs.selector & 3 == 3;
-        if user && self.ram.read_u64(trampoline::slot::HIDE_COUNT) != 0 {
-            self.enter_hide_routine();
+        if user && self.ram.word(trampoline::slot::HIDE_COUNT) != 0 {
+            self.enter_hide_routine()?;
         }
         let (port, input) = match self.vcpu.run() {
             Ok(VcpuExit::IoOut(port, _)) => (port, false),
@@ -218,22 +218,20 @@ impl Machine {
     }
 
     /// Unwinds the frame the CPU pushed on the ring-0 stack for `vector`
-    /// into the user's registers.
+    /// into the user's registers. The stack is TSS.RSP0, which a restored
+    /// keyframe's pages may have moved: a frame outside memory is an error.
     fn exception_frame(&mut self, vector: u8) -> Result<Exit, EngineError> {
         let sync = self.vcpu.sync_regs();
         let mut frame = sync.regs.rsp;
         let cr2 = sync.sregs.cr2;
         let error_code = if trampoline::has_error_code(vector) {
-            frame += 8;
-            self.ram.read_u64(frame - 8)
+            frame = frame.wrapping_add(8);
+            self.ram.read_u64(frame.wrapping_sub(8))?
         } else {
             0
         };
-        let (rip, rflags, rsp) = (
-            self.ram.read_u64(frame),
-            self.ram.read_u64(frame + 16),
-            self.ram.read_u64(frame + 24),
-        );
+        let word = |at: u64| self.ram.read_u64(frame.wrapping_add(at));
+        let (rip, rflags, rsp) = (word(0)?, word(16)?, word(24)?);
         let r = &mut self.vcpu.sync_regs_mut().regs;
         r.rip = rip;
         r.rflags = rflags;
@@ -280,19 +278,19 @@ impl Machine {
     /// None: only the trap flag is set (the monitor re-protects at the #DB exit).
     pub fn arm_point(&mut self, pte: Option<u64>) {
         let at = pte.map_or(0, paging::direct_map_va);
-        self.ram.write_u64(trampoline::slot::ARMED_PTE, at);
+        self.ram.set_word(trampoline::slot::ARMED_PTE, at);
         self.regs_mut().rflags |= regs::RFLAGS_TF;
     }
 
     /// Whether an armed point's instruction has not completed yet.
     pub fn point_armed(&self) -> bool {
-        self.ram.read_u64(trampoline::slot::ARMED_PTE) != 0
+        self.ram.word(trampoline::slot::ARMED_PTE) != 0
     }
 
     /// Undoes `arm_point` (the instruction did not complete).
     pub fn disarm_point(&mut self) {
         if self.point_armed() {
-            self.ram.write_u64(trampoline::slot::ARMED_PTE, 0);
+            self.ram.set_word(trampoline::slot::ARMED_PTE, 0);
         }
         self.regs_mut().rflags &= !regs::RFLAGS_TF;
     }
@@ -302,23 +300,29 @@ impl Machine {
     /// next entry, by guest ring-0 code: the hide routine. False when there
     /// are too many for its list: then the caller flushes.
     pub fn hide_on_entry(&mut self, ptes: &[u64]) -> bool {
-        let at = self.ram.read_u64(trampoline::slot::HIDE_COUNT) as usize;
-        if at + ptes.len() > trampoline::slot::HIDE_MAX {
+        let at = self.ram.word(trampoline::slot::HIDE_COUNT);
+        let count = at.saturating_add(ptes.len() as u64);
+        if count > trampoline::slot::HIDE_MAX as u64 {
             return false;
         }
-        for (i, pte) in ptes.iter().enumerate() {
-            let slot = trampoline::slot::HIDE_LIST + ((at + i) * 8) as u64;
-            self.ram.write_u64(slot, paging::direct_map_va(*pte));
+        for (i, pte) in (at..).zip(ptes) {
+            let slot = trampoline::slot::HIDE_LIST + i * 8;
+            if self
+                .ram
+                .write_u64(slot, paging::direct_map_va(*pte))
+                .is_err()
+            {
+                return false;
+            }
         }
-        self.ram
-            .write_u64(trampoline::slot::HIDE_COUNT, (at + ptes.len()) as u64);
+        self.ram.set_word(trampoline::slot::HIDE_COUNT, count);
         true
     }
 
     /// Enters the hide routine in ring 0 with the user's state as its
     /// `iretq` frame: it returns to ring 3 exactly where the user would
     /// have resumed (TF included, for a memory point armed).
-    fn enter_hide_routine(&mut self) {
+    fn enter_hide_routine(&mut self) -> Result<(), EngineError> {
         let r = self.vcpu.sync_regs().regs;
         let frame = layout::RING0_STACK_TOP - 40;
         let words = [
@@ -329,7 +333,7 @@ impl Machine {
             gdt::USER_DS as u64,
         ];
         for (i, w) in words.iter().enumerate() {
-            self.ram.write_u64(frame + 8 * i as u64, *w);
+            self.ram.write_u64(frame + 8 * i as u64, *w)?;
         }
         let regs = self.regs_mut();
         regs.rip = layout::HIDE_ROUTINE;
@@ -339,12 +343,13 @@ impl Machine {
         let s = &mut self.vcpu.sync_regs_mut().sregs;
         s.cs = gdt::kernel_code();
         s.ss = gdt::kernel_data();
+        Ok(())
     }
 
     /// Whether every #DB exits to the monitor, a memory point's too (a
     /// debugger single-stepping with RFLAGS.TF); see `trampoline::debug_handler`.
     pub fn set_debug_exits(&mut self, on: bool) {
-        self.ram.write_u64(trampoline::slot::DEBUG_EXITS, on as u64);
+        self.ram.set_word(trampoline::slot::DEBUG_EXITS, on as u64);
     }
 
     /// Where the port I/O instruction that exited begins. KVM reports the

@@ -4,7 +4,7 @@ use super::layout::{
     DIRECT_MAP, DIRECT_MAP_PDPT, DIRECT_MAP_PDS, LOW_PAGE_TABLE, MONITOR_END, PAGE_SIZE,
     SYSCALL_ENTRY,
 };
-use super::memory::GuestRam;
+use super::memory::{GuestRam, OutOfRange};
 
 pub const PTE_PRESENT: u64 = 1;
 pub const PTE_WRITE: u64 = 1 << 1;
@@ -32,15 +32,16 @@ impl Perm {
 
 /// Writes the monitor's low page table, shared by every address space:
 /// 0..2 MiB identity mapped, supervisor only, but the syscall entry page.
-pub fn init_low_table(ram: &mut GuestRam) {
+pub fn init_low_table(ram: &mut GuestRam) -> Result<(), OutOfRange> {
     for pa in (0..MONITOR_END).step_by(PAGE_SIZE as usize) {
         let flags = if pa == SYSCALL_ENTRY {
             PTE_PRESENT | PTE_USER
         } else {
             PTE_PRESENT | PTE_WRITE
         };
-        ram.write_u64(LOW_PAGE_TABLE + pa / PAGE_SIZE * 8, pa | flags);
+        ram.write_u64(LOW_PAGE_TABLE + pa / PAGE_SIZE * 8, pa | flags)?;
     }
+    Ok(())
 }
 
 /// PML4 slot of the direct map.
@@ -50,11 +51,11 @@ const GIB: u64 = 1 << 30;
 
 /// Writes the direct map's tables: every 2 MiB of guest memory, supervisor,
 /// writable, not executable (as much as the monitor's region holds tables for).
-pub fn init_direct_map(ram: &mut GuestRam) {
+pub fn init_direct_map(ram: &mut GuestRam) -> Result<(), OutOfRange> {
     let max_pds = (MONITOR_END - DIRECT_MAP_PDS) / PAGE_SIZE;
     for g in 0..ram.size().div_ceil(GIB).min(max_pds) {
         let pd = DIRECT_MAP_PDS + g * PAGE_SIZE;
-        ram.write_u64(DIRECT_MAP_PDPT + g * 8, pd | PTE_PRESENT | PTE_WRITE);
+        ram.write_u64(DIRECT_MAP_PDPT + g * 8, pd | PTE_PRESENT | PTE_WRITE)?;
         for i in 0..512 {
             let pa = g * GIB + i * (2 << 20);
             if pa >= ram.size() {
@@ -63,9 +64,10 @@ pub fn init_direct_map(ram: &mut GuestRam) {
             ram.write_u64(
                 pd + i * 8,
                 pa | PTE_PRESENT | PTE_WRITE | PDE_LARGE | PTE_NX,
-            );
+            )?;
         }
     }
+    Ok(())
 }
 
 /// Where guest ring-0 code reaches physical address `pa`.
@@ -95,13 +97,14 @@ impl PageTables {
         let pt = PageTables { pml4 };
         let pdpt = ram.alloc_frame()?;
         let pd = ram.alloc_frame()?;
-        ram.write_u64(pml4, pdpt | TABLE_FLAGS);
-        ram.write_u64(pdpt, pd | TABLE_FLAGS);
-        ram.write_u64(pd, LOW_PAGE_TABLE | TABLE_FLAGS);
+        ram.write_u64(pml4, pdpt | TABLE_FLAGS).ok()?;
+        ram.write_u64(pdpt, pd | TABLE_FLAGS).ok()?;
+        ram.write_u64(pd, LOW_PAGE_TABLE | TABLE_FLAGS).ok()?;
         ram.write_u64(
             pml4 + DIRECT_MAP_SLOT * 8,
             DIRECT_MAP_PDPT | PTE_PRESENT | PTE_WRITE,
-        );
+        )
+        .ok()?;
         Some(pt)
     }
 
@@ -115,13 +118,13 @@ impl PageTables {
                 return None;
             }
             let entry_pa = table + index(va, level) * 8;
-            let entry = ram.read_u64(entry_pa);
+            let entry = ram.read_u64(entry_pa).ok()?;
             if entry & PTE_PRESENT == 0 {
                 if !create {
                     return None;
                 }
                 let t = ram.alloc_frame()?;
-                ram.write_u64(entry_pa, t | TABLE_FLAGS);
+                ram.write_u64(entry_pa, t | TABLE_FLAGS).ok()?;
                 table = t;
             } else {
                 table = entry & PTE_ADDR;
@@ -133,7 +136,7 @@ impl PageTables {
     /// The frame and whether it is writable, for a mapped user page.
     pub fn lookup(&self, ram: &mut GuestRam, va: u64) -> Option<(u64, bool)> {
         let leaf = self.leaf(ram, va, false)?;
-        let pte = ram.read_u64(leaf);
+        let pte = ram.read_u64(leaf).ok()?;
         let frame = pte & PTE_ADDR;
         (pte & PTE_PRESENT != 0 && in_ram(ram, frame)).then_some((frame, pte & PTE_WRITE != 0))
     }
@@ -141,10 +144,7 @@ impl PageTables {
     /// Maps the page at `va` to `frame`. False when out of memory.
     pub fn map(&self, ram: &mut GuestRam, va: u64, frame: u64, perm: Perm) -> bool {
         match self.leaf(ram, va, true) {
-            Some(e) => {
-                ram.write_u64(e, frame | perm.bits());
-                true
-            }
+            Some(e) => ram.write_u64(e, frame | perm.bits()).is_ok(),
             None => false,
         }
     }
@@ -152,13 +152,13 @@ impl PageTables {
     /// The physical address of the leaf entry of a present page at `va`.
     pub fn leaf_of_present(&self, ram: &mut GuestRam, va: u64) -> Option<u64> {
         let e = self.leaf(ram, va, false)?;
-        (ram.read_u64(e) & PTE_PRESENT != 0).then_some(e)
+        (ram.read_u64(e).ok()? & PTE_PRESENT != 0).then_some(e)
     }
 
     /// Whether ring 3 may reach the present page at `va` (None: not present).
     pub fn user_access(&self, ram: &mut GuestRam, va: u64) -> Option<bool> {
         let e = self.leaf_of_present(ram, va)?;
-        Some(ram.read_u64(e) & PTE_USER != 0)
+        Some(ram.read_u64(e).ok()? & PTE_USER != 0)
     }
 
     /// Lets ring 3 reach the present page at `va`, or not, keeping its frame
@@ -168,60 +168,55 @@ impl PageTables {
         let Some(e) = self.leaf_of_present(ram, va) else {
             return false;
         };
-        let pte = ram.read_u64(e);
+        let Ok(pte) = ram.read_u64(e) else {
+            return false;
+        };
         let new = if user {
             pte | PTE_USER
         } else {
             pte & !PTE_USER
         };
-        if new != pte {
-            ram.write_u64(e, new);
-        }
-        new != pte
+        new != pte && ram.write_u64(e, new).is_ok()
     }
 
     /// Unmaps the page at `va`, returning its frame.
     pub fn unmap(&self, ram: &mut GuestRam, va: u64) -> Option<u64> {
         let e = self.leaf(ram, va, false)?;
-        let pte = ram.read_u64(e);
+        let pte = ram.read_u64(e).ok()?;
         if pte & PTE_PRESENT == 0 || !in_ram(ram, pte & PTE_ADDR) {
             return None;
         }
-        ram.write_u64(e, 0);
+        ram.write_u64(e, 0).ok()?;
         Some(pte & PTE_ADDR)
     }
 
     /// Changes the permissions of a mapped page.
     pub fn protect(&self, ram: &mut GuestRam, va: u64, perm: Perm) {
-        if let Some(e) = self.leaf(ram, va, false) {
-            let pte = ram.read_u64(e);
-            if pte & PTE_PRESENT != 0 {
-                ram.write_u64(e, (pte & PTE_ADDR) | perm.bits());
-            }
-        }
+        self.edit_present(ram, va, |pte| (pte & PTE_ADDR) | perm.bits());
     }
 
     /// The leaf entry for `va` as it is, when its tables exist (a debugger's view).
     pub fn entry(&self, ram: &mut GuestRam, va: u64) -> Option<u64> {
         let e = self.leaf(ram, va, false)?;
-        Some(ram.read_u64(e))
+        ram.read_u64(e).ok()
     }
 
     /// Sets the leaf entry of a present page (a debugger's page protection).
     pub fn set_entry(&self, ram: &mut GuestRam, va: u64, pte: u64) {
-        if let Some(e) = self.leaf(ram, va, false) {
-            if ram.read_u64(e) & PTE_PRESENT != 0 {
-                ram.write_u64(e, pte);
-            }
-        }
+        self.edit_present(ram, va, |_| pte);
     }
 
     /// Keeps the page's frame but makes it inaccessible to ring 3 (PROT_NONE).
     pub fn set_supervisor(&self, ram: &mut GuestRam, va: u64) {
-        if let Some(e) = self.leaf(ram, va, false) {
-            let pte = ram.read_u64(e);
-            if pte & PTE_PRESENT != 0 {
-                ram.write_u64(e, pte & !(PTE_USER | PTE_WRITE));
+        self.edit_present(ram, va, |pte| pte & !(PTE_USER | PTE_WRITE));
+    }
+
+    /// Rewrites the leaf entry of a present page at `va` as `edit` says.
+    fn edit_present(&self, ram: &mut GuestRam, va: u64, edit: impl FnOnce(u64) -> u64) {
+        if let Some(e) = self.leaf_of_present(ram, va) {
+            if let Ok(pte) = ram.read_u64(e) {
+                // The leaf is inside memory (`leaf` checked its table).
+                let _ = ram.write_u64(e, edit(pte));
             }
         }
     }
@@ -252,7 +247,9 @@ impl PageTables {
                 if lo >= w.end {
                     break;
                 }
-                let e = w.ram.read_u64(table + i * 8);
+                let Ok(e) = w.ram.read_u64(table + i * 8) else {
+                    return;
+                };
                 if e & PTE_PRESENT == 0 {
                     continue;
                 }
@@ -281,11 +278,13 @@ impl PageTables {
     /// The leaves must already be unmapped.
     pub fn release(&self, ram: &mut GuestRam) {
         fn walk(ram: &mut GuestRam, table: u64, level: u32) {
-            if level == 0 {
+            if level == 0 || !in_ram(ram, table) {
                 return;
             }
             for i in 0..512 {
-                let e = ram.read_u64(table + i * 8);
+                let Ok(e) = ram.read_u64(table + i * 8) else {
+                    return;
+                };
                 let t = e & PTE_ADDR;
                 let shared = t == LOW_PAGE_TABLE || t == DIRECT_MAP_PDPT;
                 if e & PTE_PRESENT != 0 && !shared && in_ram(ram, t) {
@@ -296,5 +295,59 @@ impl PageTables {
         }
         walk(ram, self.pml4, 3);
         ram.free_frame(self.pml4);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::memory::MIN_MEM;
+    use super::*;
+
+    const VA: u64 = 0x40_0000;
+    const USER_FRAME: u64 = super::super::layout::USER_FRAMES_START;
+    const PERM: Perm = Perm {
+        write: true,
+        exec: false,
+    };
+
+    /// Tables a keyframe file restored may point anywhere: outside memory
+    /// they are absent, never a monitor panic.
+    #[test]
+    fn tables_pointing_outside_memory_are_absent() {
+        let mut ram = GuestRam::new(MIN_MEM).unwrap();
+        init_low_table(&mut ram).unwrap();
+        init_direct_map(&mut ram).unwrap();
+        let beyond = PageTables { pml4: 1 << 40 };
+        let pt = PageTables::new(&mut ram).unwrap();
+        ram.write_u64(pt.pml4, (1 << 40) | TABLE_FLAGS).unwrap();
+        for t in [beyond, pt] {
+            assert_eq!(t.lookup(&mut ram, VA), None);
+            assert_eq!(t.entry(&mut ram, VA), None);
+            assert_eq!(t.unmap(&mut ram, VA), None);
+            assert!(!t.set_user_access(&mut ram, VA, false));
+            t.protect(&mut ram, VA, PERM);
+            t.set_supervisor(&mut ram, VA);
+            assert!(t.present(&ram, 0, 1 << 47).is_empty());
+        }
+        assert!(!beyond.map(&mut ram, VA, USER_FRAME, PERM));
+        beyond.release(&mut ram);
+    }
+
+    #[test]
+    fn a_mapped_page_is_found_edited_and_unmapped() {
+        let mut ram = GuestRam::new(MIN_MEM).unwrap();
+        init_low_table(&mut ram).unwrap();
+        let pt = PageTables::new(&mut ram).unwrap();
+        let frame = ram.alloc_frame().unwrap();
+        assert!(pt.map(&mut ram, VA, frame, PERM));
+        assert_eq!(pt.lookup(&mut ram, VA), Some((frame, true)));
+        assert_eq!(pt.present(&ram, 0, 1 << 47), [VA]);
+        assert!(pt.set_user_access(&mut ram, VA, false));
+        assert_eq!(pt.user_access(&mut ram, VA), Some(false));
+        pt.set_supervisor(&mut ram, VA);
+        assert_eq!(pt.lookup(&mut ram, VA), Some((frame, false)));
+        assert_eq!(pt.unmap(&mut ram, VA), Some(frame));
+        assert_eq!(pt.lookup(&mut ram, VA), None);
+        pt.release(&mut ram);
     }
 }

@@ -98,19 +98,20 @@ pub fn code() -> Vec<(u64, Vec<u8>)> {
 /// mapped, supervisor only).
 pub mod slot {
     use super::POINT_SLOTS;
+    use crate::machine::memory::MonitorWord;
     /// The direct-map address of the page-table entry a memory point made
     /// user-accessible for one instruction; 0 when no point is armed.
-    pub const ARMED_PTE: u64 = POINT_SLOTS;
+    pub const ARMED_PTE: MonitorWord = MonitorWord::at(POINT_SLOTS);
     /// The user's RAX while the handler runs.
     pub const SAVED_RAX: u64 = POINT_SLOTS + 8;
     /// Non-zero: every #DB exits to the monitor, a memory point's too (after
     /// the handler re-protected its page): a debugger is single-stepping.
-    pub const DEBUG_EXITS: u64 = POINT_SLOTS + 16;
+    pub const DEBUG_EXITS: MonitorWord = MonitorWord::at(POINT_SLOTS + 16);
     /// The user's RCX while the hide routine runs.
     pub const SAVED_RCX: u64 = POINT_SLOTS + 24;
     /// How many entries of `HIDE_LIST` the hide routine clears on the next
     /// entry (0: none, the guest enters ring 3 directly).
-    pub const HIDE_COUNT: u64 = POINT_SLOTS + 32;
+    pub const HIDE_COUNT: MonitorWord = MonitorWord::at(POINT_SLOTS + 32);
     /// Direct-map addresses of page-table entries to clear U in.
     pub const HIDE_LIST: u64 = POINT_SLOTS + 64;
     /// Room in the slot page for that many entries.
@@ -146,7 +147,7 @@ fn hide_routine() -> Vec<u8> {
     c.extend([0x48, 0x89, 0x0c, 0x25]);
     c.extend(abs(slot::SAVED_RCX));
     c.extend([0x48, 0x8b, 0x0c, 0x25]);
-    c.extend(abs(slot::HIDE_COUNT));
+    c.extend(abs(slot::HIDE_COUNT.pa()));
     let again = c.len();
     c.extend([0x48, 0x8b, 0x04, 0xcd]);
     c.extend(abs(slot::HIDE_LIST - 8));
@@ -155,7 +156,7 @@ fn hide_routine() -> Vec<u8> {
     let back = again as i64 - (c.len() as i64 + 2);
     c.extend([0x75, back as i8 as u8]);
     c.extend([0x48, 0xc7, 0x04, 0x25]);
-    c.extend(abs(slot::HIDE_COUNT));
+    c.extend(abs(slot::HIDE_COUNT.pa()));
     c.extend([0, 0, 0, 0]);
     c.extend([0x48, 0x8b, 0x0c, 0x25]);
     c.extend(abs(slot::SAVED_RCX));
@@ -197,14 +198,14 @@ fn debug_handler() -> Vec<u8> {
     c.extend([0x48, 0x89, 0x04, 0x25]);
     c.extend(abs(slot::SAVED_RAX));
     c.extend([0x48, 0x8b, 0x04, 0x25]);
-    c.extend(abs(slot::ARMED_PTE));
+    c.extend(abs(slot::ARMED_PTE.pa()));
     c.extend([0x48, 0x85, 0xc0, 0x74, 0x2e]);
     c.extend([0x48, 0x83, 0x20, 0xfb]);
     c.extend([0x48, 0xc7, 0x04, 0x25]);
-    c.extend(abs(slot::ARMED_PTE));
+    c.extend(abs(slot::ARMED_PTE.pa()));
     c.extend([0, 0, 0, 0]);
     c.extend([0x48, 0x83, 0x3c, 0x25]);
-    c.extend(abs(slot::DEBUG_EXITS));
+    c.extend(abs(slot::DEBUG_EXITS.pa()));
     c.extend([0x00, 0x75, 0x13]);
     c.extend([0x48, 0x8b, 0x04, 0x25]);
     c.extend(abs(slot::SAVED_RAX));
