@@ -6,8 +6,10 @@
 // store (REWIND_TEST_RWD, run REWIND_TEST_RWD_RUN). The session opens the
 // failing run at the deciding step beside the passing run; then what a user
 // does from there: the lanes, Check from here, Compare and Swap, the
-// Problems panel (`rewind lsp`) and its code action, a bookmark, a fork
-// (Restart Frame), a vscode:// link and opening the .rwd. Screenshots of
+// Problems panel (`rewind lsp`) and its code action, Go to Step, picking a
+// check cell, a bookmark, a fork (Restart Frame, and Fork from Here), Open
+// Run from the timeline's context menu, a vscode:// link and opening the
+// .rwd. Screenshots of
 // each state go to REWIND_ARTIFACTS.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -297,6 +299,46 @@ test('the Compare view shows the first difference', async () => {
 	await shot('6-compare-view');
 });
 
+test('Go to Step from the palette moves the session there', async () => {
+	const before = await statusStep();
+	const target = 30;
+	assert.notEqual(before, target);
+	await palette('Rewind: Go to Step…');
+	const input = page.locator('.quick-input-widget input');
+	await input.waitFor({ state: 'visible' });
+	await input.fill(String(target));
+	await page.keyboard.press('Enter');
+	timelineFrame = await webviewFrame('#timeline');
+	await timelineFrame.waitForFunction((s) => document.querySelector('#timeline').dataset.playhead === String(s), target, { timeout: 30000 });
+	assert.equal(await statusStep(), target);
+	await shot('6b-go-to-step');
+});
+
+test('picking a check cell compares with its run', async () => {
+	timelineFrame = await webviewFrame('#timeline');
+	// From step 48 the balance is printed already: every schedule ends as
+	// this run did (grey cells), and each is a run of its own to compare with.
+	const cell = await timelineFrame.$('#cells .cell');
+	assert.ok(cell, 'the check from here left its cells');
+	const run = await cell.getAttribute('data-run');
+	assert.notEqual(run, opened.compare);
+	await cell.click();
+	const choice = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Compare with this run' }).first();
+	await choice.waitFor({ timeout: 20000 });
+	await choice.click();
+	// The Compare view (where they differ, or that they are identical), and
+	// the timeline's compared run, are the cell's run.
+	const compare = await webviewFrame('#compare .summary');
+	try {
+		await compare.waitForFunction((r) => (document.querySelector('#compare .summary')?.textContent ?? '').includes(r), run.slice(0, 8), { timeout: 30000 });
+		await timelineFrame.waitForFunction((r) => document.querySelector('#timeline').dataset.compare === r, run, { timeout: 30000 });
+	} catch (e) {
+		await shot('failed-check-cell');
+		throw e;
+	}
+	await shot('6c-check-cell-compared');
+});
+
 test('the Problems panel lists what the check found on bank.c:26; its code action opens the run at the deciding step', async () => {
 	const deciding = Number(opened.deciding);
 	const t = Date.now();
@@ -440,6 +482,63 @@ test('Restart Frame forks the run at the step and goes on in the fork', async ()
 	}
 	await runsView.locator('.monaco-list-row', { hasText: d.run.slice(0, 8) }).first().waitFor({ timeout: 30000 });
 	await shot('10-restart-frame-fork');
+});
+
+test('Fork from Here from the palette forks at the step and goes on in the fork', async () => {
+	const parent = (await timelineData()).run;
+	const step = await statusStep();
+	await palette('Rewind: Fork from Here');
+	timelineFrame = await webviewFrame('#timeline');
+	try {
+		await timelineFrame.waitForFunction((p) => /^[0-9a-f]{16}$/.test(document.querySelector('#timeline').dataset.run) && document.querySelector('#timeline').dataset.run !== p, parent, { timeout: 60000 });
+	} catch (e) {
+		await shot('failed-fork-from-here');
+		throw e;
+	}
+	const d = await timelineData();
+	assert.match(d.marks, new RegExp(`fork of ${parent.slice(0, 8)} at step ${step}`));
+	assert.equal(d.playhead, String(step), 'the session goes on at the same step');
+	const forks = rewind('ls', '--forks-of', parent, '--json')
+		.split('\n')
+		.filter((l) => l.trim() !== '')
+		.map((l) => JSON.parse(l).id);
+	assert.ok(forks.includes(d.run), `rewind ls --forks-of ${parent}: ${forks}`);
+	await shot('10b-fork-from-here');
+});
+
+test('Open Run in the timeline\'s context menu opens the run picked', async () => {
+	timelineFrame = await webviewFrame('#timeline');
+	await timelineFrame.click('#timeline', { button: 'right', position: { x: 200, y: 10 } });
+	const item = page.locator('.monaco-menu .action-item', { hasText: 'Open Run…' }).first();
+	try {
+		await item.waitFor({ timeout: 10000 });
+	} catch (e) {
+		await shot('failed-timeline-context-menu');
+		throw e;
+	}
+	await item.hover();
+	await item.click();
+	const menu = page.locator('.monaco-menu').first();
+	try {
+		await menu.waitFor({ state: 'hidden', timeout: 3000 });
+	} catch {
+		await page.keyboard.press('Enter');
+		await menu.waitFor({ state: 'hidden', timeout: 10000 });
+	}
+	// The passing run the session was opened beside: not a fork, so it opens at step 0.
+	const input = page.locator('.quick-input-widget input');
+	await input.waitFor({ state: 'visible' });
+	await input.fill(opened.compare.slice(0, 8));
+	const choice = page.locator('.quick-input-list .monaco-list-row', { hasText: opened.compare.slice(0, 8) }).first();
+	try {
+		await choice.waitFor({ timeout: 20000 });
+	} catch (e) {
+		await shot('failed-open-run-pick');
+		throw e;
+	}
+	await page.keyboard.press('Enter');
+	await sessionAt(opened.compare, 0, 'open-run');
+	await shot('10c-open-run-from-timeline');
 });
 
 test('a link (what rewind open --editor code opens) opens the run at the step', async () => {
