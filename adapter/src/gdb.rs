@@ -107,21 +107,28 @@ pub struct Stub {
     action: Option<Action>,
     /// The threads' pointers, for the connection's `qGetTLSAddr`.
     pub tls: crate::gdb_tls::TlsTable,
+    /// The process's auxiliary vector as gdb needs it (`qXfer:auxv:read`).
+    auxv: Vec<u8>,
+    /// The run's files gdb has open (`vFile:`).
+    pub files: crate::gdb_hostio::OpenFiles,
 }
 
 impl Stub {
     pub fn new(mut session: Session, first: u32) -> Stub {
+        let pid = session.pid();
         let layout = session
             .kernel()
-            .symbols
-            .symbolizer()
+            .symbolizer_of(pid)
             .and_then(|s| s.modules().first().map(|m| *m.module.tls()))
             .unwrap_or_default();
+        let auxv = session.kernel().debugger_auxv(pid).unwrap_or_default();
         let mut stub = Stub {
             session,
             first,
             action: None,
             tls: crate::gdb_tls::TlsTable::new(layout),
+            auxv,
+            files: Default::default(),
         };
         stub.publish_tls();
         stub
@@ -275,6 +282,23 @@ impl Target for Stub {
 
     fn guard_rail_implicit_sw_breakpoints(&self) -> bool {
         true
+    }
+
+    fn support_host_io(&mut self) -> Option<gdbstub::target::ext::host_io::HostIoOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_auxv(&mut self) -> Option<gdbstub::target::ext::auxv::AuxvOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl gdbstub::target::ext::auxv::Auxv for Stub {
+    fn get_auxv(&self, offset: u64, length: usize, buf: &mut [u8]) -> TargetResult<usize, Self> {
+        let from = (offset as usize).min(self.auxv.len());
+        let n = length.min(buf.len()).min(self.auxv.len() - from);
+        buf[..n].copy_from_slice(&self.auxv[from..from + n]);
+        Ok(n)
     }
 }
 

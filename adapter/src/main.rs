@@ -6,6 +6,7 @@ mod dap;
 mod examples;
 mod gdb;
 mod gdb_files;
+mod gdb_hostio;
 mod gdb_tls;
 mod lsp;
 mod progress;

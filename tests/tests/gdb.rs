@@ -425,3 +425,94 @@ fn gdb_gets_the_split_debug_info_and_the_sources_where_finds() {
     );
     home.replay_identical(&run.id);
 }
+
+/// Forward line stepping and `finish` (gdb drives single steps), and
+/// `awatch`, which stops at writes and at reads, on `lines`.
+#[test]
+fn step_finish_and_awatch_go_forward() {
+    let home = Home::new();
+    let run = home.run_guest("lines", &[]);
+    assert_eq!(run.status, "exited:0");
+    let out = gdb(
+        &home,
+        &run.id,
+        "3",
+        &[
+            "break lines.c:18",
+            "continue",
+            "step",
+            "finish",
+            "delete",
+            "awatch total",
+            "continue",
+            "continue",
+            "continue",
+        ],
+    );
+    let text = &out.stdout;
+    let into = text.find("add (a=0, b=0) at ").expect(text);
+    assert!(text[into..].contains("11\t    return a + b;"), "{out}");
+    let back = text[into..].find(" in main () at ").expect(text) + into;
+    let ret = text[back..].find("Value returned is $1 = 0").expect(text) + back;
+    // total = cost at 19, total = cost * 2 at 21, then the read at 22.
+    let first = text[ret..]
+        .find("Old value = 0\nNew value = 135")
+        .expect(text)
+        + ret;
+    let second = text[first..]
+        .find("Old value = 135\nNew value = 270")
+        .expect(text)
+        + first;
+    let read = text[second..].find("Value = 270").expect(text) + second;
+    assert!(text[read..].contains("lines.c:22"), "{out}");
+    home.replay_identical(&run.id);
+}
+
+/// `--pid` debugs another process: in the dynamically linked `where-procs`
+/// the child the parent forked and that execed the program again, and the
+/// parent waiting for it. gdb finds the PIE where it is loaded and the
+/// libraries the loader mapped (read from the run's files, `target:`), so
+/// frames in libc and the user's lines both show.
+#[test]
+fn pid_debugs_an_execd_child_and_its_parent_with_their_libraries() {
+    let home = Home::new();
+    let run = home.run_guest("where-procs-dynamic", &[]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    let events = home.events_json(&run.id);
+    let exec = events
+        .iter()
+        .find(|e| e["name"] == "execve")
+        .unwrap_or_else(|| panic!("no execve: {events:?}"));
+    let child = exec["pid"].to_string();
+    let after = (exec["step"].as_u64().unwrap() + 1).to_string();
+    let mut args = vec!["gdb", &run.id, &after, "--pid", &child, "--"];
+    let cmds = ["break child_writes", "continue", "bt", "info sharedlibrary"];
+    args.extend(["-nx", "-batch"]);
+    args.extend(cmds.iter().flat_map(|c| ["-ex", c]));
+    let out = home.rewind(&args);
+    assert_eq!(out.code, 0, "{out}");
+    assert_has(&out, "Breakpoint 1, child_writes () at ");
+    assert_has(&out, " in main (");
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.contains("target:") && l.contains("/libc.so.6") && l.contains("Yes")),
+        "{out}"
+    );
+
+    let parent = events[0]["pid"].to_string();
+    let out = home.rewind(&[
+        "gdb", &run.id, &after, "--pid", &parent, "--", "-nx", "-batch", "-ex", "bt",
+    ]);
+    assert_eq!(out.code, 0, "{out}");
+    let wait = out.stdout.find("#0  0x").expect(&out.stdout);
+    let caller = out.stdout[wait..]
+        .find(" in parent_waits (")
+        .expect(&out.stdout);
+    assert!(
+        out.stdout[wait..wait + caller].contains("wait"),
+        "the libc frame of the wait: {out}"
+    );
+    assert_has(&out, "where-procs.c:");
+    home.replay_identical(&run.id);
+}

@@ -366,7 +366,6 @@ impl Kernel<'_> {
         bias: u64,
     ) -> Result<(u64, u64), ElfProblem> {
         let mut end = 0;
-        let mut phdr = 0;
         for s in &info.segments {
             let start = page_down(s.vaddr + bias);
             let stop = page_up(s.vaddr + bias + s.memsz)
@@ -385,12 +384,53 @@ impl Kernel<'_> {
             let content = &bytes[from as usize..(s.offset + s.filesz) as usize];
             self.fill_pages(start, content)
                 .map_err(|_| ElfProblem::NoMemory)?;
-            if info.phoff >= s.offset && info.phoff < s.offset + s.filesz {
-                phdr = s.vaddr + bias + (info.phoff - s.offset);
-            }
             end = end.max(stop);
         }
-        Ok((phdr, end))
+        Ok((phdrs_at(info, bias), end))
+    }
+}
+
+/// Where the program headers of a file loaded at `bias` are in memory (0
+/// when no segment holds them).
+fn phdrs_at(info: &ElfInfo, bias: u64) -> u64 {
+    info.segments
+        .iter()
+        .find(|s| info.phoff >= s.offset && info.phoff < s.offset + s.filesz)
+        .map_or(0, |s| s.vaddr + bias + (info.phoff - s.offset))
+}
+
+impl Kernel<'_> {
+    /// What a debugger needs of process `pid`'s auxiliary vector to find
+    /// its program and interpreter where they are loaded (AT_PHDR,
+    /// AT_PHENT, AT_PHNUM, AT_BASE, AT_ENTRY, AT_NULL), as the bytes
+    /// `/proc/PID/auxv` would hold: gdb relocates a PIE and finds the
+    /// dynamic loader's list of libraries by them.
+    pub fn debugger_auxv(&mut self, pid: super::task::Pid) -> Option<Vec<u8>> {
+        use super::stack::*;
+        let (_, bytes) = self.program_of(pid)?;
+        let info = parse(&bytes).ok()?;
+        let elves = &self.procs.get(&pid)?.mm.elves;
+        let bias = elves.first()?.bias;
+        // load_executable records the interpreter right after the program.
+        let base = match info.interp {
+            Some(_) => elves.get(1)?.bias,
+            None => 0,
+        };
+        let words = [
+            (AT_PHDR, phdrs_at(&info, bias)),
+            (AT_PHENT, ELF64_PHDR_SIZE),
+            (AT_PHNUM, info.phnum),
+            (AT_BASE, base),
+            (AT_ENTRY, info.entry.wrapping_add(bias)),
+            (AT_NULL, 0),
+        ];
+        Some(
+            words
+                .iter()
+                .flat_map(|(k, v)| [k.to_le_bytes(), v.to_le_bytes()])
+                .flatten()
+                .collect(),
+        )
     }
 }
 

@@ -6,14 +6,14 @@ use super::errno::SysResult;
 use super::Kernel;
 use crate::machine::layout::STACK_TOP;
 
-const AT_NULL: u64 = 0;
-const AT_PHDR: u64 = 3;
-const AT_PHENT: u64 = 4;
-const AT_PHNUM: u64 = 5;
+pub(super) const AT_NULL: u64 = 0;
+pub(super) const AT_PHDR: u64 = 3;
+pub(super) const AT_PHENT: u64 = 4;
+pub(super) const AT_PHNUM: u64 = 5;
 const AT_PAGESZ: u64 = 6;
-const AT_BASE: u64 = 7;
+pub(super) const AT_BASE: u64 = 7;
 const AT_FLAGS: u64 = 8;
-const AT_ENTRY: u64 = 9;
+pub(super) const AT_ENTRY: u64 = 9;
 const AT_UID: u64 = 11;
 const AT_EUID: u64 = 12;
 const AT_GID: u64 = 13;
@@ -27,7 +27,7 @@ const AT_HWCAP2: u64 = 26;
 const AT_EXECFN: u64 = 31;
 const AT_MINSIGSTKSZ: u64 = 51;
 
-const ELF64_PHDR_SIZE: u64 = 56;
+pub(super) const ELF64_PHDR_SIZE: u64 = 56;
 const CLOCK_TICKS_PER_SEC: u64 = 100;
 const PLATFORM: &str = "x86_64";
 /// Bytes of AT_RANDOM.
