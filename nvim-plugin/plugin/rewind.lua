@@ -29,11 +29,11 @@ cmd('RewindLanes', function()
 end, { desc = 'Rewind: the thread lanes around the position' })
 
 cmd('RewindBookmark', function(o)
-  require('rewind').request('rewind/bookmark', { action = 'add', note = o.args })
+  require('rewind').bookmark(o.args)
 end, { nargs = 1, desc = 'Rewind: bookmark the position' })
 
 cmd('RewindFork', function()
-  require('rewind').request('rewind/fork', { open = true })
+  require('rewind').fork()
 end, { desc = 'Rewind: fork from here and continue in the fork' })
 
 cmd('RewindCompare', function(o)

@@ -213,6 +213,37 @@ for _, i in ipairs(vim.fn.getqflist()) do
 end
 say('ok: RewindCheck from step 10: ' .. vim.fn.getqflist()[1].text)
 
+-- :RewindBookmark at step 10: kept with the run, as `rewind bookmarks` lists them.
+---@param ... string
+---@return string
+local function cli(...)
+  local r = vim.system({ env.REWIND_BIN, ... }, { env = { REWIND_HOME = env.REWIND_HOME } }):wait()
+  if r.code ~= 0 then
+    fail('rewind ' .. table.concat({ ... }, ' ') .. ': ' .. r.stderr)
+  end
+  return r.stdout
+end
+vim.cmd('RewindBookmark alice has read the balance')
+wait(10000, function()
+  return cli('bookmarks', env.REWIND_RUN, '--json'):find('alice has read the balance', 1, true) ~= nil
+end, 'the bookmark in rewind bookmarks')
+local kept = vim.json.decode(vim.split(vim.trim(cli('bookmarks', env.REWIND_RUN, '--json')), '\n')[1])
+if kept.step ~= 10 or kept.note ~= 'alice has read the balance' then
+  fail('rewind bookmarks: ' .. vim.inspect(kept))
+end
+say('ok: RewindBookmark kept "alice has read the balance" at step 10')
+
+-- :RewindFork: the session goes on in a fork of the run at step 10.
+vim.cmd('RewindFork')
+wait(60000, function()
+  return rewind.position.run ~= env.REWIND_RUN
+end, 'the session in the fork')
+local fork = rewind.position.run
+if rewind.position.step ~= 10 or not cli('ls', '--forks-of', env.REWIND_RUN):find(fork, 1, true) then
+  fail(string.format('the fork %s at step %d is not listed by rewind ls --forks-of %s', fork, rewind.position.step, env.REWIND_RUN))
+end
+say('ok: RewindFork goes on at step 10 in ' .. fork .. ', a fork of ' .. env.REWIND_RUN)
+
 -- :RewindRuns: the run picked opens (here the compared one).
 vim.ui.select = function(choices, _, on_choice)
   for _, r in ipairs(choices) do

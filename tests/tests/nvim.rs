@@ -4,13 +4,14 @@
 //! error and its runs are `rewind ls`'s; its language-server side
 //! (`require('rewind').lsp()` with vim.lsp, `:RewindCheck` without a
 //! session, the code action, `:RewindRuns`) needs no nvim-dap and always
-//! runs; with an nvim-dap checkout in
-//! $NVIM_DAP_PATH, `:RewindOpen` on the failing run of bank stops at the
-//! deciding step, `:RewindLanes` draws both runs' lanes, `:RewindGoto` moves
-//! the session, `:RewindCompare` shows the first difference `rewind diff`
-//! finds, `:RewindCheck` checks from there and the code action opens
-//! a session (without one, the test says it skipped that). The runs are
-//! replayed when the home drops.
+//! runs; with an nvim-dap checkout in $NVIM_DAP_PATH, `:RewindOpen` on the
+//! failing run of bank stops at the deciding step, `:RewindLanes` draws
+//! both runs' lanes, `:RewindGoto` moves the session, `:RewindCompare`
+//! shows the first difference `rewind diff` finds, `:RewindCheck` checks
+//! from there, `:RewindBookmark` and `:RewindFork` keep a bookmark and a
+//! fork in the store, and the code action opens a session (without one,
+//! the test says it skipped that). The runs are replayed when the home
+//! drops.
 
 use rewind_tests::{lsp, rewind_bin, run_command, Home};
 use std::path::Path;
@@ -106,6 +107,8 @@ fn plugin_in_headless_neovim() {
             "ok: RewindOpen stopped at step ",
             "ok: RewindCompare shows the first difference at event ",
             "ok: RewindCheck from step 10: ",
+            "ok: RewindBookmark kept ",
+            "ok: RewindFork goes on at step 10 in ",
             "ok: RewindRuns opened ",
         ]),
     }

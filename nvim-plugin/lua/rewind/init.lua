@@ -168,6 +168,47 @@ function M.goto_step(step)
   M.request('rewind/goto', { step = step })
 end
 
+--- `:RewindBookmark`: a bookmark at the position, kept with the run.
+---@param note string
+---@param on_done fun(bookmark: {step: integer, note: string})|nil
+function M.bookmark(note, on_done)
+  M.request('rewind/bookmark', { action = 'add', note = note }, function(err, r)
+    if err or not r then
+      return
+    end
+    notify(string.format('bookmark at step %d: %s', r.added.step, r.added.note))
+    if on_done then
+      on_done(r.added)
+    end
+  end)
+end
+
+--- `:RewindFork`: forks the run at the position with the next schedule and
+--- goes on in the fork.
+---@param on_done fun(forked: table)|nil the `rewind/fork` result
+function M.fork(on_done)
+  M.request('rewind/fork', { open = true }, function(err, f)
+    if err or not f then
+      return
+    end
+    local differs = f.firstDifference ~= vim.NIL and f.firstDifference ~= nil
+    notify(
+      string.format(
+        'fork %s of %s at step %d: %s, %d steps, %s',
+        f.run:sub(1, 8),
+        f.parent:sub(1, 8),
+        f.step,
+        f.status,
+        f.steps,
+        differs and ('first difference at step ' .. f.firstDifference) or 'identical so far'
+      )
+    )
+    if on_done then
+      on_done(f)
+    end
+  end)
+end
+
 --- The language server's configuration for `vim.lsp.start` (or
 --- `vim.lsp.config`): `rewind lsp` on stdio, the store of the config, and
 --- the client command `rewind.open` that its code actions name.
