@@ -427,3 +427,29 @@ fn where_names_the_libraries_frames_and_reads_each_process_own_memory() {
         );
     }
 }
+
+/// The timeout report names source lines: the spinning thread's loop in
+/// `spin_forever`, and main's join, below the C library's wait.
+#[test]
+fn the_timeout_report_names_source_lines() {
+    let h = Home::new();
+    let run = h.run(&["--timeout", "1", "--", &rewind_tests::guest_arg("spin")]);
+    assert_eq!(run.status, "timed-out", "{}", run.out);
+    let join = line_of("guest/tests/spin.c", "pthread_join(t, NULL);");
+    let loop_lines = [
+        line_of("guest/tests/spin.c", "for (;;)"),
+        line_of("guest/tests/spin.c", "spins++;"),
+    ];
+    let report = &run.out.stderr;
+    assert!(
+        report.contains(&format!(", from main (spin.c:{join})")),
+        "{report}"
+    );
+    assert!(
+        loop_lines
+            .iter()
+            .any(|n| report.contains(&format!(" in spin_forever (spin.c:{n})"))),
+        "{report}"
+    );
+    h.replay_identical(&run.id);
+}
