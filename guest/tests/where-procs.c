@@ -4,7 +4,10 @@
  * parent_waits; the child execs this program again, whose child_writes
  * writes one line from its own frame. So at the child's write the
  * parent's stack is in an address space the current process does not
- * share, and the program making the step is one execve loaded. */
+ * share, and the program making the step is one execve loaded. With an
+ * argument N the exec'd child first makes N getppid calls, so that a
+ * keyframe lies between the exec and the write. */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,12 +28,14 @@ static int __attribute__((noinline)) parent_waits(pid_t child)
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "child") == 0) {
+        for (long i = argc > 2 ? atol(argv[2]) : 0; i > 0; i--)
+            getppid();
         child_writes();
         return 0;
     }
     pid_t c = fork();
     if (c == 0) {
-        char *args[] = {argv[0], "child", NULL};
+        char *args[] = {argv[0], "child", argc > 1 ? argv[1] : NULL, NULL};
         execv(argv[0], args);
         _exit(127);
     }

@@ -362,7 +362,10 @@ fn where_checks_the_source_by_the_debug_infos_md5() {
 /// library the loader mapped (named, not own code) called from
 /// `child_writes` at its line; and `--tid` of the parent, whose memory the
 /// exec'd child does not share, names the wait in `parent_waits`. The
-/// static build must say the same of the user's frames.
+/// static build must say the same of the user's frames. The dynamic one's
+/// child first makes 21,000 calls: `where` starts from a keyframe taken
+/// after the exec (one at least every 20,000 steps), which carries the
+/// files the process mapped.
 #[test]
 fn where_names_the_libraries_frames_and_reads_each_process_own_memory() {
     let h = Home::new();
@@ -371,8 +374,11 @@ fn where_names_the_libraries_frames_and_reads_each_process_own_memory() {
         "where-procs: the child's write",
     );
     let wait = line_of("guest/tests/where-procs.c", "where-procs: the parent waits");
-    for prog in ["where-procs-dynamic", "where-procs"] {
-        let run = h.run_guest(prog, &[]);
+    for (prog, calls) in [
+        ("where-procs-dynamic", &["21000"][..]),
+        ("where-procs", &[]),
+    ] {
+        let run = h.run_guest(prog, calls);
         assert_eq!(run.status, "exited:0", "{}", run.out);
         h.replay_identical(&run.id);
         let events = h.events_json(&run.id);
