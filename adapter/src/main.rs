@@ -83,6 +83,8 @@ enum Command {
     Open(cmd::open::OpenArgs),
     /// Debug a run at a step with gdb: a fork that records nothing, reverse execution included.
     Gdb(cmd::gdb::GdbArgs),
+    /// A busybox shell inside a run at a step, on this terminal; nothing is recorded.
+    Shell(cmd::shell::ShellArgs),
     /// A language server (stdio): what the recordings found, on the source lines (docs/lsp.md).
     Lsp(lsp::LspArgs),
 }
@@ -174,6 +176,7 @@ fn main() -> ExitCode {
         }
         Command::Open(a) => cmd::open::main(a),
         Command::Gdb(a) => cmd::gdb::main(a),
+        Command::Shell(a) => cmd::shell::main(a),
         Command::Lsp(a) => lsp::main(a),
     };
     match result {

@@ -20,6 +20,7 @@ pub mod replay;
 pub mod run;
 pub mod schedule;
 pub mod session;
+pub mod shell;
 pub mod store;
 
 pub use error::EngineError;

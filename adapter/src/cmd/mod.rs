@@ -18,6 +18,7 @@ pub mod prune;
 pub mod remove;
 pub mod replay;
 pub mod run;
+pub mod shell;
 pub mod show;
 pub mod threads;
 pub mod where_;

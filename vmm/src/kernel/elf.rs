@@ -455,6 +455,11 @@ pub fn check(bytes: &[u8]) -> Result<(), ElfProblem> {
     parse(bytes).map(|_| ())
 }
 
+/// The interpreter (PT_INTERP) an executable this loader takes asks for.
+pub fn interpreter(bytes: &[u8]) -> Result<Option<String>, ElfProblem> {
+    parse(bytes).map(|i| i.interp)
+}
+
 /// A thread's name as Linux keeps it: at most 15 bytes.
 pub fn thread_name(s: &str) -> String {
     let base = s.rsplit('/').next().unwrap_or(s);

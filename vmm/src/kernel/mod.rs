@@ -17,6 +17,7 @@ pub mod process;
 pub mod render;
 pub mod sched;
 pub mod sdk;
+pub mod shell;
 pub mod signal;
 pub mod snapshot;
 pub mod stack;

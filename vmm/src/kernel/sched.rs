@@ -294,16 +294,26 @@ impl Kernel<'_> {
         }
     }
 
+    /// Keeps the registers of the thread on the CPU in its context, as
+    /// when it leaves the CPU.
+    pub(super) fn save_current(&mut self) -> Result<(), crate::EngineError> {
+        let ctx = Context {
+            regs: self.m.regs(),
+            fs_base: self.m.fs_base(),
+            gs_base: self.m.gs_base(),
+            xstate: self.m.save_xstate()?,
+        };
+        let cur = self.sched.current;
+        if let Some(t) = self.threads.get_mut(&cur) {
+            t.ctx = Some(ctx);
+        }
+        Ok(())
+    }
+
     fn switch(&mut self, from: Option<Tid>, to: Tid) -> Result<(), crate::EngineError> {
         self.points_switch(from, to)?;
-        if let Some(from) = from {
-            let ctx = Context {
-                regs: self.m.regs(),
-                fs_base: self.m.fs_base(),
-                gs_base: self.m.gs_base(),
-                xstate: self.m.save_xstate()?,
-            };
-            self.threads.get_mut(&from).unwrap().ctx = Some(ctx);
+        if from.is_some() {
+            self.save_current()?;
         }
         let from_pid = from.and_then(|f| self.threads.get(&f)).map(|t| t.pid);
         let t = self.threads.get_mut(&to).unwrap();

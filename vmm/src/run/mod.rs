@@ -87,6 +87,13 @@ pub trait Recorder {
     fn wants_keyframes(&self) -> bool {
         false
     }
+    /// More standard input from outside the machine, waited for, when the
+    /// guest has read all it had: a shell started in a run (`rewind shell`)
+    /// reads a terminal. None (end of input) for every recorded run, whose
+    /// standard input is all in its inputs.
+    fn more_input(&mut self) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// A recorder that keeps nothing: for runs made only to look inside them.

@@ -280,6 +280,9 @@ fn read_into(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -
             if pos.is_some() {
                 return Err(ESPIPE);
             }
+            if at >= k.vfs.stdin.len() as u64 {
+                k.live_input();
+            }
             k.vfs.stdin.clone()
         }
         Target::Stdout | Target::Stderr => return Err(EBADF),

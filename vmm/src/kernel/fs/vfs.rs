@@ -22,7 +22,7 @@ use super::super::errno::*;
 use crate::image::Image;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub type Ino = u64;
@@ -1176,4 +1176,25 @@ pub fn normalize(base: &str, path: &str) -> String {
         }
     }
     format!("/{}", parts.join("/"))
+}
+
+impl Tree {
+    /// Puts host file `host` at `guest` (a shell's programs: `rewind
+    /// shell --with`), making the directories on the way; what is there
+    /// already stays.
+    pub fn add_host_file(&mut self, guest: &str, host: &Path, now: u64) {
+        let size = std::fs::metadata(host).map_or(0, |m| m.len());
+        let node = Node::new(
+            S_IFREG | 0o755,
+            size,
+            now,
+            Kind::File(FileData::image(host.to_path_buf())),
+        );
+        self.insert_image_path(guest, node);
+    }
+
+    /// Puts a symbolic link to `target` at `guest`, as `add_host_file`.
+    pub fn add_link(&mut self, guest: &str, target: &str, now: u64) {
+        self.insert_image_path(guest, symlink_node(target, now));
+    }
 }
