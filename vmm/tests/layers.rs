@@ -3,7 +3,7 @@
 //! kernel shares with the layers above it (the manifest, events, keyframes,
 //! the recorder and page-source traits, the schedule's perturbations) sits
 //! below it, in `run` and `schedule`. The front ends are the adapter crate,
-//! which `vmm` cannot name at all; `debug` and `inspect` are their engine
+//! which `vmm` cannot name at all; `debug`, `inspect` and `shell` are their engine
 //! parts, the highest layer inside `vmm`.
 //!
 //! The check reads every source file's paths (`crate::x`, `use crate::{x,
@@ -19,7 +19,7 @@ const LAYERS: &[&[&str]] = &[
     &["kernel"],
     &["record", "store", "session", "replay"],
     &["check"],
-    &["debug", "inspect"],
+    &["debug", "inspect", "shell"],
 ];
 
 /// The crate's one error type, which every layer returns (`EngineError`). It

@@ -123,6 +123,7 @@ impl Kernel<'_> {
                 exit_signal: SIGCHLD,
                 pdeathsig: 0,
                 execed: true,
+                argv: spec.argv.clone(),
                 vfork_parent: None,
                 rlimits,
                 stopped: None,
