@@ -58,13 +58,19 @@ pub fn optional_guest(name: &str) -> Option<String> {
     if path.exists() {
         return Some(path.to_str().expect("UTF-8 path").to_string());
     }
-    use std::io::Write;
-    let _ = writeln!(
-        std::io::stderr(),
-        "skipped: the guest program {name} was not built (build.rs warned why; \
+    skipped(&format!(
+        "the guest program {name} was not built (build.rs warned why; \
          scripts/setup installs what it needs)"
-    );
+    ));
     None
+}
+
+/// Says on the test's stderr that the test is skipped, and why: written to
+/// the process's stderr, not through the harness's capture, so that
+/// `cargo test` shows it even when the test passes.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
 }
 
 /// `guest(name)` as a string, for argument lists.
@@ -556,8 +562,7 @@ pub fn host_program(path: &str, package: &str) -> Option<String> {
         std::env::var_os("REWIND_REQUIRE_ALL_GUESTS").is_none_or(|v| v != "1"),
         "{why}, and REWIND_REQUIRE_ALL_GUESTS=1 requires it"
     );
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+    skipped(&why);
     None
 }
 

@@ -451,17 +451,18 @@ fn argv_of(args: &[String]) -> Vec<&str> {
 struct Mount(Option<PathBuf>);
 
 impl Mount {
-    /// Mounts a tmpfs of `size` on `dir`; false if that is refused.
-    fn tmpfs(&mut self, dir: &Path, size: &str) -> bool {
-        let ok = Command::new("mount")
+    /// Mounts a tmpfs of `size` on `dir`, or says why that was refused.
+    fn tmpfs(&mut self, dir: &Path, size: &str) -> Result<(), String> {
+        let out = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
             .arg(dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok {
-            self.0 = Some(dir.to_path_buf());
+            .output()
+            .map_err(|e| format!("mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
         }
-        ok
+        self.0 = Some(dir.to_path_buf());
+        Ok(())
     }
 }
 
@@ -533,14 +534,16 @@ fn refused_for_space(home: &Home, out: &Output, what: &str, runs_before: &[Strin
 #[test]
 fn a_full_disk_is_one_clear_line_and_no_half_run() {
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: a small tmpfs for the store needs root (CI runs as root)");
+        rewind_tests::skipped("a_full_disk_is_one_clear_line_and_no_half_run: a small tmpfs for the store needs root (CI runs as root)");
         return;
     }
     // Dropped after the home (which replays its runs first).
     let mut mount = Mount::default();
     let home = Home::new();
-    if !mount.tmpfs(home.path(), "4m") {
-        eprintln!("skipped: `mount -t tmpfs` was refused");
+    if let Err(why) = mount.tmpfs(home.path(), "4m") {
+        rewind_tests::skipped(&format!(
+            "a_full_disk_is_one_clear_line_and_no_half_run: `mount -t tmpfs` was refused: {why}"
+        ));
         return;
     }
     let long = guest_arg("long");

@@ -1,9 +1,8 @@
 //! A hostile guest (`guest/tests/hostile.c`) asks the monitor for unbounded
 //! work: huge lengths from unmapped and PROT_NONE memory, a 64 TiB
 //! reservation unmapped and reprotected, mremap to absurd sizes, thousands
-//! of threads, signal handlers nested until the stack is gone, a fork bomb. Each run must
-//! of threads, signal handlers nested until the stack is gone, pipes and
-//! sockets asked for absurd lengths and counts. Each run must
+//! of threads, signal handlers nested until the stack is gone, a fork bomb,
+//! pipes and sockets asked for absurd lengths and counts. Each run must
 //! end as Linux would have it, with no monitor error, within generous bounds
 //! on the `rewind` process's peak RSS and wall time (measured from its
 //! rusage by wait4), and replay identically.
