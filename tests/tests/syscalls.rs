@@ -1,7 +1,7 @@
 //! `rewind doctor --syscalls` prints every x86-64 system call from the
 //! dispatcher's own table, and the README's list says the same.
 
-use rewind_tests::Home;
+use rewind_tests::{assert_lines, Home};
 
 /// The README's block, as the table makes it.
 fn readme_block(rows: &[serde_json::Value]) -> String {
@@ -62,4 +62,47 @@ fn every_call_number_has_an_entry_and_the_readme_agrees() {
         readme.contains(&block),
         "README.md's list of system calls is not the table's; it should hold:\n\n{block}"
     );
+}
+
+/// The calls added to reach 200 (sendfile, copy_file_range, getdents,
+/// futimesat, msync, mincore, mlock, times, getpriority, sched_*,
+/// membarrier...), each against what Linux does: the guest program checks
+/// itself natively and in a run, which replays identically.
+#[test]
+fn the_added_calls_behave_as_on_linux() {
+    let native = rewind_tests::run_command(
+        std::process::Command::new(rewind_tests::guest("sys-more")),
+        rewind_tests::DEADLINE,
+    );
+    assert!(
+        native.code == 0 && native.stdout.contains("all passed"),
+        "natively:\n{native}"
+    );
+    let home = Home::new();
+    let (run, log) = home.run_passing("sys-more");
+    assert_lines(&log, &["nice at the start: 0"]);
+    let events = home.events(&run.id);
+    for call in [
+        "sendfile(",
+        "copy_file_range(",
+        "getdents(",
+        "futimesat(",
+        "utimes(",
+        "utime(",
+        "msync(",
+        "mincore(",
+        "mlock2(",
+        " times(",
+        "setpriority(",
+        "sched_rr_get_interval(",
+        "membarrier(",
+        "sync_file_range(",
+    ] {
+        assert!(
+            events
+                .lines()
+                .any(|l| l.contains(call) && !l.contains("ENOSYS")),
+            "{call} was not served:\n{events}"
+        );
+    }
 }

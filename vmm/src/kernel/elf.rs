@@ -213,6 +213,7 @@ impl Kernel<'_> {
                 stopped: None,
                 report: None,
                 argv: man.argv.clone(),
+                nice: 0,
             },
         );
         self.threads.insert(

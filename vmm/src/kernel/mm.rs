@@ -594,6 +594,100 @@ pub fn sys_madvise(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+const MS_ASYNC: u64 = 1;
+const MS_INVALIDATE: u64 = 2;
+const MS_SYNC: u64 = 4;
+
+/// Whether the current process maps all of `[start, end)` (ENOMEM if not).
+fn mapped(k: &mut Kernel, start: u64, end: u64) -> SysResult<()> {
+    if k.cur_proc().mm.covered(start, end) {
+        Ok(())
+    } else {
+        Err(ENOMEM)
+    }
+}
+
+/// Msync implements Linux syscall msync(2).
+/// Partial (msync): MAP_SHARED file mappings are private copies, so there is nothing to write back.
+pub fn sys_msync(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let flags = a[2];
+    if flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
+        || flags & (MS_ASYNC | MS_SYNC) == MS_ASYNC | MS_SYNC
+    {
+        return Err(EINVAL);
+    }
+    let (start, end) = user_range(a[0], a[1]).ok_or(if a[0] & (PAGE_SIZE - 1) != 0 {
+        EINVAL
+    } else {
+        ENOMEM
+    })?;
+    mapped(k, start, end)?;
+    Ok(0)
+}
+
+/// Mincore implements Linux syscall mincore(2).
+/// Partial (mincore): every page of a mapping is reported resident (the monitor never swaps).
+pub fn sys_mincore(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    // Not the pages present now: those depend on what a keyframe restored.
+    if a[0] & (PAGE_SIZE - 1) != 0 {
+        return Err(EINVAL);
+    }
+    let (start, end) = user_range(a[0], a[1]).ok_or(ENOMEM)?;
+    mapped(k, start, end)?;
+    let pages = ((end - start) / PAGE_SIZE) as usize;
+    for chunk in 0..pages.div_ceil(4096) {
+        let n = (pages - chunk * 4096).min(4096);
+        k.write_user(a[2].wrapping_add(chunk as u64 * 4096), &vec![1u8; n])?;
+    }
+    Ok(0)
+}
+
+/// The pages of `[addr, addr + len)`, widened to whole pages as mlock does.
+fn lock_range(addr: u64, len: u64) -> SysResult<(u64, u64)> {
+    let end = addr
+        .checked_add(len)
+        .and_then(page_up)
+        .filter(|e| *e <= USER_END)
+        .ok_or(ENOMEM)?;
+    Ok((page_down(addr), end))
+}
+
+/// Mlock implements Linux syscall mlock(2): guest memory is never swapped,
+/// so a mapped range is locked already.
+pub fn sys_mlock(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (start, end) = lock_range(a[0], a[1])?;
+    mapped(k, start, end)?;
+    Ok(0)
+}
+
+/// Mlock2 implements Linux syscall mlock2(2) (MLOCK_ONFAULT or no flag).
+pub fn sys_mlock2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    if a[2] & !1 != 0 {
+        return Err(EINVAL);
+    }
+    sys_mlock(k, a)
+}
+
+/// Munlock implements Linux syscall munlock(2).
+pub fn sys_munlock(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    sys_mlock(k, a)
+}
+
+/// Mlockall implements Linux syscall mlockall(2): MCL_CURRENT, MCL_FUTURE,
+/// MCL_ONFAULT with one of them.
+pub fn sys_mlockall(_: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let flags = a[0];
+    if flags == 0 || flags & !7 != 0 || flags & 3 == 0 {
+        return Err(EINVAL);
+    }
+    Ok(0)
+}
+
+/// Munlockall implements Linux syscall munlockall(2).
+pub fn sys_munlockall(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
+    Ok(0)
+}
+
 /// Mremap implements Linux syscall mremap(2).
 pub fn sys_mremap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (old, old_len, new_len, flags, new_addr) = (a[0], a[1], a[2], a[3], a[4]);

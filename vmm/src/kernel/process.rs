@@ -229,6 +229,7 @@ impl Kernel<'_> {
             stopped: None,
             report: None,
             argv: parent.argv.clone(),
+            nice: parent.nice,
         };
         // Every description gains a reference (the table itself is copied above).
         self.vfs.share_table(&child.files);

@@ -365,6 +365,161 @@ pub fn sys_sched_setaffinity(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
+const SCHED_OTHER: u64 = 0;
+const SCHED_FIFO: u64 = 1;
+const SCHED_RR: u64 = 2;
+const SCHED_BATCH: u64 = 3;
+const SCHED_IDLE: u64 = 5;
+
+/// The thread a sched_* call names (0: the caller): EINVAL for a negative
+/// id, ESRCH for one no thread has.
+fn sched_target(k: &Kernel, tid: u64) -> SysResult<()> {
+    match tid as i32 {
+        t if t < 0 => Err(EINVAL),
+        0 => Ok(()),
+        t if k.threads.contains_key(&(t as Tid)) => Ok(()),
+        _ => Err(ESRCH),
+    }
+}
+
+/// Sched_getscheduler implements Linux syscall sched_getscheduler(2):
+/// every thread is SCHED_OTHER.
+pub fn sys_sched_getscheduler(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    sched_target(k, a[0])?;
+    Ok(SCHED_OTHER)
+}
+
+/// Sched_setscheduler implements Linux syscall sched_setscheduler(2).
+/// Partial (sched_setscheduler): SCHED_OTHER, SCHED_BATCH and SCHED_IDLE are accepted and run alike; real-time policies get EPERM.
+pub fn sys_sched_setscheduler(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    sched_target(k, a[0])?;
+    let prio = k.read_u32(a[2])? as i32;
+    // SCHED_RESET_ON_FORK may be or-ed in.
+    match a[1] & !0x4000_0000 {
+        SCHED_OTHER | SCHED_BATCH | SCHED_IDLE if prio == 0 => Ok(0),
+        SCHED_FIFO | SCHED_RR if (1..=99).contains(&prio) => Err(EPERM),
+        _ => Err(EINVAL),
+    }
+}
+
+/// Sched_getparam implements Linux syscall sched_getparam(2): priority 0.
+pub fn sys_sched_getparam(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    sched_target(k, a[0])?;
+    k.write_u32(a[1], 0)?;
+    Ok(0)
+}
+
+/// Sched_setparam implements Linux syscall sched_setparam(2): SCHED_OTHER
+/// takes priority 0 only.
+pub fn sys_sched_setparam(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    sched_target(k, a[0])?;
+    match k.read_u32(a[1])? {
+        0 => Ok(0),
+        _ => Err(EINVAL),
+    }
+}
+
+/// The priorities a policy takes, as Linux gives them.
+fn priority_range(policy: u64) -> SysResult<(u64, u64)> {
+    match policy {
+        SCHED_FIFO | SCHED_RR => Ok((1, 99)),
+        SCHED_OTHER | SCHED_BATCH | SCHED_IDLE => Ok((0, 0)),
+        _ => Err(EINVAL),
+    }
+}
+
+/// Sched_get_priority_max implements Linux syscall sched_get_priority_max(2).
+pub fn sys_sched_get_priority_max(_: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    priority_range(a[0]).map(|r| r.1)
+}
+
+/// Sched_get_priority_min implements Linux syscall sched_get_priority_min(2).
+pub fn sys_sched_get_priority_min(_: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    priority_range(a[0]).map(|r| r.0)
+}
+
+/// Sched_rr_get_interval implements Linux syscall sched_rr_get_interval(2):
+/// a step's quantum of virtual time.
+pub fn sys_sched_rr_get_interval(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    sched_target(k, a[0])?;
+    let q = k.inputs.manifest.quantum_ns;
+    let ts = super::time::Timespec {
+        sec: (q / 1_000_000_000) as i64,
+        nsec: (q % 1_000_000_000) as i64,
+    };
+    k.write_struct(a[1], &ts)?;
+    Ok(0)
+}
+
+const PRIO_PROCESS: u64 = 0;
+const PRIO_PGRP: u64 = 1;
+const PRIO_USER: u64 = 2;
+
+/// The processes getpriority/setpriority name: a process, a group or a
+/// user's (every process is root's), 0 meaning the caller's.
+fn prio_targets(k: &Kernel, which: u64, who: u64) -> SysResult<Vec<super::task::Pid>> {
+    let me = k.threads[&k.sched.current].pid;
+    let who = who as u32;
+    let found: Vec<_> = match which {
+        PRIO_PROCESS => {
+            let pid = if who == 0 { me } else { who };
+            k.procs.keys().copied().filter(|p| *p == pid).collect()
+        }
+        PRIO_PGRP => {
+            let pgid = if who == 0 { k.procs[&me].pgid } else { who };
+            k.procs
+                .iter()
+                .filter(|(_, p)| p.pgid == pgid)
+                .map(|(pid, _)| *pid)
+                .collect()
+        }
+        PRIO_USER if who == 0 => k.procs.keys().copied().collect(),
+        PRIO_USER => Vec::new(),
+        _ => return Err(EINVAL),
+    };
+    if found.is_empty() {
+        return Err(ESRCH);
+    }
+    Ok(found)
+}
+
+/// Getpriority implements Linux syscall getpriority(2): 20 - nice of the
+/// highest-priority process named.
+pub fn sys_getpriority(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let pids = prio_targets(k, a[0], a[1])?;
+    let nice = pids.iter().map(|p| k.procs[p].nice).min().unwrap_or(0);
+    Ok((20 - nice) as u64)
+}
+
+/// Setpriority implements Linux syscall setpriority(2).
+/// Partial (setpriority): the nice value is kept and inherited, but does not change the schedule.
+pub fn sys_setpriority(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let pids = prio_targets(k, a[0], a[1])?;
+    let nice = (a[2] as i32).clamp(-20, 19);
+    for p in pids {
+        k.procs.get_mut(&p).unwrap().nice = nice;
+    }
+    Ok(0)
+}
+
+const MEMBARRIER_CMD_QUERY: u64 = 0;
+/// GLOBAL, GLOBAL_EXPEDITED and its registration, PRIVATE_EXPEDITED and
+/// its registration, and the SYNC_CORE pair.
+const MEMBARRIER_SUPPORTED: u64 = 1 | 2 | 4 | 8 | 16 | 32 | 64;
+
+/// Membarrier implements Linux syscall membarrier(2): one virtual CPU runs
+/// every thread, so every barrier is already there.
+pub fn sys_membarrier(_: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    if a[1] != 0 {
+        return Err(EINVAL);
+    }
+    match a[0] {
+        MEMBARRIER_CMD_QUERY => Ok(MEMBARRIER_SUPPORTED),
+        c if c & MEMBARRIER_SUPPORTED == c && c.is_power_of_two() => Ok(0),
+        _ => Err(EINVAL),
+    }
+}
+
 /// Getcpu implements Linux syscall getcpu(2).
 pub fn sys_getcpu(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if a[0] != 0 {

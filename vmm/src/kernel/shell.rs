@@ -124,6 +124,7 @@ impl Kernel<'_> {
                 pdeathsig: 0,
                 execed: true,
                 argv: spec.argv.clone(),
+                nice: 0,
                 vfork_parent: None,
                 rlimits,
                 stopped: None,

@@ -49,6 +49,26 @@ const PARTIAL: &[(&str, &str)] = &[
         "only MADV_DONTNEED does anything; other advice is accepted and ignored",
     ),
     ("openat2", "ignores `resolve`"),
+    (
+        "sendfile",
+        "from a regular file to a regular file, a pipe or the run's output; sockets get EINVAL",
+    ),
+    (
+        "msync",
+        "MAP_SHARED file mappings are private copies, so there is nothing to write back",
+    ),
+    (
+        "mincore",
+        "every page of a mapping is reported resident (the monitor never swaps)",
+    ),
+    (
+        "sched_setscheduler",
+        "SCHED_OTHER, SCHED_BATCH and SCHED_IDLE are accepted and run alike; real-time policies get EPERM",
+    ),
+    (
+        "setpriority",
+        "the nice value is kept and inherited, but does not change the schedule",
+    ),
     ("fcntl", "F_SETOWN and F_SETOWN_EX are accepted and do nothing, F_GETOWN and F_GETOWN_EX say there is no owner (O_ASYNC never sends SIGIO); leases, F_NOTIFY, F_SETSIG and seals get EINVAL"),
     (
         "ioctl",

@@ -108,6 +108,9 @@ pub struct Process {
     /// The arguments its program was started with (`/proc/<pid>/cmdline`).
     #[serde(default)]
     pub argv: Vec<String>,
+    /// Its nice value (getpriority, setpriority; inherited by a fork).
+    #[serde(default)]
+    pub nice: i32,
 }
 
 /// A job-control change a parent's wait reports.

@@ -149,6 +149,22 @@ pub fn sys_time(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(s)
 }
 
+/// Clock ticks a second (`sysconf(_SC_CLK_TCK)`), as /proc counts them too.
+const CLK_TCK: u64 = 100;
+
+/// Times implements Linux syscall times(2): the run's virtual time since
+/// it started, in clock ticks, as the process's user time (its children's
+/// are not counted).
+pub fn sys_times(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let ticks = k.clock.elapsed_ns() / (NS_PER_SEC / CLK_TCK);
+    if a[0] != 0 {
+        let mut tms = [0u8; 32];
+        tms[..8].copy_from_slice(&ticks.to_le_bytes());
+        k.write_user(a[0], &tms)?;
+    }
+    Ok(ticks)
+}
+
 fn sleep_until(k: &mut Kernel, deadline: u64, call: PendingCall) -> Sys {
     k.block(Wait::Sleep, Some(deadline), call)
 }

@@ -57,6 +57,26 @@ impl Kernel<'_> {
 /// index into the listing.
 /// Getdents64 implements Linux syscall getdents64(2).
 pub fn sys_getdents64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    dents(k, a, Dirent::Linux64)
+}
+
+/// getdents(fd, dirp, count): the old `linux_dirent` records, the type in
+/// each record's last byte.
+/// Getdents implements Linux syscall getdents(2).
+pub fn sys_getdents(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    dents(k, a, Dirent::Linux)
+}
+
+/// The record layout a getdents call writes.
+#[derive(Clone, Copy, PartialEq)]
+enum Dirent {
+    /// ino, off, reclen, type, name, NUL.
+    Linux64,
+    /// ino, off, reclen, name, NUL, padding, type last.
+    Linux,
+}
+
+fn dents(k: &mut Kernel, a: [u64; 6], layout: Dirent) -> SysResult<u64> {
     let (id, d) = k.desc(a[0])?;
     if d.flags & O_PATH != 0 {
         return Err(EBADF);
@@ -73,7 +93,11 @@ pub fn sys_getdents64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let mut i = d.offset.min(list.len() as u64) as usize;
     while i < list.len() {
         let (name, ino, t) = &list[i];
-        let reclen = (19 + name.len() + 1).next_multiple_of(8);
+        let reclen = match layout {
+            Dirent::Linux64 => 19 + name.len() + 1,
+            Dirent::Linux => 18 + name.len() + 2,
+        }
+        .next_multiple_of(8);
         if buf.len() + reclen > room {
             break;
         }
@@ -81,9 +105,14 @@ pub fn sys_getdents64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         buf.extend_from_slice(&ino.to_le_bytes());
         buf.extend_from_slice(&((i + 1) as u64).to_le_bytes());
         buf.extend_from_slice(&(reclen as u16).to_le_bytes());
-        buf.push(*t);
+        if layout == Dirent::Linux64 {
+            buf.push(*t);
+        }
         buf.extend_from_slice(name.as_bytes());
         buf.resize(start + reclen, 0);
+        if layout == Dirent::Linux {
+            buf[start + reclen - 1] = *t;
+        }
         i += 1;
     }
     if buf.is_empty() && i < list.len() {

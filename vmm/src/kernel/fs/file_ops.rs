@@ -5,6 +5,7 @@
 use super::super::errno::*;
 use super::super::uaccess::IO_CHUNK;
 use super::super::Kernel;
+use super::io::Source;
 use super::special;
 use super::vfs::{self, FileData, Ino, Kind, Proc, MAX_FILE, S_IFDIR, S_IFREG};
 use super::*;
@@ -323,15 +324,39 @@ fn slice_at(data: &[u8], at: u64, want: usize) -> Vec<u8> {
 /// advancing) the description's offset (its end with O_APPEND), a chunk at
 /// a time: a write that faults part way is short, as on Linux.
 fn write_from(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -> SysResult<u64> {
+    write_source(k, fd, Source::Guest(bufs), pos)
+}
+
+/// [`gather`] of a write's source: the guest's buffers, or the monitor's bytes.
+fn gather_source(
+    k: &mut Kernel,
+    src: Source,
+    mut each: impl FnMut(&mut Kernel, &[u8]) -> SysResult<()>,
+) -> SysResult<usize> {
+    match src {
+        Source::Guest(bufs) => gather(k, bufs, each),
+        Source::Bytes(b) => {
+            let b = &b[..src.total()];
+            for chunk in b.chunks(IO_CHUNK) {
+                each(k, chunk)?;
+            }
+            Ok(b.len())
+        }
+    }
+}
+
+/// [`write_from`], of any source.
+pub(crate) fn write_source(
+    k: &mut Kernel,
+    fd: u64,
+    src: Source,
+    pos: Option<u64>,
+) -> SysResult<u64> {
     let (id, d) = k.desc(fd)?;
     if !d.writable() {
         return Err(EBADF);
     }
-    let total = || {
-        bufs.iter()
-            .fold(0usize, |t, b| t.saturating_add(b.1))
-            .min(MAX_IO)
-    };
+    let total = || src.total();
     match &d.target {
         Target::Stdout | Target::Stderr => {
             if pos.is_some() {
@@ -342,7 +367,7 @@ fn write_from(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) 
             } else {
                 2
             };
-            let n = gather(k, bufs, |k, bytes| {
+            let n = gather_source(k, src, |k, bytes| {
                 k.output(to, bytes);
                 Ok(())
             })?;
@@ -368,7 +393,7 @@ fn write_from(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) 
                 return Err(EFBIG);
             }
             let mut end = at;
-            gather(k, bufs, |k, bytes| {
+            gather_source(k, src, |k, bytes| {
                 let (from, to) = (end, end + bytes.len() as u64);
                 if to > MAX_FILE {
                     return Err(EFBIG);
@@ -391,6 +416,55 @@ fn write_from(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) 
             Ok(end - at)
         }
     }
+}
+
+/// Copy_file_range implements Linux syscall copy_file_range(2).
+pub fn sys_copy_file_range(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (fd_in, off_in, fd_out, off_out, len, flags) = (a[0], a[1], a[2], a[3], a[4], a[5]);
+    if flags != 0 {
+        return Err(EINVAL);
+    }
+    let (in_id, din) = k.desc(fd_in)?;
+    let (out_id, dout) = k.desc(fd_out)?;
+    if !din.readable() || !dout.writable() || dout.flags & O_APPEND != 0 {
+        return Err(EBADF);
+    }
+    let (Target::Node(from), Target::Node(to)) = (&din.target, &dout.target) else {
+        return Err(EINVAL);
+    };
+    let (from, to) = (*from, *to);
+    for ino in [from, to] {
+        match k.vfs.tree.node(ino)?.kind {
+            Kind::File(_) => {}
+            Kind::Dir(_) => return Err(EISDIR),
+            _ => return Err(EINVAL),
+        }
+    }
+    let offset = |k: &mut Kernel, p: u64, own: u64| -> SysResult<u64> {
+        if p == 0 {
+            return Ok(own);
+        }
+        u64::try_from(k.read_u64(p)? as i64).map_err(|_| EINVAL)
+    };
+    let start_in = offset(k, off_in, din.offset)?;
+    let start_out = offset(k, off_out, dout.offset)?;
+    let data = k.vfs.tree.contents(from)?;
+    let at = start_in.min(data.len() as u64) as usize;
+    let n = (len as usize).min(data.len() - at).min(MAX_IO);
+    let overlap = start_in < start_out.saturating_add(n as u64)
+        && start_out < start_in.saturating_add(n as u64);
+    if from == to && n > 0 && overlap {
+        return Err(EINVAL);
+    }
+    let wrote = write_source(k, fd_out, Source::Bytes(&data[at..at + n]), Some(start_out))?;
+    for (p, id, start) in [(off_in, in_id, start_in), (off_out, out_id, start_out)] {
+        if p == 0 {
+            k.desc_mut(id).offset = start + wrote;
+        } else {
+            k.write_user(p, &(start + wrote).to_le_bytes())?;
+        }
+    }
+    Ok(wrote)
 }
 
 pub(crate) fn len_arg(n: u64) -> usize {
@@ -814,6 +888,19 @@ pub fn sys_fsync(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (_, d) = k.desc(a[0])?;
     match d.target {
         Target::Stdin | Target::Stdout | Target::Stderr | Target::Io { .. } => Err(EINVAL),
+        _ => Ok(0),
+    }
+}
+
+/// Sync_file_range implements Linux syscall sync_file_range(2): the
+/// overlay is memory, so only the arguments are checked.
+pub fn sys_sync_file_range(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let (_, d) = k.desc(a[0])?;
+    if (a[1] as i64) < 0 || (a[2] as i64) < 0 || a[3] & !7 != 0 {
+        return Err(EINVAL);
+    }
+    match d.target {
+        Target::Stdin | Target::Stdout | Target::Stderr | Target::Io { .. } => Err(ESPIPE),
         _ => Ok(0),
     }
 }

@@ -383,6 +383,61 @@ pub fn sys_writev(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     }
 }
 
+const NR_SENDFILE: u32 = 40;
+
+/// Sendfile implements Linux syscall sendfile(2).
+/// Partial (sendfile): from a regular file to a regular file, a pipe or the run's output; sockets get EINVAL.
+pub fn sys_sendfile(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    let (out_fd, in_fd, offp, count) = (a[0], a[1], a[2], a[3]);
+    let (in_id, d) = k.desc(in_fd)?;
+    if !d.readable() {
+        return Err(EBADF);
+    }
+    let Target::Node(ino) = d.target else {
+        return Err(EINVAL);
+    };
+    if !matches!(k.vfs.tree.node(ino)?.kind, super::vfs::Kind::File(_)) {
+        return Err(EINVAL);
+    }
+    let (out_id, out) = k.desc(out_fd)?;
+    if !out.writable() || out.flags & super::O_APPEND != 0 {
+        return Err(if out.writable() { EINVAL } else { EBADF });
+    }
+    let start = if offp == 0 {
+        d.offset
+    } else {
+        let at = k.read_u64(offp)? as i64;
+        u64::try_from(at).map_err(|_| EINVAL)?
+    };
+    let data = k.vfs.tree.contents(ino)?;
+    let from = start.min(data.len() as u64) as usize;
+    let n = (count as usize).min(data.len() - from).min(super::MAX_IO);
+    let src = Source::Bytes(&data[from..from + n]);
+    let sent = match io_of(&out) {
+        Some((obj, w)) => {
+            if !matches!(k.vfs.io.objs.get(&obj), Some(Obj::Pipe(_))) || !w {
+                return Err(EINVAL);
+            }
+            let nonblock = out.flags & super::O_NONBLOCK != 0;
+            match super::pipe::write(k, obj, nonblock, src, call(NR_SENDFILE, a))? {
+                Sys::Ret(sent) => sent,
+                other => return Ok(other),
+            }
+        }
+        None => {
+            let _ = out_id;
+            super::file_ops::write_source(k, out_fd, src, None)?
+        }
+    };
+    let end = start + sent;
+    if offp == 0 {
+        k.desc_mut(in_id).offset = end;
+    } else {
+        k.write_user(offp, &end.to_le_bytes())?;
+    }
+    Ok(Sys::Ret(sent))
+}
+
 /// A read of an object: a pipe's, a socket's, an eventfd's or a timerfd's.
 fn stream_read(
     k: &mut Kernel,
@@ -417,7 +472,7 @@ fn stream_write(
 ) -> SysResult<Sys> {
     let nonblock = d.flags & super::O_NONBLOCK != 0;
     match k.vfs.io.objs.get(&obj) {
-        Some(Obj::Pipe(_)) if write => super::pipe::write(k, obj, nonblock, bufs, c),
+        Some(Obj::Pipe(_)) if write => super::pipe::write(k, obj, nonblock, Source::Guest(bufs), c),
         Some(Obj::Socket(_)) => crate::kernel::net::write(k, obj, nonblock, bufs, c),
         Some(Obj::EventFd(_)) => super::eventfd::write(k, obj, nonblock, bufs, c),
         _ => Err(if d.writable() { EINVAL } else { EBADF }),
@@ -536,6 +591,34 @@ pub(crate) fn copy_in(
 }
 
 /// The total length of the guest's buffers (at most Linux's MAX_RW_COUNT).
+/// Where a write's bytes come from: the guest's buffers, or bytes the
+/// monitor read from a file (sendfile, copy_file_range).
+#[derive(Clone, Copy)]
+pub(crate) enum Source<'a> {
+    Guest(&'a [(u64, usize)]),
+    Bytes(&'a [u8]),
+}
+
+impl Source<'_> {
+    pub(crate) fn total(&self) -> usize {
+        match self {
+            Source::Guest(bufs) => total_len(bufs),
+            Source::Bytes(b) => b.len().min(super::MAX_IO),
+        }
+    }
+
+    /// At most `max` of its bytes after the first `skip`.
+    pub(crate) fn take(&self, k: &mut Kernel, skip: usize, max: usize) -> SysResult<Vec<u8>> {
+        match self {
+            Source::Guest(bufs) => copy_in(k, bufs, skip, max),
+            Source::Bytes(b) => {
+                let from = skip.min(b.len());
+                Ok(b[from..from + max.min(b.len() - from)].to_vec())
+            }
+        }
+    }
+}
+
 pub(crate) fn total_len(bufs: &[(u64, usize)]) -> usize {
     bufs.iter()
         .fold(0usize, |t, b| t.saturating_add(b.1))

@@ -159,16 +159,16 @@ pub fn read(
 }
 
 /// A write to the pipe's write end.
-pub fn write(
+pub(crate) fn write(
     k: &mut Kernel,
     obj: ObjId,
     nonblock: bool,
-    bufs: &[(u64, usize)],
+    src: io::Source,
     c: PendingCall,
 ) -> SysResult<Sys> {
     let resume = k.io_resume(c.nr);
     let done = resume.done as usize;
-    let total = io::total_len(bufs);
+    let total = src.total();
     let partial = |done: usize, e: Errno| {
         if done > 0 {
             Ok(Sys::Ret(done as u64))
@@ -203,7 +203,7 @@ pub fn write(
         return Ok(k.io_block(&[obj], r, c));
     }
     let want = room.min(left);
-    let bytes = match io::copy_in(k, bufs, done, want) {
+    let bytes = match src.take(k, done, want) {
         Ok(b) => b,
         Err(e) => return partial(done, e),
     };

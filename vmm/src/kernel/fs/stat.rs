@@ -460,6 +460,11 @@ pub fn sys_utimensat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     } else {
         k.lookup_at_flags(dirfd, path, flags)?
     };
+    set_times(k, r, set)
+}
+
+/// Sets a node's access and modification times (None: leaves it).
+fn set_times(k: &mut Kernel, r: NodeRef, set: [Option<u64>; 2]) -> SysResult<u64> {
     change(k, r, |n, now| {
         if let Some(t) = set[0] {
             n.atime = t;
@@ -469,4 +474,49 @@ pub fn sys_utimensat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         }
         n.ctime = now;
     })
+}
+
+/// The times of utimes and futimesat: two `timeval`s (NULL: now).
+fn timevals(k: &mut Kernel, times: u64) -> SysResult<[Option<u64>; 2]> {
+    let now = k.fs_now();
+    if times == 0 {
+        return Ok([Some(now); 2]);
+    }
+    let raw = k.read_user(times, 32)?;
+    let mut set = [None; 2];
+    for (i, slot) in set.iter_mut().enumerate() {
+        let sec = i64::from_le_bytes(raw[i * 16..i * 16 + 8].try_into().unwrap());
+        let usec = i64::from_le_bytes(raw[i * 16 + 8..i * 16 + 16].try_into().unwrap());
+        if !(0..1_000_000).contains(&usec) {
+            return Err(EINVAL);
+        }
+        *slot = Some((sec.max(0) as u64).saturating_mul(1_000_000_000) + usec as u64 * 1000);
+    }
+    Ok(set)
+}
+
+/// Utimes implements Linux syscall utimes(2).
+pub fn sys_utimes(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    sys_futimesat(k, [AT_FDCWD as u64, a[0], a[1], 0, 0, 0])
+}
+
+/// Futimesat implements Linux syscall futimesat(2).
+pub fn sys_futimesat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let set = timevals(k, a[2])?;
+    let r = k.lookup_at_flags(a[0], a[1], 0)?;
+    set_times(k, r, set)
+}
+
+/// Utime implements Linux syscall utime(2): a `utimbuf` of whole seconds
+/// (NULL: now).
+pub fn sys_utime(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    let set = if a[1] == 0 {
+        [Some(k.fs_now()); 2]
+    } else {
+        let raw = k.read_user(a[1], 16)?;
+        let secs = |i: usize| i64::from_le_bytes(raw[i * 8..i * 8 + 8].try_into().unwrap());
+        [0, 1].map(|i| Some((secs(i).max(0) as u64).saturating_mul(1_000_000_000)))
+    };
+    let r = k.lookup_at_flags(AT_FDCWD as u64, a[0], 0)?;
+    set_times(k, r, set)
 }
