@@ -4,7 +4,9 @@
 //! static program and of `#!` scripts (`guest/tests/proc-exec.c`); every
 //! process in events, `ps` and `threads`; a fork at a step inside a child,
 //! from a keyframe holding two processes; and the `waiter` example found by
-//! `rewind check` as a deadlock in the parent's pause. The guest programs
+//! `rewind check` as a deadlock in the parent's pause; a forked TCP and
+//! Unix-socket server with POSIX record locks between the two processes
+//! (`guest/tests/proc-net.c`). The guest programs
 //! check themselves and print `all passed`; every run recorded here replays.
 
 use rewind_tests::{assert_lines, Home};
@@ -206,4 +208,49 @@ fn waiter_deadlocks_in_the_parents_pause_and_its_fix_passes() {
             .contains("0 of 64 perturbed schedules ended differently"),
         "{fixed}"
     );
+}
+
+#[test]
+fn a_forked_server_sockets_and_record_locks_between_processes() {
+    let native = rewind_tests::run_command(
+        std::process::Command::new(rewind_tests::guest("proc-net")),
+        rewind_tests::DEADLINE,
+    );
+    assert!(
+        native.code == 0 && native.stdout.contains("all passed"),
+        "natively:\n{native}"
+    );
+    let home = Home::new();
+    let (run, log) = home.run_passing("proc-net");
+    assert_lines(
+        &log,
+        &[
+            "ok child: F_SETLK on the parent's range: EAGAIN",
+            "ok child: F_GETLK names the parent's lock",
+            "ok child: accepted the parent from 127.0.0.1",
+            "ok child: read ping, then the half-close's end of file",
+            "ok parent: read pong, then end of file",
+            "ok child: echoed over the Unix socket",
+            "ok child: F_SETLKW got the range once free",
+            "ok parent: the child's write under its lock",
+        ],
+    );
+    // The child waited in F_SETLKW (fcntl 7) while the parent slept, and
+    // got the lock at the step of the parent's unlock.
+    let events = home.events(&run.id);
+    let step_of = |pred: &dyn Fn(&str) -> bool| -> u64 {
+        let line = events
+            .lines()
+            .find(|l| pred(l))
+            .unwrap_or_else(|| panic!("no such event in:\n{events}"));
+        line.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let granted = step_of(&|l: &str| l.contains(" 1001/1001 ") && l.contains(", 7, "));
+    let slept = step_of(&|l: &str| l.contains(" 1000/1000 ") && l.contains("clock_nanosleep("));
+    let ps = home.ok(&["ps", &run.id, "--at", &slept.to_string()]).stdout;
+    assert!(
+        ps.contains("thread 1001/1001: blocked in fcntl("),
+        "the child was not waiting for the lock at step {slept}:\n{ps}"
+    );
+    assert!(granted > slept, "{events}");
 }
