@@ -9,9 +9,9 @@
 
 use super::fs::FdTable;
 use super::mm::{page_down, page_up, Mm, Prot};
-use super::signal::{ProcessSignals, ThreadSignals};
+use super::signal::ProcessSignals;
 use super::symbols::MappedElf;
-use super::task::{Process, Thread, ThreadState};
+use super::task::{Process, Thread};
 use super::Kernel;
 use crate::image::Image;
 use crate::machine::layout::{PIE_BASE, STACK_MAX, STACK_TOP};
@@ -216,20 +216,8 @@ impl Kernel<'_> {
                 nice: 0,
             },
         );
-        self.threads.insert(
-            pid,
-            Thread {
-                tid: pid,
-                pid,
-                ctx: None,
-                state: ThreadState::Runnable,
-                clear_child_tid: 0,
-                robust_list: 0,
-                signals: ThreadSignals::default(),
-                pending_call: None,
-                name: thread_name(&man.program),
-            },
-        );
+        self.threads
+            .insert(pid, Thread::first_of(pid, &man.program));
         self.sched.current = pid;
         let loaded = self
             .load_executable(&man.program, bytes)

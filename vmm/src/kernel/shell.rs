@@ -7,8 +7,8 @@
 use super::elf;
 use super::fs::{Fd, FdTable, Target};
 use super::mm::Mm;
-use super::signal::{ProcessSignals, ThreadSignals, SIGCHLD, SIGSTOP};
-use super::task::{Pid, Process, Thread, ThreadState};
+use super::signal::{ProcessSignals, SIGCHLD, SIGSTOP};
+use super::task::{Pid, Process, Thread};
 use super::Kernel;
 use crate::run::{EventKind, ExitStatus};
 use crate::EngineError;
@@ -131,20 +131,7 @@ impl Kernel<'_> {
                 report: None,
             },
         );
-        self.threads.insert(
-            pid,
-            Thread {
-                tid: pid,
-                pid,
-                ctx: None,
-                state: ThreadState::Runnable,
-                clear_child_tid: 0,
-                robust_list: 0,
-                signals: ThreadSignals::default(),
-                pending_call: None,
-                name: elf::thread_name(path),
-            },
-        );
+        self.threads.insert(pid, Thread::first_of(pid, path));
         self.sched.current = pid;
         let loaded = self
             .load_executable(path, bytes)

@@ -72,6 +72,24 @@ pub struct Thread {
     pub name: String,
 }
 
+impl Thread {
+    /// The first thread of a new program's process (its id is the pid),
+    /// about to take the CPU: its registers are the machine's.
+    pub fn first_of(pid: Pid, program: &str) -> Thread {
+        Thread {
+            tid: pid,
+            pid,
+            ctx: None,
+            state: ThreadState::Runnable,
+            clear_child_tid: 0,
+            robust_list: 0,
+            signals: super::signal::ThreadSignals::default(),
+            pending_call: None,
+            name: super::elf::thread_name(program),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Process {
     pub pid: Pid,
