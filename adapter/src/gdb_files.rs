@@ -32,12 +32,7 @@ pub fn prepare(k: &mut Kernel, pid: u32, dir: &Path) -> Result<(Vec<String>, Vec
         ));
     }
     let mut s = (*sym).clone();
-    s.program_mtime = k
-        .inputs
-        .image
-        .host_path(&k.inputs.manifest.program)
-        .and_then(|p| std::fs::metadata(p).ok())
-        .and_then(|m| m.modified().ok());
+    s.program_mtime = k.program_mtime(pid);
     let src = dir.join("src");
     for d in copy_sources(k, &s, &src)? {
         cmds.push(format!(

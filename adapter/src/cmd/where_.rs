@@ -43,11 +43,6 @@ pub fn main(args: WhereArgs) -> Result<i32> {
     let run = super::inspect::run_at(&args.run, args.step)?;
     let inside = super::inspect::Inside::of(&run, args.step.saturating_sub(1))?;
     let inputs = &inside.inputs;
-    let program_mtime = inputs
-        .image
-        .host_path(&inputs.manifest.program)
-        .and_then(|p| std::fs::metadata(p).ok())
-        .and_then(|m| m.modified().ok());
     let want = args.tid;
     let pages = inside.store.pages();
     let found = at_exit(
@@ -75,7 +70,7 @@ pub fn main(args: WhereArgs) -> Result<i32> {
             let source = bt.as_ref().and_then(|bt| {
                 let loc = bt.frames.get(bt.chosen)?.location.clone()?;
                 let mut s = (*symbolizer?).clone();
-                s.program_mtime = program_mtime;
+                s.program_mtime = k.program_mtime(t.pid);
                 let found = s
                     .source(&loc.file, Some(loc.line), &mut |p| k.file_contents(p))
                     .map_err(|e| e.to_string());

@@ -208,6 +208,18 @@ impl Kernel<'_> {
         Some(s)
     }
 
+    /// When the host file of the program process `pid` runs (the run's, or
+    /// the one its execve loaded) was modified: what a source without a
+    /// checksum is judged by.
+    pub fn program_mtime(&self, pid: Pid) -> Option<std::time::SystemTime> {
+        let path = match self.procs.get(&pid)?.mm.elves.first() {
+            Some(f) => f.path.as_str(),
+            None => self.inputs.manifest.program.as_str(),
+        };
+        let host = self.inputs.image.host_path(path)?;
+        std::fs::metadata(host).ok()?.modified().ok()
+    }
+
     /// The program process `pid` runs (the run's, or the one its execve
     /// loaded): its path and bytes.
     pub fn program_of(&mut self, pid: Pid) -> Option<(String, Vec<u8>)> {
