@@ -384,6 +384,25 @@ impl Home {
         self.ok(&["log", run]).stdout
     }
 
+    /// The first step at which RUN has a second thread (from `rewind
+    /// events --json`): where `bounded` and `pct` start perturbing.
+    #[track_caller]
+    pub fn second_thread_step(&self, run: &str) -> u64 {
+        let out = self.ok(&["events", run, "--json"]).stdout;
+        let tids: Vec<(u64, u64)> = out
+            .lines()
+            .map(|l| {
+                let e: serde_json::Value = serde_json::from_str(l).expect("events --json");
+                (e["step"].as_u64().unwrap(), e["tid"].as_u64().unwrap())
+            })
+            .collect();
+        let first = tids.first().expect("an event").1;
+        let second = tids.iter().find(|(_, t)| *t != first);
+        second
+            .unwrap_or_else(|| panic!("run {run} has one thread"))
+            .0
+    }
+
     /// `rewind replay RUN` must say `identical` and exit 0.
     #[track_caller]
     pub fn replay_identical(&self, run: &str) {

@@ -2,8 +2,14 @@
 //! each is a pure function of its manifest (`rewind show` prints a `rewind
 //! run --schedule N --pct D:K` command that makes the same run again, and
 //! replay is identical), a fork of a PCT run replays identically, and the
-//! fixed twin passes. `--check-seed` tries another set of schedules. Every
-//! run recorded here is replayed.
+//! fixed twin passes. `--check-seed` tries another set of schedules.
+//!
+//! With memory points (check's default) `bounded` and `pct` start where
+//! schedule 0 has a second thread: `bounded` reschedules at its system calls
+//! and conflicting shared accesses from there, in step order, and finds
+//! every example whose racy window has no system call; `pct` draws its
+//! change points from where the threads start sharing data and finds some of
+//! them; neither flags a fixed twin. Every run recorded here is replayed.
 
 use rewind_tests::Home;
 
@@ -128,6 +134,114 @@ fn pct_passes_bank_fixed_and_check_seeds_try_other_schedules() {
     for v in [&a, &b] {
         for t in v["tried"].as_array().unwrap() {
             h.replay_identical(t["run"].as_str().unwrap());
+        }
+    }
+}
+
+/// The examples whose racy window has no system call in it.
+const MEMORY_EXAMPLES: [&str; 5] = ["counter", "flag", "lazy", "lockfree", "twolocks"];
+
+/// A run's events (`rewind events --accesses --json`).
+fn events(h: &Home, run: &str) -> Vec<serde_json::Value> {
+    h.ok(&["events", run, "--accesses", "--json"])
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn bounded_finds_every_memory_point_example_rescheduling_where_threads_share() {
+    for example in MEMORY_EXAMPLES {
+        let h = Home::new();
+        let v = check_json(
+            &h,
+            &["--example", example, "--strategy", "bounded", "--no-narrow"],
+        );
+        assert_eq!(v["violations"], 1, "{example} not found: {v:#}");
+        let base_run = v["base"]["run"].as_str().unwrap();
+        let base = events(&h, base_run);
+        let start = h.second_thread_step(base_run);
+        // Single reschedules in step order, each at a step of schedule 0
+        // that is a system call or an access to shared memory.
+        let steps: Vec<u64> = v["tried"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let label = t["label"].as_str().unwrap();
+                label
+                    .strip_prefix("reschedule at ")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("not a single reschedule: {label}"))
+            })
+            .collect();
+        assert!(steps[0] >= start, "{example}: {steps:?} before {start}");
+        assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
+        for s in &steps {
+            assert!(
+                base.iter()
+                    .any(|e| e["step"] == *s && (e["kind"] == "syscall" || e["kind"] == "access")),
+                "{example}: step {s} is neither a system call nor a shared access"
+            );
+        }
+        let bad = v["tried"].as_array().unwrap().last().unwrap();
+        assert_eq!(bad["status"], "exited:2", "{v:#}");
+    }
+}
+
+#[test]
+fn pct_finds_memory_point_examples_with_change_points_where_threads_share() {
+    let mut found = Vec::new();
+    for example in MEMORY_EXAMPLES {
+        let h = Home::new();
+        let v = check_json(
+            &h,
+            &["--example", example, "--strategy", "pct", "--no-narrow"],
+        );
+        let start = h.second_thread_step(v["base"]["run"].as_str().unwrap());
+        let tried = v["tried"].as_array().unwrap();
+        // Every schedule's change points are drawn from a step at or after
+        // the second thread's start, which its command says.
+        let args = remake_args(&h, tried[0]["run"].as_str().unwrap());
+        let from: u64 = args
+            .windows(2)
+            .find(|w| w[0] == "--schedule-from")
+            .map(|w| w[1].parse().unwrap())
+            .unwrap_or_else(|| panic!("{args:?}"));
+        assert!(from >= start, "{example}: PCT from {from}, before {start}");
+        if v["violations"] == 1 {
+            let bad = tried.last().unwrap();
+            assert_eq!(bad["status"], "exited:2", "{v:#}");
+            let id = bad["run"].as_str().unwrap();
+            let args = remake_args(&h, id);
+            let args: Vec<&str> = args.iter().map(String::as_str).chain(["-q"]).collect();
+            assert_eq!(h.run(&args).id, id);
+            found.push(example);
+        }
+    }
+    assert!(found.len() >= 2, "PCT found only {found:?}");
+}
+
+#[test]
+fn bounded_and_pct_pass_the_fixed_memory_point_twins() {
+    for example in MEMORY_EXAMPLES {
+        let fixed = format!("{example}-fixed");
+        for strategy in ["bounded", "pct"] {
+            let h = Home::new();
+            let v = check_json(
+                &h,
+                &[
+                    "--example",
+                    &fixed,
+                    "--strategy",
+                    strategy,
+                    "--schedules",
+                    "32",
+                ],
+            );
+            assert_eq!(v["violations"], 0, "{fixed} under {strategy}: {v:#}");
+            assert_eq!(v["tried"].as_array().unwrap().len(), 32, "{v:#}");
         }
     }
 }

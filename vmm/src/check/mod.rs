@@ -8,6 +8,7 @@
 pub mod label;
 pub mod narrow;
 pub mod property;
+pub mod window;
 /// The perturbations live below the kernel, which applies them.
 pub use crate::schedule;
 
@@ -215,8 +216,10 @@ pub struct Checker<'a> {
     properties: Vec<Property>,
     /// Schedule 0's wall time (for `candidate_limits`).
     base_wall: std::time::Duration,
-    /// Schedule 0's steps (PCT draws its change points among them).
+    /// Schedule 0's steps (PCT draws its change points among them, without a window).
     base_steps: u64,
+    /// Where schedule 0 has more than one thread (`bounded` and `pct` start there).
+    window: Option<window::Window>,
     /// The keyframe a check from a recorded run starts its forks from.
     parent_keyframe: std::sync::OnceLock<Option<Keyframe>>,
     /// What the store went on without (`Report::warnings`).
@@ -234,16 +237,76 @@ impl<'a> Checker<'a> {
             warnings: Mutex::new(Vec::new()),
             base_wall: std::time::Duration::ZERO,
             base_steps: 0,
+            window: None,
+        }
+    }
+
+    /// The first step `bounded` and `pct` perturb: the window's start, or
+    /// later where schedule 0 still has one thread. A check from a recorded
+    /// run forks at its `from`, whatever came before.
+    fn start(&self) -> Option<u64> {
+        match (&self.spec.parent, &self.window) {
+            (None, Some(w)) => Some(self.spec.from.unwrap_or(0).max(w.from)),
+            _ => self.spec.from,
+        }
+    }
+
+    /// The steps `bounded` reschedules at, in order, and what they are.
+    fn bounded_steps(&self, base_steps: u64) -> (Vec<u64>, String) {
+        let from = self.start().unwrap_or(1).max(1);
+        let until = self.spec.until.unwrap_or(base_steps).min(base_steps);
+        let memory = !self
+            .spec
+            .base
+            .manifest
+            .points_after_step(from)
+            .is_syscalls();
+        match &self.window {
+            Some(w) if memory => {
+                let steps: Vec<u64> = w
+                    .points
+                    .iter()
+                    .copied()
+                    .filter(|s| (from..=until).contains(s))
+                    .collect();
+                let what = format!(
+                    "at the {} system calls and conflicting shared accesses of steps {from}..{until}",
+                    steps.len()
+                );
+                (steps, what)
+            }
+            _ => (
+                (from..=until).collect(),
+                format!("in steps {from}..{until}"),
+            ),
         }
     }
 
     /// PCT's parameters: change points among the window's steps of schedule 0.
     fn pct(&self) -> Pct {
-        let from = self.spec.from.unwrap_or(0);
-        let until = self.spec.until.unwrap_or(u64::MAX).min(self.base_steps);
+        let (from, until) = self.pct_range();
         Pct {
             depth: self.spec.depth.max(1),
-            steps: until.saturating_sub(from).max(1),
+            steps: until.saturating_sub(from.unwrap_or(0)).max(1),
+        }
+    }
+
+    /// PCT's window in schedule 0: from where its threads start sharing
+    /// data (or, sharing none, where a second thread exists) to the last
+    /// step at which they share anything, so that the d-1 change points
+    /// fall where a change of priority can reorder them.
+    fn pct_range(&self) -> (Option<u64>, u64) {
+        let until = self.spec.until.unwrap_or(u64::MAX).min(self.base_steps);
+        match (&self.spec.parent, &self.window) {
+            (None, Some(w)) => {
+                let from = self.spec.from.unwrap_or(0);
+                let last = w.points.last().copied().unwrap_or(until);
+                (
+                    Some(from.max(w.sharing_from.unwrap_or(w.from))),
+                    until.min(last),
+                )
+            }
+            _ => (self.spec.from, until),
         }
     }
 
@@ -274,9 +337,13 @@ impl<'a> Checker<'a> {
         match c {
             Candidate::Seeded(n) | Candidate::Pct(n) => {
                 m.schedule = *n;
-                m.schedule_from = self.spec.from;
                 m.schedule_until = self.spec.until;
-                m.pct = matches!(c, Candidate::Pct(_)).then(|| self.pct());
+                if let Candidate::Pct(_) = c {
+                    m.schedule_from = self.pct_range().0;
+                    m.pct = Some(self.pct());
+                } else {
+                    m.schedule_from = self.spec.from;
+                }
             }
             Candidate::Explicit(p) => {
                 m.perturb = p.clone();
@@ -411,6 +478,7 @@ impl<'a> Checker<'a> {
         self.base_status = Some(o.status);
         self.base_wall = o.wall;
         self.base_steps = o.steps;
+        self.window = Some(window::Window::of(&events, o.steps));
         if property::uses_sdk(&events) && !self.properties.contains(&Property::Sdk) {
             self.properties.push(Property::Sdk);
         }
@@ -428,11 +496,10 @@ impl<'a> Checker<'a> {
         let exhausted = bound
             .filter(|_| !tried.iter().any(|t| t.violated()))
             .map(|k| {
-                let from = self.spec.from.unwrap_or(1).max(1);
-                let until = self.spec.until.unwrap_or(o.steps).min(o.steps);
+                let (_, steps) = self.bounded_steps(o.steps);
                 let what = if k == 1 { "1 reschedule" } else { "1 or 2 reschedules" };
                 format!(
-                    "every schedule with {what} in steps {from}..{until} was tried ({total}); none violates a property"
+                    "every schedule with {what} {steps} was tried ({total}); none violates a property"
                 )
             });
         let mut never_held: Vec<String> = Vec::new();
@@ -484,19 +551,20 @@ impl<'a> Checker<'a> {
                 (seeds.map(Candidate::Seed).collect(), None)
             }
             Strategy::Bounded => {
-                let from = self.spec.from.unwrap_or(1).max(1);
-                let until = self.spec.until.unwrap_or(base_steps).min(base_steps);
+                let (steps, _) = self.bounded_steps(base_steps);
                 let one = |s: u64| Perturbed {
                     step: s,
                     what: Perturbation::Reschedule,
                 };
-                let singles = (from..=until).map(|s| Candidate::Explicit(vec![one(s)]));
-                let pairs = (from..=until).flat_map(|a| {
-                    (a + 1..=until).map(move |b| Candidate::Explicit(vec![one(a), one(b)]))
+                let singles = steps.iter().map(|&s| Candidate::Explicit(vec![one(s)]));
+                let pairs = steps.iter().enumerate().flat_map(|(i, &a)| {
+                    steps[i + 1..]
+                        .iter()
+                        .map(move |&b| Candidate::Explicit(vec![one(a), one(b)]))
                 });
-                let width = until.saturating_sub(from) + 1;
+                let width = steps.len() as u64;
                 let all: Vec<Candidate> = singles.chain(pairs).take(n as usize).collect();
-                let bound = if all.len() as u64 >= width + width * (width - 1) / 2 {
+                let bound = if all.len() as u64 >= width + width * width.saturating_sub(1) / 2 {
                     Some(2)
                 } else if all.len() as u64 >= width {
                     Some(1)
