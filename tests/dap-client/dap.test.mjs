@@ -293,6 +293,34 @@ test('pool: reverseContinue to a source breakpoint in worker; write, read and re
   }
 });
 
+test('a run recorded with memory points refuses data breakpoints, saying why', async () => {
+  // `rewind check`'s default points: memory.
+  const made = JSON.parse(rewind('check', '--example', 'pool', '--json', '--schedules', '2', '--no-narrow'));
+  const dc = await session();
+  try {
+    const [stopped] = await open(dc, { run: made.base.run, step: 40 });
+    const frame = (await dc.stackTraceRequest({ threadId: stopped.threadId })).body.stackFrames[0];
+    const info = (await dc.customRequest('dataBreakpointInfo', { name: 'pool.queue', frameId: frame.id })).body;
+    assert.equal(info.dataId, null);
+    assert.match(info.description, /memory scheduling points.*--points syscalls/);
+    await assert.rejects(
+      dc.customRequest('setDataBreakpoints', { breakpoints: [{ dataId: '0x4bb370/8' }] }),
+      /memory scheduling points/,
+    );
+    assert.deepEqual((await dc.customRequest('setDataBreakpoints', { breakpoints: [] })).body.breakpoints, []);
+    // Everything else goes on: a source breakpoint, backwards.
+    const source = (await dc.stackTraceRequest({ threadId: 1000 })).body.stackFrames.find((f) => f.source)?.source.path;
+    assert.ok(source, 'a frame of main with a source');
+    const lineOf = lineFinder(source);
+    await dc.setBreakpointsRequest({ source: { path: source }, breakpoints: [{ line: lineOf('pool.queue[pool.len++] =') }] });
+    const [bp] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: stopped.threadId }));
+    assert.equal(bp.reason, 'breakpoint');
+    assert.equal((await top(dc, bp.threadId)).name, 'main');
+  } finally {
+    await dc.stop();
+  }
+});
+
 test('with `stepping: "events"`, steps go from event to event', async () => {
   const dc = await session();
   try {

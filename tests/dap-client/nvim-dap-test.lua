@@ -1,7 +1,9 @@
 -- `rewind dap` driven by nvim-dap in headless Neovim: the failing pool run
 -- opens at the crash, the stack names `worker`, a line step back, a
--- function breakpoint on `worker` reached by reverse-continue, then
--- terminate. Run by tests/tests/dap.rs with NVIM_DAP_PATH (a checkout of
+-- function breakpoint on `worker` reached by reverse-continue, a source
+-- breakpoint set in pool.c's buffer reached by reverse-continue from the
+-- crash, a data breakpoint on pool.queue stopping where main clears it,
+-- then terminate. Run by tests/tests/dap.rs with NVIM_DAP_PATH (a checkout of
 -- nvim-dap), REWIND_BIN and RUN; prints `nvim-dap: ok`.
 
 vim.opt.rtp:prepend(assert(os.getenv('NVIM_DAP_PATH'), 'NVIM_DAP_PATH'))
@@ -85,6 +87,38 @@ local ok, e = pcall(function()
     names[f.name] = true
   end
   assert(names.worker, 'stopped in worker (or a function inlined into it): ' .. vim.inspect(names))
+
+  -- On to the crash again, then back to a source breakpoint set in the
+  -- buffer as a user sets it: where the crashing worker takes the lock.
+  request('setFunctionBreakpoints', { breakpoints = {} })
+  dap.continue()
+  local crash = stop(4, 'continue to the end')
+  assert(crash.reason == 'exception', vim.inspect(crash))
+  vim.cmd.edit(vim.fn.fnameescape(worker.source.path))
+  local lock, clear
+  for i, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do
+    if not lock and l:find('pthread_mutex_lock(&pool.lock);', 1, true) then lock = i end
+    if l:find('pool.queue = NULL;', 1, true) then clear = i end
+  end
+  vim.api.nvim_win_set_cursor(0, { lock, 0 })
+  dap.set_breakpoint()
+  dap.reverse_continue()
+  local at_lock = stop(5, 'reverse_continue to the source breakpoint')
+  assert(at_lock.reason == 'breakpoint', vim.inspect(at_lock))
+  assert(at_lock.threadId == crash.threadId, 'the crashing worker: ' .. vim.inspect(at_lock))
+  local f = top(at_lock.threadId)
+  assert(f.name == 'worker' and f.line == lock, vim.inspect(f))
+  dap.clear_breakpoints()
+
+  -- A data breakpoint on pool.queue, backwards: main cleared it.
+  local info = request('dataBreakpointInfo', { name = 'pool.queue', frameId = f.id })
+  assert(info.dataId, vim.inspect(info))
+  request('setDataBreakpoints', { breakpoints = { { dataId = info.dataId, accessType = 'write' } } })
+  dap.reverse_continue()
+  local cleared = stop(6, 'reverse_continue to the data breakpoint')
+  assert(cleared.reason == 'data breakpoint', vim.inspect(cleared))
+  local m = top(cleared.threadId)
+  assert(m.name == 'main' and m.line >= clear and m.line <= clear + 2, vim.inspect(m))
   dap.terminate()
 end)
 if not ok then

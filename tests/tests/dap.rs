@@ -131,7 +131,9 @@ fn emacs_dap_mode_session() {
 /// The same adapter driven by nvim-dap in headless Neovim (scripts/setup
 /// installs Neovim; nvim-dap's checkout comes from `$NVIM_DAP_PATH`, and
 /// without it the test says it was skipped): the failing pool run at the
-/// crash, a line step back, reverse-continue to a function breakpoint.
+/// crash, a line step back, reverse-continue to a function breakpoint, to
+/// a source breakpoint set in pool.c's buffer, and to a data breakpoint on
+/// pool.queue where main clears it.
 #[test]
 fn nvim_dap_session() {
     let Some(dap_path) = std::env::var_os("NVIM_DAP_PATH") else {
@@ -148,7 +150,15 @@ fn nvim_dap_session() {
         nvim.display()
     );
     let home = rewind_tests::Home::new();
-    let check = home.rewind(&["check", "--example", "pool", "--json"]);
+    // System-call points: the scenario sets a data breakpoint.
+    let check = home.rewind(&[
+        "check",
+        "--points",
+        "syscalls",
+        "--example",
+        "pool",
+        "--json",
+    ]);
     let report: serde_json::Value = serde_json::from_str(&check.stdout)
         .unwrap_or_else(|e| panic!("check --json: {e}\n{check}"));
     let run = ["with", "without"]

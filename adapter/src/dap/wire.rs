@@ -214,12 +214,17 @@ fn parse_standard(name: &str, args: &Value) -> Result<Command, String> {
     }
 }
 
+/// Members DAP requires that may be `null`: dataBreakpointInfo's `dataId`
+/// (null: no data breakpoint can be set here).
+const NULLABLE: &[&str] = &["dataId"];
+
 /// Drops `null` members of objects, recursively: the `dap` crate
-/// serializes absent optional fields as `null`, which DAP does not allow.
+/// serializes absent optional fields as `null`, which DAP does not allow
+/// (but for the required members of [`NULLABLE`]).
 pub fn strip_nulls(v: &mut Value) {
     match v {
         Value::Object(m) => {
-            m.retain(|_, x| !x.is_null());
+            m.retain(|k, x| !x.is_null() || NULLABLE.contains(&k.as_str()));
             m.values_mut().for_each(strip_nulls);
         }
         Value::Array(a) => a.iter_mut().for_each(strip_nulls),
@@ -314,9 +319,10 @@ mod tests {
 
     #[test]
     fn nulls_are_dropped() {
-        let mut v = json!({"a": null, "b": {"c": null, "d": 1}, "e": [{"f": null}]});
+        let mut v =
+            json!({"a": null, "b": {"c": null, "d": 1}, "e": [{"f": null}], "dataId": null});
         strip_nulls(&mut v);
-        assert_eq!(v, json!({"b": {"d": 1}, "e": [{}]}));
+        assert_eq!(v, json!({"b": {"d": 1}, "e": [{}], "dataId": null}));
     }
 
     #[tokio::test]
