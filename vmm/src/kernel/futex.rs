@@ -87,7 +87,7 @@ impl Kernel<'_> {
 }
 
 /// Futex implements Linux syscall futex(2).
-/// Partial (futex): no priority-inheritance operations (FUTEX_LOCK_PI...): ENOSYS, as from a Linux built without them (CONFIG_FUTEX_PI).
+/// Partial (futex): no priority-inheritance operations (FUTEX_LOCK_PI...): ENOSYS, as from a Linux built without them (CONFIG_FUTEX_PI), and as Linux answers an operation it does not know.
 pub fn sys_futex(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (uaddr, op, val, utime, uaddr2, val3) =
         (a[0], a[1] as u32, a[2] as u32, a[3], a[4], a[5] as u32);

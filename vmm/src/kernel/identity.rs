@@ -235,8 +235,8 @@ pub fn sys_setrlimit(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     rlimit_call(k, 0, a[0], Some(new), 0)
 }
 
-/// getrusage: all zeros, with virtual time as user time.
 /// Getrusage implements Linux syscall getrusage(2).
+/// Partial (getrusage): user time is the run's virtual time; system time and every other field are zero.
 pub fn sys_getrusage(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let mut buf = [0u8; 144];
     let ns = k.clock.elapsed_ns();

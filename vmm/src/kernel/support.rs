@@ -35,13 +35,14 @@ const PARTIAL: &[(&str, &str)] = &[
     ("execve", "ELF executables and `#!` scripts; a dynamic one whose interpreter is not in the image is killed (SIGSEGV) past the point of no return"),
     ("execveat", "ELF executables and `#!` scripts; a dynamic one whose interpreter is not in the image is killed (SIGSEGV) past the point of no return"),
     ("wait4", "rusage is zeros"),
+    ("getrusage", "user time is the run's virtual time; system time and every other field are zero"),
     (
         "waitid",
         "P_ALL, P_PID and P_PGID (no pidfds); rusage is zeros",
     ),
     (
         "futex",
-        "no priority-inheritance operations (FUTEX_LOCK_PI...): ENOSYS, as from a Linux built without them (CONFIG_FUTEX_PI)",
+        "no priority-inheritance operations (FUTEX_LOCK_PI...): ENOSYS, as from a Linux built without them (CONFIG_FUTEX_PI), and as Linux answers an operation it does not know",
     ),
     ("mmap", "MAP_SHARED file mappings are private copies"),
     (
