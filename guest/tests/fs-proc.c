@@ -2,8 +2,8 @@
  * /proc/<pid>, /proc/cpuinfo and /sys/devices/system/cpu/online agreeing
  * with the run's --cores, /dev/tty (no terminal: ENXIO), /dev/null and
  * /dev/zero; a parent reading its child's /proc/<pid>/ (stat, status,
- * cmdline, comm, task/, fd/) while the child waits, and the directory gone
- * once the child is reaped; a thread's /proc/self/task/<tid>/comm. One
+ * cmdline, comm, task/, fd/) while the child waits, a zombie's (state Z)
+ * until it is reaped, and the directory gone once it is; a thread's /proc/self/task/<tid>/comm. One
  * line per fact; "FAIL" on any surprise. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -125,6 +125,17 @@ static void child_entries(void)
     snprintf(path, sizeof path, "/proc/%d/fd", kid);
     check(has_entry(path, "0", NULL) && !has_entry(path, "99", NULL), "/proc/<child>/fd");
     write(go[1], "g", 1);
+    /* Ended and not reaped: a zombie, still in /proc. */
+    siginfo_t info;
+    check(waitid(P_PID, kid, &info, WEXITED | WNOWAIT) == 0 && info.si_pid == kid,
+          "the child ended (not reaped yet)");
+    snprintf(path, sizeof path, "/proc/%d/stat", kid);
+    slurp(path, buf, sizeof buf);
+    snprintf(want, sizeof want, "%d (fs-proc-kid) Z %d ", kid, getpid());
+    check(strncmp(buf, want, strlen(want)) == 0, "/proc/<zombie>/stat: state Z");
+    snprintf(path, sizeof path, "/proc/%d/status", kid);
+    slurp(path, buf, sizeof buf);
+    check(strstr(buf, "\nState:\tZ (zombie)\n") != NULL, "/proc/<zombie>/status");
     int st = 0;
     check(waitpid(kid, &st, 0) == kid && WIFEXITED(st) && WEXITSTATUS(st) == 7,
           "the child exited 7");

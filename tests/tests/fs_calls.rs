@@ -61,6 +61,8 @@ fn proc_dev_and_cpu_files_agree_with_the_run() {
             "ok /proc/<child>/cmdline",
             "ok /proc/<child>/task/<tid>/comm",
             "ok /proc/<child>/fd",
+            "ok /proc/<zombie>/stat: state Z",
+            "ok /proc/<zombie>/status",
             "ok /proc/<child> gone once reaped",
             "ok /proc/self/task/<tid>/comm",
         ],

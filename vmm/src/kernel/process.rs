@@ -132,7 +132,7 @@ impl Change {
 impl Zombie {
     /// The wait status Linux encodes: exit code << 8, or the signal with
     /// the core flag (0x80).
-    fn wstatus(&self) -> i32 {
+    pub(super) fn wstatus(&self) -> i32 {
         match self.status {
             ExitStatus::Exited(c) => (c & 0xff) << 8,
             ExitStatus::Killed(s) => (s & 0x7f) | if self.core { 0x80 } else { 0 },
@@ -291,6 +291,7 @@ impl Kernel<'_> {
             status,
             core,
             exit_signal: p.exit_signal,
+            name: self.names.get(&pid).cloned().unwrap_or_default(),
         };
         self.notify_parent(pid, z);
     }

@@ -149,4 +149,7 @@ pub struct Zombie {
     pub core: bool,
     /// Its exit signal (wait4 without __WALL sees only SIGCHLD children).
     pub exit_signal: i32,
+    /// Its leader thread's name (`/proc/<pid>/comm` until it is reaped).
+    #[serde(default)]
+    pub name: String,
 }

@@ -47,7 +47,11 @@ impl Kernel<'_> {
         }
         // `/proc`'s processes, and the entries of directories under it.
         if generated {
-            out.extend(special::proc_listing(&mut self.vfs.tree, &self.procs, dir)?);
+            let table = special::Table {
+                procs: &self.procs,
+                zombies: &self.zombies,
+            };
+            out.extend(special::proc_listing(&mut self.vfs.tree, table, dir)?);
         }
         Ok(out)
     }

@@ -45,7 +45,7 @@ pub use xattr::*;
 
 use super::errno::*;
 use super::identity::NOFILE_LIMIT;
-use super::task::{Pid, Process, Tid};
+use super::task::{Pid, Process, Tid, Zombie};
 use super::Kernel;
 use crate::image::Image;
 use serde::{Deserialize, Serialize};
@@ -305,6 +305,7 @@ pub(crate) struct ProcessView<'a> {
     pub pid: Pid,
     pub tid: Tid,
     pub procs: &'a BTreeMap<Pid, Process>,
+    pub zombies: &'a BTreeMap<Pid, Zombie>,
     pub descs: &'a BTreeMap<DescId, Description>,
 }
 
@@ -326,7 +327,11 @@ impl Links for ProcessView<'_> {
     }
 
     fn dyn_child(&mut self, tree: &mut Tree, dir: Ino, name: &str) -> SysResult<Option<Ino>> {
-        special::proc_child(tree, self.procs, dir, name)
+        let table = special::Table {
+            procs: self.procs,
+            zombies: self.zombies,
+        };
+        special::proc_child(tree, table, dir, name)
     }
 }
 
@@ -433,6 +438,7 @@ impl Kernel<'_> {
             pid: self.cur_pid(),
             tid: self.cur_tid(),
             procs: &self.procs,
+            zombies: &self.zombies,
             descs: &self.vfs.descs,
         };
         self.vfs.tree.resolve(&mut view, start, path, follow)

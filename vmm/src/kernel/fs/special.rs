@@ -6,7 +6,7 @@
 //! looked up (`/proc/self` links to the looking process's).
 
 use super::super::errno::*;
-use super::super::task::{Pid, Process, ThreadState, Tid};
+use super::super::task::{Pid, Process, ThreadState, Tid, Zombie};
 use super::super::Kernel;
 use super::vfs::{
     Device, Ino, Kind, Node, Proc, ProcFile, Tree, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG,
@@ -64,6 +64,17 @@ fn dir_node(tree: &mut Tree, dir: Ino, name: &str, pid: Pid, tid: Option<Tid>) -
     })
 }
 
+/// The process table as `/proc` shows it: live processes, and zombies
+/// until they are reaped.
+#[derive(Clone, Copy)]
+pub struct Table<'a> {
+    pub procs: &'a BTreeMap<Pid, Process>,
+    pub zombies: &'a BTreeMap<Pid, Zombie>,
+}
+
+/// What a zombie's directory holds.
+const ZOMBIE_ENTRIES: [&str; 4] = ["cmdline", "comm", "stat", "status"];
+
 /// `name` as a number written the one way (`007` is no pid).
 fn number<T: std::str::FromStr + ToString>(name: &str) -> Option<T> {
     name.parse::<T>().ok().filter(|n| n.to_string() == name)
@@ -72,16 +83,12 @@ fn number<T: std::str::FromStr + ToString>(name: &str) -> Option<T> {
 /// The child `name` of `/proc` or of a directory under it made on the fly,
 /// as the process table has it now: None for a process, thread or
 /// descriptor that does not exist (any more).
-pub fn proc_child(
-    tree: &mut Tree,
-    procs: &BTreeMap<Pid, Process>,
-    dir: Ino,
-    name: &str,
-) -> SysResult<Option<Ino>> {
+pub fn proc_child(tree: &mut Tree, table: Table, dir: Ino, name: &str) -> SysResult<Option<Ino>> {
+    let procs = table.procs;
     let threads = |pid: Pid| procs.get(&pid).map_or(&[][..], |p| &p.threads[..]);
     if tree.is_proc_root(dir) {
         return Ok(number::<Pid>(name)
-            .filter(|pid| procs.contains_key(pid))
+            .filter(|pid| procs.contains_key(pid) || table.zombies.contains_key(pid))
             .map(|pid| dir_node(tree, dir, name, pid, None)));
     }
     let Kind::Proc(p) = tree.node(dir)?.kind.clone() else {
@@ -90,8 +97,10 @@ pub fn proc_child(
     Ok(match p {
         Proc::Dir(pid, tid) => {
             let live = procs.contains_key(&pid) && tid.is_none_or(|t| threads(pid).contains(&t));
+            let zombie =
+                tid.is_none() && table.zombies.contains_key(&pid) && ZOMBIE_ENTRIES.contains(&name);
             match entry_node(pid, tid, name) {
-                Some(node) if live => Some(tree.dyn_node(dir, name, || node)),
+                Some(node) if live || zombie => Some(tree.dyn_node(dir, name, || node)),
                 _ => None,
             }
         }
@@ -105,17 +114,19 @@ pub fn proc_child(
     })
 }
 
-/// The entries (name, node, DT_* type) of `/proc`'s live processes, or of
-/// a directory under it made on the fly, besides `.` and `..`.
-pub fn proc_listing(
-    tree: &mut Tree,
-    procs: &BTreeMap<Pid, Process>,
-    dir: Ino,
-) -> SysResult<Vec<(String, Ino, u8)>> {
+/// The entries (name, node, DT_* type) of `/proc`'s processes, or of a
+/// directory under it made on the fly, besides `.` and `..`.
+pub fn proc_listing(tree: &mut Tree, table: Table, dir: Ino) -> SysResult<Vec<(String, Ino, u8)>> {
+    let procs = table.procs;
     let names: Vec<String> = if tree.is_proc_root(dir) {
-        procs.keys().map(|p| p.to_string()).collect()
+        let pids: std::collections::BTreeSet<Pid> =
+            procs.keys().chain(table.zombies.keys()).copied().collect();
+        pids.iter().map(|p| p.to_string()).collect()
     } else {
         match &tree.node(dir)?.kind {
+            Kind::Proc(Proc::Dir(pid, None)) if !procs.contains_key(pid) => {
+                ZOMBIE_ENTRIES.iter().map(|s| s.to_string()).collect()
+            }
             Kind::Proc(Proc::Dir(_, None)) => PID_ENTRIES.iter().map(|s| s.to_string()).collect(),
             Kind::Proc(Proc::Dir(_, Some(_))) => {
                 TID_ENTRIES.iter().map(|s| s.to_string()).collect()
@@ -131,7 +142,7 @@ pub fn proc_listing(
     };
     let mut out = Vec::new();
     for name in names {
-        if let Some(ino) = proc_child(tree, procs, dir, &name)? {
+        if let Some(ino) = proc_child(tree, table, dir, &name)? {
             out.push((name, ino, tree.node(ino)?.dtype()));
         }
     }
@@ -168,6 +179,9 @@ pub fn generate(k: &mut Kernel, p: &Proc) -> SysResult<Vec<u8>> {
         Proc::File(pid, tid, f) => (*pid, *tid, *f),
         _ => return Err(EINVAL),
     };
+    if let (false, Some(z)) = (k.procs.contains_key(&pid), k.zombies.get(&pid)) {
+        return Ok(zombie(pid, z, f).into_bytes());
+    }
     let proc_ = k.procs.get(&pid).ok_or(ESRCH)?;
     // The thread a file of the process describes: the leader, while it lives.
     let tid = match tid {
@@ -190,6 +204,29 @@ pub fn generate(k: &mut Kernel, p: &Proc) -> SysResult<Vec<u8>> {
         ProcFile::Stat => stat(k, pid, tid).into_bytes(),
         ProcFile::Status => status(k, pid, tid).into_bytes(),
     })
+}
+
+/// A file of a zombie's directory: its name, state Z and ids; no memory,
+/// no arguments.
+fn zombie(pid: Pid, z: &Zombie, f: ProcFile) -> String {
+    let name = &z.name;
+    match f {
+        ProcFile::Comm => format!("{name}\n"),
+        ProcFile::Stat => format!(
+            "{pid} ({name}) Z {} {} {} 0 -1 4227084 0 0 0 0 0 0 0 0 20 0 1 0 0 0 0 \
+             18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 {}\n",
+            z.ppid,
+            z.pgid,
+            z.sid,
+            z.wstatus()
+        ),
+        ProcFile::Status => format!(
+            "Name:\t{name}\nState:\tZ (zombie)\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t{}\n\
+             Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nThreads:\t1\n",
+            z.ppid
+        ),
+        ProcFile::Cmdline | ProcFile::Maps => String::new(),
+    }
 }
 
 /// A thread's name (`comm`, PR_SET_NAME).

@@ -316,6 +316,7 @@ fn readlink_node(k: &mut Kernel, ino: Ino, buf: u64, size: u64) -> SysResult<u64
         pid: k.cur_pid(),
         tid: k.cur_tid(),
         procs: &k.procs,
+        zombies: &k.zombies,
         descs: &k.vfs.descs,
     };
     let target = vfs::Links::link_target(&mut view, &k.vfs.tree, ino)?;
