@@ -57,6 +57,13 @@ fn every_call_number_has_an_entry_and_the_readme_agrees() {
 
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
         .expect("README.md");
+    let count = |state: &str| rows.iter().filter(|r| r["support"] == state).count();
+    let (full, partial) = (count("implemented"), count("partial"));
+    let served = format!(
+        "{} of them are served: {full} implemented and {partial} partly.",
+        full + partial
+    );
+    assert!(readme.contains(&served), "README.md should say: {served}");
     let block = readme_block(&rows);
     assert!(
         readme.contains(&block),
