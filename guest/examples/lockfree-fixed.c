@@ -1,7 +1,9 @@
-/* lockfree-fixed: lockfree.c pushing with compare-and-swap, retrying when the top moved.
+/* lockfree-fixed: lockfree.c with `top` tagged by a count of its changes.
  *
- * The new top is stored only if the top is still the one the node was
- * linked to; otherwise the push relinks and tries again. No push is lost.
+ * `top` holds the top node's index in its low 32 bits and a count in its
+ * high 32 bits that every push and pop increments. A node that left and
+ * came back is the same index with another count, so a pop preempted
+ * before its compare-and-swap fails it and retries with the new top.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -10,31 +12,55 @@
 static pthread_barrier_t gate;
 
 #define NODES 8
+#define ROUNDS 3 /* each thread keeps one node a round */
+#define NONE 0xffffffffu
 
 struct node {
-    struct node *next;
-    int value;
+    unsigned next;
 };
 
-static struct node nodes[2][NODES];
-struct node *top;
+static struct node pool[NODES];
+/* The index of the top node (NONE when the list is empty), and a count. */
+unsigned long top;
+static unsigned kept[2][ROUNDS];
 
-static void push(struct node *n)
+/* `index` as the new top: the count of `seen`, plus one. */
+static unsigned long retag(unsigned long seen, unsigned index)
 {
-    struct node *seen = __atomic_load_n(&top, __ATOMIC_SEQ_CST);
-    do
-        n->next = seen;
-    while (!__atomic_compare_exchange_n(&top, &seen, n, 0, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST));
+    return ((seen >> 32) + 1) << 32 | index;
 }
 
-static void *pusher(void *arg)
+static unsigned pop(void)
+{
+    unsigned long seen = __atomic_load_n(&top, __ATOMIC_SEQ_CST);
+    for (;;) {
+        if ((unsigned)seen == NONE)
+            return NONE;
+        unsigned next = pool[(unsigned)seen].next;
+        if (__atomic_compare_exchange_n(&top, &seen, retag(seen, next), 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            return (unsigned)seen;
+    }
+}
+
+static void push(unsigned n)
+{
+    unsigned long seen = __atomic_load_n(&top, __ATOMIC_SEQ_CST);
+    do
+        pool[n].next = (unsigned)seen;
+    while (!__atomic_compare_exchange_n(&top, &seen, retag(seen, n), 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+}
+
+static void *taker(void *arg)
 {
     long id = (long)arg;
     pthread_barrier_wait(&gate);
-    for (int i = 0; i < NODES; i++) {
-        nodes[id][i].value = (int)id * 100 + i;
-        push(&nodes[id][i]);
+    for (int i = 0; i < ROUNDS; i++) {
+        unsigned a = pop();
+        unsigned b = pop();
+        push(a);         /* give the first back */
+        kept[id][i] = b; /* keep the second */
     }
     return NULL;
 }
@@ -42,14 +68,33 @@ static void *pusher(void *arg)
 int main(void)
 {
     pthread_t a, b;
+    for (unsigned i = 0; i < NODES; i++)
+        pool[i].next = i + 1 < NODES ? i + 1 : NONE;
+    top = 0;
     pthread_barrier_init(&gate, NULL, 2);
-    pthread_create(&a, NULL, pusher, (void *)0);
-    pthread_create(&b, NULL, pusher, (void *)1);
+    pthread_create(&a, NULL, taker, (void *)0);
+    pthread_create(&b, NULL, taker, (void *)1);
     pthread_join(a, NULL);
     pthread_join(b, NULL);
-    int n = 0;
-    for (struct node *p = top; p; p = p->next)
-        n++;
-    printf("%d nodes on the stack, expected %d\n", n, 2 * NODES);
-    return n == 2 * NODES ? 0 : 2;
+    /* Every node once: on the list or kept by one thread. */
+    int seen[NODES] = {0};
+    int bad = 0;
+    unsigned n = (unsigned)top;
+    for (int steps = 0; n != NONE && steps <= NODES; steps++, n = pool[n].next)
+        seen[n]++;
+    if (n != NONE)
+        bad = 1; /* a cycle */
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < ROUNDS; i++)
+            if (kept[t][i] == NONE)
+                bad = 1;
+            else
+                seen[kept[t][i]]++;
+    for (int i = 0; i < NODES; i++)
+        if (seen[i] != 1) {
+            printf("node %d: %d times on the list or kept\n", i, seen[i]);
+            bad = 1;
+        }
+    printf("%s\n", bad ? "a node was handed out twice" : "every node once");
+    return bad ? 2 : 0;
 }
