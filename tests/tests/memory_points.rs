@@ -3,7 +3,8 @@
 //! race with no system call in its window is found, narrowed to the access
 //! that decides it, and made again by `--reschedule-at`. Programs from
 //! `guest/tests/`: `counter` (`total = total + 1` from two threads, and its
-//! `--locked` twin) and `spin-flag` (two threads waiting on plain flags).
+//! `--locked` twin), `spin-flag` (two threads waiting on plain flags) and
+//! `two-writers` (`where`, `threads`, `cat` and `diff` at memory points).
 //! Every recorded run replays identically.
 
 use rewind_tests::{assert_lines, guest_arg, Home};
@@ -155,12 +156,30 @@ fn forks_at_a_memory_point_and_keyframes_between_points_replay_identically() {
         .collect();
     assert!(points.len() > 10_000, "{} points", points.len());
     // A fork at a late memory point with schedule 0 runs exactly as its
-    // parent: the trap state came through the keyframe.
+    // parent: the trap state came through the keyframe, one the recording
+    // took between two points.
     let late = points[points.len() * 3 / 4].to_string();
     let same = h.ok(&["fork", &run.id, &late, "--schedule", "0", "-q"]);
     assert!(
         same.stderr.contains("does not differ from its parent"),
         "{same}"
+    );
+    let keyframe: u64 = same
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("rewind: forking from the keyframe at step "))
+        .and_then(|l| l.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the fork did not start from a keyframe:\n{same}"));
+    assert!(
+        points.iter().any(|p| *p <= keyframe) && points.iter().any(|p| *p > keyframe),
+        "keyframe at step {keyframe}, not between points {}..{}",
+        points[0],
+        points[points.len() - 1]
+    );
+    assert!(
+        points.contains(&keyframe) || points.contains(&(keyframe + 1)),
+        "step {keyframe} is not next to a point"
     );
     // Another schedule from there (it may find the race: exit 1), and it replays.
     let other = h.rewind(&["fork", &run.id, &late, "--schedule", "3", "-q"]);
@@ -384,4 +403,110 @@ fn pages_one_thread_uses_alone_stop_trapping() {
         (1..=64).contains(&most),
         "at most 64 points by one thread on one page: {per_page:?}"
     );
+}
+
+/// At a memory point, every command that looks at a step sees the machine
+/// stopped before that access: `where` at the access's instruction, `threads`
+/// with the accessing thread on the CPU, `cat` the file as written so far,
+/// and `diff` the first event after a reschedule there. `two-writers shared`:
+/// two threads format a line with `snprintf` (reading the C library's shared
+/// data: memory points) and append it to /shared.log.
+#[test]
+fn rewind_where_threads_cat_and_diff_work_at_memory_points() {
+    let h = Home::new();
+    let run = memory_run(&h, &[], "two-writers", &["shared"]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    let events = h.events_json(&run.id);
+    let writes: Vec<(u64, u64)> = events
+        .iter()
+        .filter(|e| {
+            e["name"] == "write" && e["text"].as_str().is_some_and(|t| t.contains("writer "))
+        })
+        .map(|e| (e["step"].as_u64().unwrap(), e["tid"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(writes.len(), 2, "{events:?}");
+    let access_in = |from: u64, to: u64| -> &serde_json::Value {
+        events
+            .iter()
+            .rev()
+            .find(|e| {
+                e["kind"] == "access" && e["step"].as_u64().is_some_and(|s| s > from && s < to)
+            })
+            .unwrap_or_else(|| panic!("no access between steps {from} and {to}"))
+    };
+    // The last access before the second write, and one after it.
+    let before = access_in(writes[0].0, writes[1].0);
+    let after = access_in(writes[1].0, u64::MAX);
+    let step = |e: &serde_json::Value| e["step"].as_u64().unwrap().to_string();
+    let first_line = h.ok(&["cat", &run.id, &step(before), "/shared.log"]).stdout;
+    let both = h.ok(&["cat", &run.id, &step(after), "/shared.log"]).stdout;
+    assert_eq!(first_line.lines().count(), 1, "{first_line:?}");
+    assert!(first_line.starts_with("writer "), "{first_line:?}");
+    assert!(
+        both.starts_with(&first_line) && both.lines().count() == 2,
+        "{both:?}"
+    );
+
+    // `where`: the thread that makes the access, stopped at its instruction.
+    let tid = before["tid"].as_u64().unwrap().to_string();
+    let w = h.ok(&["where", &run.id, &step(before), "--tid", &tid, "--json"]);
+    let w: serde_json::Value = serde_json::from_str(w.stdout.trim()).unwrap();
+    assert_eq!(w["frames"][0]["pc"], before["pc"], "{w:#}");
+    let text = h.ok(&["where", &run.id, &step(before)]).stdout;
+    assert!(
+        text.contains("running") && text.contains("two-writers.c:"),
+        "{text}"
+    );
+
+    // `threads`: the accessing thread held the CPU at that step.
+    let t = h.ok(&[
+        "threads",
+        &run.id,
+        "--from",
+        &step(before),
+        "--to",
+        &step(before),
+        "--json",
+    ]);
+    let held: Vec<serde_json::Value> = t
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(held.len(), 1, "{}", t.stdout);
+    assert_eq!(held[0]["tid"], before["tid"], "{}", t.stdout);
+
+    // `diff`: a reschedule at the first writer's last access before its
+    // write lets the other thread run there; the runs differ from the next step.
+    let (w0, writer) = writes[0];
+    let last = events
+        .iter()
+        .rev()
+        .find(|e| {
+            e["kind"] == "access"
+                && e["tid"] == writer
+                && e["step"].as_u64().is_some_and(|s| s < w0)
+        })
+        .expect("an access before the first write");
+    let other = memory_run(
+        &h,
+        &["--reschedule-at", &step(last)],
+        "two-writers",
+        &["shared"],
+    );
+    assert_eq!(other.status, "exited:0", "{}", other.out);
+    let d = h.rewind(&["diff", &run.id, &other.id, "--json"]);
+    assert_eq!(d.code, 1, "{d}");
+    let d: serde_json::Value = serde_json::from_str(d.stdout.trim()).unwrap();
+    let div = &d["divergence"];
+    let next = last["step"].as_u64().unwrap() + 1;
+    assert_eq!(div["left_step"], next, "{d:#}");
+    assert_eq!(div["right_step"], next, "{d:#}");
+    assert_eq!(
+        div["shared"].as_array().unwrap().last().unwrap()["step"],
+        last["step"]
+    );
+    assert_ne!(div["right"][0]["tid"], writer, "{d:#}");
+    h.replay_identical(&run.id);
+    h.replay_identical(&other.id);
 }

@@ -95,9 +95,12 @@ pub fn each_exit(
 }
 
 impl Kernel<'_> {
-    /// Runs the current thread to its next exit without serving it.
+    /// Runs the current thread to its next exit without serving it. Through
+    /// `run_guest`, as a recording runs: after a memory point it first lets
+    /// that access complete, or the machine would fault on it again and
+    /// show the previous step's instruction.
     fn run_to_next_exit(&mut self) -> Result<(), EngineError> {
-        while let crate::machine::Exit::Interrupted = self.m.run()? {}
+        while let crate::machine::Exit::Interrupted = self.run_guest()? {}
         Ok(())
     }
 }
