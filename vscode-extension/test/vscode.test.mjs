@@ -8,8 +8,9 @@
 // does from there: the lanes, Check from here, Compare and Swap, the
 // Problems panel (`rewind lsp`) and its code action, Go to Step, picking a
 // check cell, a bookmark, a fork (Restart Frame, and Fork from Here), Open
-// Run from the timeline's context menu, a vscode:// link and opening the
-// .rwd. Screenshots of
+// Run from the timeline's context menu, a vscode:// link, opening the .rwd,
+// Export Run (the .rwd imports and replays in another store) and Remove Run
+// from the Runs view. Screenshots of
 // each state go to REWIND_ARTIFACTS.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -175,6 +176,8 @@ const rewind = (...args) => execFileSync(process.env.REWIND_BIN, args, { env: pr
 
 let timelineFrame;
 let opened;
+/** The fork Restart Frame made. */
+let restartFork;
 
 /** The Timeline's data attributes: run, compare, playhead, deciding, marks... */
 async function timelineData() {
@@ -466,6 +469,7 @@ test('Restart Frame forks the run at the step and goes on in the fork', async ()
 	}
 	figures.forkMs = Date.now() - t;
 	const d = await timelineData();
+	restartFork = d.run;
 	assert.match(d.marks, new RegExp(`fork of ${parent.slice(0, 8)} at step ${step}`));
 	assert.equal(d.playhead, String(step), 'the session goes on at the same step');
 	const forks = rewind('ls', '--forks-of', parent, '--json')
@@ -581,4 +585,89 @@ test('opening a .rwd file imports its run and opens it', async () => {
 		.map((l) => JSON.parse(l).id);
 	assert.ok(runs.includes(rwdRun), 'the run is in the store');
 	await shot('12-rwd-imported');
+});
+
+/** Clicks `label` in the context menu open now (Enter when the click is lost as the menu opens). */
+async function menuItem(label, what) {
+	const item = page.locator('.monaco-menu .action-item', { hasText: label }).first();
+	try {
+		await item.waitFor({ timeout: 10000 });
+	} catch (e) {
+		await shot(`failed-${what}-menu`);
+		throw e;
+	}
+	await item.hover();
+	await item.click();
+	const menu = page.locator('.monaco-menu').first();
+	try {
+		await menu.waitFor({ state: 'hidden', timeout: 3000 });
+	} catch {
+		await page.keyboard.press('Enter');
+		await menu.waitFor({ state: 'hidden', timeout: 10000 });
+	}
+}
+
+test('Export Run in the timeline\'s context menu writes a .rwd that imports elsewhere', async () => {
+	const run = (await timelineData()).run;
+	const target = join(workspace, `${run}.rwd`);
+	await timelineFrame.click('#timeline', { button: 'right', position: { x: 200, y: 10 } });
+	await menuItem('Export Run…', 'export');
+	// The save dialog (code-server's own) offers the workspace's RUN.rwd,
+	// once it has filled the path in.
+	const input = page.locator('.quick-input-widget input');
+	await input.waitFor({ state: 'visible', timeout: 20000 });
+	const start = Date.now();
+	while (!(await input.inputValue()).endsWith(`/${run}.rwd`)) {
+		assert.ok(Date.now() - start < 20000, `the save dialog offers ${await input.inputValue()}`);
+		await new Promise((r) => setTimeout(r, 100));
+	}
+	assert.equal(await input.inputValue(), target);
+	await page.keyboard.press('Enter');
+	const done = page.locator('.notifications-toasts', { hasText: `exported run ${run}` }).first();
+	try {
+		await done.waitFor({ timeout: 30000 });
+	} catch (e) {
+		await shot('failed-export');
+		throw e;
+	}
+	await shot('13-exported');
+	const elsewhere = mkdtempSync(join(tmpdir(), 'rewind-import-'));
+	try {
+		const said = execFileSync(process.env.REWIND_BIN, ['import', target], { env: { ...process.env, REWIND_HOME: elsewhere } }).toString();
+		assert.match(said, new RegExp(run), said);
+		assert.match(execFileSync(process.env.REWIND_BIN, ['replay', run], { env: { ...process.env, REWIND_HOME: elsewhere } }).toString(), /identical/);
+	} finally {
+		rmSync(elsewhere, { recursive: true, force: true });
+		rmSync(target, { force: true });
+	}
+});
+
+test('Remove Run in the Runs view removes a fork with the runs forked from it', async () => {
+	assert.ok(restartFork, 'Restart Frame made a fork');
+	const below = rewind('ls', '--forks-of', restartFork, '--json')
+		.split('\n')
+		.filter((l) => l.trim() !== '')
+		.map((l) => JSON.parse(l).id);
+	assert.ok(below.length > 0, 'Fork from Here forked the fork');
+	const runsView = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Rewind Runs' }) });
+	await page.locator('.activitybar [aria-label^="Run and Debug"]').first().click();
+	const row = runsView.locator('.monaco-list-row', { hasText: restartFork.slice(0, 8) }).first();
+	try {
+		await row.waitFor({ timeout: 30000 });
+	} catch (e) {
+		await shot('failed-remove-row');
+		throw e;
+	}
+	await row.click({ button: 'right' });
+	await menuItem('Remove Run', 'remove');
+	const dialog = page.locator('.monaco-dialog-box', { hasText: `Remove run ${restartFork} and the runs forked from it?` });
+	await dialog.waitFor({ timeout: 20000 });
+	await shot('14-remove-confirmation');
+	await dialog.locator('.monaco-button', { hasText: /^Remove$/ }).click();
+	await row.waitFor({ state: 'detached', timeout: 30000 });
+	const left = rewind('ls', '--json');
+	for (const id of [restartFork, ...below]) {
+		assert.ok(!left.includes(id), `${id} is still in the store`);
+	}
+	await shot('14-removed');
 });
