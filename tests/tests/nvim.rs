@@ -120,14 +120,16 @@ fn plugin_in_headless_neovim() {
     }
 }
 
-/// What a scenario said, its `ok:` and `skipped:` lines shown on the test's stderr.
+/// What a scenario said: its `ok:` lines go to the test's (captured)
+/// output, its `skipped:` lines where `cargo test` shows them.
 fn said(out: &rewind_tests::Output) -> String {
     let said = format!("{}{}", out.stdout, out.stderr);
-    for l in said
-        .lines()
-        .filter(|l| l.starts_with("ok:") || l.starts_with("skipped:"))
-    {
-        eprintln!("{l}");
+    for l in said.lines() {
+        if let Some(why) = l.strip_prefix("skipped: ") {
+            rewind_tests::skipped(why);
+        } else if l.starts_with("ok:") {
+            eprintln!("{l}");
+        }
     }
     said
 }
