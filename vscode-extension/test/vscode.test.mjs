@@ -133,10 +133,23 @@ const shot = (name) => page.screenshot({ path: join(artifacts, `code-server-${na
 
 /** Runs a command from the palette (F1), by its title. */
 async function palette(title) {
-	await page.keyboard.press('F1');
 	const input = page.locator('.quick-input-widget input');
-	await input.waitFor({ state: 'visible' });
-	await input.fill(`>${title}`);
+	// On a loaded machine the palette can be caught opening or closing
+	// (the input not editable yet): close it and open it again.
+	for (let tries = 0; ; tries++) {
+		await page.keyboard.press('F1');
+		try {
+			await input.waitFor({ state: 'visible', timeout: 10000 });
+			await input.fill(`>${title}`, { timeout: 10000 });
+			break;
+		} catch (e) {
+			if (tries === 2) {
+				await shot(`failed-palette-open-${title.replace(/\W+/g, '-')}`);
+				throw e;
+			}
+			await page.keyboard.press('Escape');
+		}
+	}
 	try {
 		await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 20000 });
 	} catch (e) {
