@@ -132,6 +132,14 @@ test('zooming keeps the playhead in view; a 1,000,000-step run draws quickly', a
 	]);
 	const firstMs = Date.now() - t0;
 	const renderMs = Number(await data(page, 'renderMs'));
+	// In the page: from a wheel event's creation to the next frame after its
+	// handler drew (the driver's own round trips are not in it).
+	await page.evaluate(() => {
+		window.__toFrame = [];
+		window.addEventListener('wheel', (e) => {
+			requestAnimationFrame(() => window.__toFrame.push(performance.now() - e.timeStamp));
+		});
+	});
 	// Zoom in hard at the left edge, far from the playhead at 700,000.
 	const zooms = [];
 	for (let i = 0; i < 10; i++) {
@@ -162,9 +170,13 @@ test('zooming keeps the playhead in view; a 1,000,000-step run draws quickly', a
 	await page.screenshot({ path: join(artifacts, 'timeline-webview-1M-zoomed.png') });
 	const worstRender = Math.max(...zooms.map((z) => z.render));
 	const worstWall = Math.max(...zooms.map((z) => z.wall));
+	const toFrame = await page.evaluate(() => window.__toFrame);
+	assert.ok(toFrame.length >= 10, `a frame after every wheel event: ${toFrame}`);
+	const worstToFrame = Math.max(...toFrame);
 	console.log(
 		`# timeline figures: 1000000 steps, 8+8 lanes, 20000 events: first render ${renderMs.toFixed(1)} ms (feed to drawn ${firstMs} ms), ` +
-			`zoom render worst ${worstRender.toFixed(1)} ms, zoom wheel-to-frame worst ${worstWall} ms`,
+			`zoom render worst ${worstRender.toFixed(1)} ms, zoom event-to-frame worst ${worstToFrame.toFixed(1)} ms in the page ` +
+			`(${worstWall} ms with the driver's round trips)`,
 	);
 	await page.close();
 });
