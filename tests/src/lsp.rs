@@ -151,15 +151,13 @@ pub fn rust_workspace(name: &str) -> tempfile::TempDir {
     std::fs::copy(root.join("guest/tests").join(&file), ws.path().join(&file)).expect("the source");
     for (exe, harness) in [(name.to_string(), false), (format!("{name}-test"), true)] {
         let mut c = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()));
-        c.args([
-            "--edition",
-            "2021",
-            "-C",
-            "target-feature=+crt-static",
-            "-g",
-        ]);
+        c.args(["--edition", "2021", "-g"]);
+        // The program static-pie, the harness as cargo builds it (dynamically
+        // linked, with the host's loader and libraries in its image).
         if harness {
             c.arg("--test");
+        } else {
+            c.args(["-C", "target-feature=+crt-static"]);
         }
         c.args(["-o", &exe, &file]).current_dir(ws.path());
         compile(c);
