@@ -6,6 +6,7 @@ use crate::kernel::fs::AT_FDCWD;
 use crate::kernel::Kernel;
 use crate::record::keyframe::Keyframe;
 use crate::record::Discard;
+use crate::run::Recorder;
 use crate::session::{Limits, RunInputs};
 use crate::store::pages::PageStore;
 use crate::EngineError;
@@ -31,15 +32,29 @@ pub fn at_step<R>(
     look: impl FnOnce(&mut Kernel) -> R,
 ) -> Result<R, SeekError> {
     let mut rec = Discard;
+    let mut k = seek(inputs, keyframe, pages, step, limits, &mut rec)?;
+    Ok(look(&mut k))
+}
+
+/// Runs `inputs` to `step` as `at_step` does, with `rec` hearing what the
+/// machine does on the way and after: the machine, there.
+pub fn seek<'r>(
+    inputs: &RunInputs,
+    keyframe: Option<(&Keyframe, bool)>,
+    pages: &PageStore,
+    step: u64,
+    limits: &Limits,
+    rec: &'r mut dyn Recorder,
+) -> Result<Kernel<'r>, SeekError> {
     let mut k = match keyframe {
-        Some((kf, same_run)) => Kernel::restore(inputs, kf, pages, same_run, &mut rec)?,
-        None => Kernel::boot(inputs, &mut rec)?,
+        Some((kf, same_run)) => Kernel::restore(inputs, kf, pages, same_run, rec)?,
+        None => Kernel::boot(inputs, rec)?,
     };
     k.run_to(step, limits)?;
     if k.is_finished() {
         return Err(SeekError::Ended(k.step));
     }
-    Ok(look(&mut k))
+    Ok(k)
 }
 
 /// Runs `inputs` to the exit that is `step` and hands the machine to `look`

@@ -3,8 +3,8 @@
 //! outside the machine as its standard input, output and error. Nothing is
 //! recorded and nothing is written to the store: the run stays untouched.
 
+use crate::inspect::{seek, SeekError};
 use crate::kernel::shell::{ShellError, ShellSpec};
-use crate::kernel::Kernel;
 use crate::run::keyframe::Keyframe;
 use crate::run::{Event, ExitStatus, Limits, Recorder, RunInputs};
 use crate::store::pages::PageStore;
@@ -72,14 +72,11 @@ pub fn shell_at(
         announced: false,
         term,
     };
-    let mut k = match keyframe {
-        Some((kf, same_run)) => Kernel::restore(inputs, kf, pages, same_run, &mut rec)?,
-        None => Kernel::boot(inputs, &mut rec)?,
-    };
-    k.run_to(step, &Limits::default())?;
-    if k.is_finished() {
-        return Err(ShellError::Ended(k.step));
-    }
+    let mut k =
+        seek(inputs, keyframe, pages, step, &Limits::default(), &mut rec).map_err(|e| match e {
+            SeekError::Ended(at) => ShellError::Ended(at),
+            SeekError::Engine(e) => ShellError::Engine(e),
+        })?;
     let pid = k.start_shell(spec)?;
     shell.set(Some(pid));
     Ok(k.run_until_ended(pid)?)
