@@ -10,7 +10,7 @@ use super::super::sched::Sys;
 use super::super::task::PendingCall;
 use super::super::time::Timespec;
 use super::super::Kernel;
-use super::io::{self, Obj, ObjId, Resume, READABLE, WRITABLE};
+use super::io::{self, Obj, ObjId, READABLE, WRITABLE};
 use super::{Target, O_CLOEXEC, O_NONBLOCK, O_RDWR};
 use serde::{Deserialize, Serialize};
 
@@ -87,17 +87,6 @@ pub fn sys_eventfd(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     sys_eventfd2(k, [a[0], 0, 0, 0, 0, 0])
 }
 
-fn blocked(k: &mut Kernel, obj: ObjId, nonblock: bool, c: PendingCall) -> SysResult<Sys> {
-    if nonblock {
-        return Err(EAGAIN);
-    }
-    let r = Resume {
-        nr: c.nr,
-        ..Default::default()
-    };
-    Ok(k.io_block(&[obj], r, c))
-}
-
 /// A read of an eventfd or a timerfd: 8 bytes.
 pub fn read(
     k: &mut Kernel,
@@ -116,7 +105,7 @@ pub fn read(
             v
         }
         Some(Obj::TimerFd(t)) if t.expired > 0 => std::mem::take(&mut t.expired),
-        Some(Obj::EventFd(_)) | Some(Obj::TimerFd(_)) => return blocked(k, obj, nonblock, c),
+        Some(Obj::EventFd(_)) | Some(Obj::TimerFd(_)) => return k.io_wait(&[obj], nonblock, 0, c),
         _ => return Err(EINVAL),
     };
     let put = |k: &mut Kernel, v: u64| {
@@ -163,7 +152,7 @@ pub fn write(
         return Err(EINVAL);
     };
     if e.count.checked_add(v).is_none_or(|sum| sum > EVENTFD_MAX) {
-        return blocked(k, obj, nonblock, c);
+        return k.io_wait(&[obj], nonblock, 0, c);
     }
     e.count += v;
     k.vfs.io.touch(obj);

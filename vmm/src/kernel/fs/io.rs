@@ -74,6 +74,15 @@ pub struct Resume {
     pub deadline: Option<u64>,
 }
 
+/// How a call that may block waits: on which objects, whether its
+/// description is non-blocking, and the call that is run again.
+#[derive(Clone, Copy)]
+pub(crate) struct Blocking<'a> {
+    pub watch: &'a [ObjId],
+    pub nonblock: bool,
+    pub call: PendingCall,
+}
+
 /// What a blocked thread watches.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Watch {
@@ -236,6 +245,59 @@ impl Kernel<'_> {
         Some(w.resume)
     }
 
+    /// A call that cannot go on now: with `nonblock` it ends (with the
+    /// `done` bytes it moved, else EAGAIN); otherwise it waits on `objs` and
+    /// is run again, keeping `done`, when one of them changes.
+    pub(crate) fn io_wait(
+        &mut self,
+        objs: &[ObjId],
+        nonblock: bool,
+        done: usize,
+        call: PendingCall,
+    ) -> SysResult<Sys> {
+        if nonblock {
+            return partial(done, EAGAIN);
+        }
+        let r = Resume {
+            nr: call.nr,
+            done: done as u64,
+            deadline: None,
+        };
+        Ok(self.io_block(objs, r, call))
+    }
+
+    /// The rest of a stream write that has moved `done` bytes of `src`, with
+    /// `room` bytes free where they go: `put` takes what fits, then the call
+    /// ends or waits as `on` says for room for the rest.
+    pub(crate) fn io_write_some(
+        &mut self,
+        on: Blocking,
+        src: Source,
+        done: usize,
+        room: usize,
+        put: impl FnOnce(&mut Self, Vec<u8>) -> SysResult<()>,
+    ) -> SysResult<Sys> {
+        let total = src.total();
+        if done >= total {
+            return Ok(Sys::Ret(done as u64));
+        }
+        if room == 0 {
+            return self.io_wait(on.watch, on.nonblock, done, on.call);
+        }
+        let want = room.min(total - done);
+        let bytes = match src.take(self, done, want) {
+            Ok(b) => b,
+            Err(e) => return partial(done, e),
+        };
+        let got = bytes.len();
+        put(self, bytes)?;
+        let done = done + got;
+        if got < want || done == total || on.nonblock {
+            return Ok(Sys::Ret(done as u64));
+        }
+        self.io_wait(on.watch, false, done, on.call)
+    }
+
     /// What the current thread's call `nr` had done before a restart.
     pub(crate) fn io_resume(&mut self, nr: u32) -> Resume {
         let tid = self.cur_tid();
@@ -320,6 +382,15 @@ impl Kernel<'_> {
     pub(crate) fn io_fd(&mut self, fd: u64) -> SysResult<Option<(ObjId, bool, Description)>> {
         let (_, d) = self.desc(fd)?;
         Ok(io_of(&d).map(|(o, w)| (o, w, d)))
+    }
+}
+
+/// A call that moved `done` bytes before it met `e`: those bytes, or `e`.
+pub(crate) fn partial(done: usize, e: Errno) -> SysResult<Sys> {
+    if done > 0 {
+        Ok(Sys::Ret(done as u64))
+    } else {
+        Err(e)
     }
 }
 

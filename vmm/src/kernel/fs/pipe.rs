@@ -13,7 +13,7 @@ use super::super::sched::Sys;
 use super::super::signal::{self, SigInfo, SIGPIPE};
 use super::super::task::PendingCall;
 use super::super::Kernel;
-use super::io::{self, Obj, ObjId, Resume, POLLERR, POLLHUP, READABLE, WRITABLE};
+use super::io::{self, Obj, ObjId, POLLERR, POLLHUP, READABLE, WRITABLE};
 use super::{Target, O_CLOEXEC, O_DIRECT, O_NONBLOCK, O_RDONLY, O_WRONLY};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -128,14 +128,7 @@ pub fn read(
         if p.writers == 0 {
             return Ok(Sys::Ret(0));
         }
-        if nonblock {
-            return Err(EAGAIN);
-        }
-        let r = Resume {
-            nr: c.nr,
-            ..Default::default()
-        };
-        return Ok(k.io_block(&[obj], r, c));
+        return k.io_wait(&[obj], nonblock, 0, c);
     }
     let avail = p.buf.len().min(want);
     let n = io::copy_out(
@@ -166,16 +159,8 @@ pub(crate) fn write(
     src: io::Source,
     c: PendingCall,
 ) -> SysResult<Sys> {
-    let resume = k.io_resume(c.nr);
-    let done = resume.done as usize;
+    let done = k.io_resume(c.nr).done as usize;
     let total = src.total();
-    let partial = |done: usize, e: Errno| {
-        if done > 0 {
-            Ok(Sys::Ret(done as u64))
-        } else {
-            Err(e)
-        }
-    };
     let p = k.vfs.io.pipe(obj)?;
     if p.readers == 0 {
         let tid = k.cur_tid();
@@ -183,43 +168,23 @@ pub(crate) fn write(
             signal::Target::Thread(tid),
             SigInfo::sent(SIGPIPE, 0, k.cur_pid()),
         );
-        return partial(done, EPIPE);
+        return io::partial(done, EPIPE);
     }
-    if total == 0 || done >= total {
-        return Ok(Sys::Ret(done as u64));
-    }
-    let room = p.cap.saturating_sub(p.buf.len());
-    let left = total - done;
+    let mut room = p.cap.saturating_sub(p.buf.len());
     // Up to PIPE_BUF bytes go in whole or wait.
-    if room == 0 || (total <= PIPE_BUF && room < left) {
-        if nonblock {
-            return partial(done, EAGAIN);
-        }
-        let r = Resume {
-            nr: c.nr,
-            done: done as u64,
-            deadline: None,
-        };
-        return Ok(k.io_block(&[obj], r, c));
+    if total <= PIPE_BUF && room < total.saturating_sub(done) {
+        room = 0;
     }
-    let want = room.min(left);
-    let bytes = match src.take(k, done, want) {
-        Ok(b) => b,
-        Err(e) => return partial(done, e),
+    let on = io::Blocking {
+        watch: &[obj],
+        nonblock,
+        call: c,
     };
-    let got = bytes.len();
-    k.vfs.io.pipe(obj)?.buf.extend(bytes);
-    k.vfs.io.touch(obj);
-    let done = done + got;
-    if got < want || done == total || nonblock {
-        return Ok(Sys::Ret(done as u64));
-    }
-    let r = Resume {
-        nr: c.nr,
-        done: done as u64,
-        deadline: None,
-    };
-    Ok(k.io_block(&[obj], r, c))
+    k.io_write_some(on, src, done, room, |k, bytes| {
+        k.vfs.io.pipe(obj)?.buf.extend(bytes);
+        k.vfs.io.touch(obj);
+        Ok(())
+    })
 }
 
 /// F_GETPIPE_SZ.

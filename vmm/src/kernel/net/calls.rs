@@ -4,7 +4,7 @@
 //! getsockopt.
 
 use super::super::errno::*;
-use super::super::fs::io::{self, call, Obj, ObjId, Resume};
+use super::super::fs::io::{self, call, Obj, ObjId};
 use super::super::fs::{Description, Target, AT_FDCWD, O_CLOEXEC, O_NONBLOCK, O_RDWR};
 use super::super::sched::Sys;
 use super::super::signal::{self, SigInfo, SIGPIPE};
@@ -352,14 +352,7 @@ fn accept(k: &mut Kernel, nr: u32, a: [u64; 6], flags: u64) -> SysResult<Sys> {
         return Err(EINVAL);
     };
     let Some(conn) = queue.pop_front() else {
-        if d.flags & O_NONBLOCK != 0 {
-            return Err(EAGAIN);
-        }
-        let r = Resume {
-            nr,
-            ..Default::default()
-        };
-        return Ok(k.io_block(&[obj], r, call(nr, a)));
+        return k.io_wait(&[obj], d.flags & O_NONBLOCK != 0, 0, call(nr, a));
     };
     k.vfs.io.touch(obj);
     let fd = install(k, conn, flags)?;
@@ -459,14 +452,7 @@ pub fn sys_connect(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         return Err(EPROTOTYPE);
     }
     if full {
-        if nonblock {
-            return Err(EAGAIN);
-        }
-        let r = Resume {
-            nr: NR_CONNECT,
-            ..Default::default()
-        };
-        return Ok(k.io_block(&[l], r, call(NR_CONNECT, a)));
+        return k.io_wait(&[l], nonblock, 0, call(NR_CONNECT, a));
     }
     if domain != AF_UNIX && sock(k, obj)?.local.is_none() {
         let me = if to.ipv4().is_some() && domain == AF_INET {
@@ -584,14 +570,7 @@ fn recv(
         return Err(Errno(e));
     }
     let blocked = |k: &mut Kernel, watch: &[ObjId]| -> SysResult<Recv> {
-        if nonblock {
-            return Err(EAGAIN);
-        }
-        let r = Resume {
-            nr: c.nr,
-            ..Default::default()
-        };
-        Ok(Recv::Blocked(k.io_block(watch, r, c)))
+        k.io_wait(watch, nonblock, 0, c).map(Recv::Blocked)
     };
     if !s.stream() {
         let Some(m) = s.msgs.front().cloned() else {
@@ -650,13 +629,13 @@ fn recv(
     }))
 }
 
-/// A send from the guest's buffers on socket `obj`, to `to` or its peer.
-fn send(
+/// A send of `src`'s bytes on socket `obj`, to `to` or its peer.
+pub(crate) fn send(
     k: &mut Kernel,
     obj: ObjId,
     nonblock: bool,
     flags: u64,
-    bufs: &[(u64, usize)],
+    src: io::Source,
     to: Option<Addr>,
     c: PendingCall,
 ) -> SysResult<Sys> {
@@ -664,22 +643,13 @@ fn send(
         return Err(EOPNOTSUPP);
     }
     let nonblock = nonblock || flags & MSG_DONTWAIT != 0;
-    let resume = k.io_resume(c.nr);
-    let done = resume.done as usize;
-    let total = io::total_len(bufs);
-    let partial = |done: usize, e: Errno| {
-        if done > 0 {
-            Ok(Sys::Ret(done as u64))
-        } else {
-            Err(e)
-        }
-    };
+    let done = k.io_resume(c.nr).done as usize;
     let s = sock(k, obj)?;
     if let Some(e) = s.error.take() {
         return Err(Errno(e));
     }
     if !s.stream() {
-        return send_datagram(k, obj, nonblock, bufs, to, c);
+        return send_datagram(k, obj, nonblock, src, to, c);
     }
     let Some(Obj::Socket(me)) = k.vfs.io.objs.get(&obj) else {
         return Err(EBADF);
@@ -693,40 +663,20 @@ fn send(
                 let pid = k.cur_pid();
                 k.send_signal(signal::Target::Thread(tid), SigInfo::sent(SIGPIPE, 0, pid));
             }
-            return partial(done, EPIPE);
+            return io::partial(done, EPIPE);
         }
     };
-    if total == 0 || done >= total {
-        return Ok(Sys::Ret(done as u64));
-    }
     let space = room(&k.vfs.io, peer);
-    let block = |k: &mut Kernel, done: usize| -> SysResult<Sys> {
-        if nonblock {
-            return partial(done, EAGAIN);
-        }
-        let r = Resume {
-            nr: c.nr,
-            done: done as u64,
-            deadline: None,
-        };
-        Ok(k.io_block(&[obj, peer], r, c))
+    let on = io::Blocking {
+        watch: &[obj, peer],
+        nonblock,
+        call: c,
     };
-    if space == 0 {
-        return block(k, done);
-    }
-    let want = space.min(total - done);
-    let bytes = match io::copy_in(k, bufs, done, want) {
-        Ok(b) => b,
-        Err(e) => return partial(done, e),
-    };
-    let got = bytes.len();
-    sock(k, peer)?.rx.extend(bytes);
-    k.vfs.io.touch(peer);
-    let done = done + got;
-    if got < want || done == total || nonblock {
-        return Ok(Sys::Ret(done as u64));
-    }
-    block(k, done)
+    k.io_write_some(on, src, done, space, |k, bytes| {
+        sock(k, peer)?.rx.extend(bytes);
+        k.vfs.io.touch(peer);
+        Ok(())
+    })
 }
 
 /// Largest UDP payload.
@@ -736,11 +686,11 @@ fn send_datagram(
     k: &mut Kernel,
     obj: ObjId,
     nonblock: bool,
-    bufs: &[(u64, usize)],
+    src: io::Source,
     to: Option<Addr>,
     c: PendingCall,
 ) -> SysResult<Sys> {
-    let total = io::total_len(bufs);
+    let total = src.total();
     let s = sock(k, obj)?;
     let (domain, peer, remote, sndbuf) = (s.domain, s.peer(), s.remote.clone(), s.sndbuf);
     if s.shut_wr {
@@ -800,16 +750,9 @@ fn send_datagram(
             // A full UDP receive buffer drops the datagram.
             return Ok(Sys::Ret(total as u64));
         }
-        if nonblock {
-            return Err(EAGAIN);
-        }
-        let r = Resume {
-            nr: c.nr,
-            ..Default::default()
-        };
-        return Ok(k.io_block(&[t], r, c));
+        return k.io_wait(&[t], nonblock, 0, c);
     }
-    let bytes = io::copy_in(k, bufs, 0, total)?;
+    let bytes = src.take(k, 0, total)?;
     let n = bytes.len();
     let ts = sock(k, t)?;
     ts.msg_bytes += n.max(1);
@@ -840,7 +783,7 @@ pub fn write(
     bufs: &[(u64, usize)],
     c: PendingCall,
 ) -> SysResult<Sys> {
-    send(k, obj, nonblock, 0, bufs, None, c)
+    send(k, obj, nonblock, 0, io::Source::Guest(bufs), None, c)
 }
 
 /// Sendto implements Linux syscall sendto(2).
@@ -854,7 +797,8 @@ pub fn sys_sendto(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     };
     let bufs = [(a[1], (a[2] as usize).min(super::super::fs::MAX_IO))];
     let nonblock = d.flags & O_NONBLOCK != 0;
-    send(k, obj, nonblock, a[3], &bufs, to, call(NR_SENDTO, a))
+    let src = io::Source::Guest(&bufs);
+    send(k, obj, nonblock, a[3], src, to, call(NR_SENDTO, a))
 }
 
 /// Recvfrom implements Linux syscall recvfrom(2).
@@ -908,7 +852,8 @@ pub fn sys_sendmsg(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     };
     let bufs = super::super::fs::file_ops::iovecs(k, m.iov, m.iovlen)?;
     let nonblock = d.flags & O_NONBLOCK != 0;
-    send(k, obj, nonblock, a[2], &bufs, to, call(NR_SENDMSG, a))
+    let src = io::Source::Guest(&bufs);
+    send(k, obj, nonblock, a[2], src, to, call(NR_SENDMSG, a))
 }
 
 /// Recvmsg implements Linux syscall recvmsg(2).
