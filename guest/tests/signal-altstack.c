@@ -15,18 +15,7 @@
 #define SS_AUTODISARM (1U << 31)
 #endif
 
-static int failures;
-#define CHECK(cond, ...)                          \
-    do {                                          \
-        if (cond) {                               \
-            printf("ok: " __VA_ARGS__);           \
-        } else {                                  \
-            printf("FAIL (%s): ", #cond);         \
-            printf(__VA_ARGS__);                  \
-            failures++;                           \
-        }                                         \
-        printf("\n");                             \
-    } while (0)
+#include "check.h"
 
 #define ALT_SIZE (64 * 1024)
 static char *alt;

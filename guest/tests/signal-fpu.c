@@ -11,18 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond, ...)                          \
-    do {                                          \
-        if (cond) {                               \
-            printf("ok: " __VA_ARGS__);           \
-        } else {                                  \
-            printf("FAIL (%s): ", #cond);         \
-            printf(__VA_ARGS__);                  \
-            failures++;                           \
-        }                                         \
-        printf("\n");                             \
-    } while (0)
+#include "check.h"
 
 static volatile uint32_t handler_mxcsr;
 static volatile uint64_t handler_ymm15[4];

@@ -12,18 +12,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (cond) {                                        \
-            printf("ok: " __VA_ARGS__);                    \
-        } else {                                           \
-            printf("FAIL (%s): ", #cond);                  \
-            printf(__VA_ARGS__);                           \
-            failures++;                                    \
-        }                                                  \
-        printf("\n");                                      \
-    } while (0)
+#include "check.h"
 
 static volatile int hits, last_signo, last_code, last_pid, mask_had_self;
 static volatile unsigned long rsp_mod16;

@@ -14,18 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond, ...)                          \
-    do {                                          \
-        if (cond) {                               \
-            printf("ok: " __VA_ARGS__);           \
-        } else {                                  \
-            printf("FAIL (%s): ", #cond);         \
-            printf(__VA_ARGS__);                  \
-            failures++;                           \
-        }                                         \
-        printf("\n");                             \
-    } while (0)
+#include "check.h"
 
 static volatile pid_t handled_by[65];
 static void handler(int sig) { handled_by[sig] = gettid(); }

@@ -13,18 +13,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond, ...)                          \
-    do {                                          \
-        if (cond) {                               \
-            printf("ok: " __VA_ARGS__);           \
-        } else {                                  \
-            printf("FAIL (%s): ", #cond);         \
-            printf(__VA_ARGS__);                  \
-            failures++;                           \
-        }                                         \
-        printf("\n");                             \
-    } while (0)
+#include "check.h"
 
 static char *page;
 static volatile int faults, code;

@@ -41,6 +41,7 @@
 
 mod calls;
 mod frame;
+pub mod signalfd;
 
 pub use calls::*;
 
@@ -97,6 +98,8 @@ pub const SI_USER: i32 = 0;
 pub const SI_KERNEL: i32 = 0x80;
 /// si_code: sent by sigqueue().
 pub const SI_QUEUE: i32 = -1;
+/// si_code: sent by a POSIX timer's expiry.
+pub const SI_TIMER: i32 = -2;
 /// si_code: sent by tkill()/tgkill().
 pub const SI_TKILL: i32 = -6;
 
@@ -467,6 +470,7 @@ impl Kernel<'_> {
             return;
         }
         queue.push(info);
+        self.signalfds_changed();
         let target = match to {
             Target::Thread(t) => (!self.blocks(t, sig)).then_some(t),
             Target::Process(_) => self.procs[&pid]

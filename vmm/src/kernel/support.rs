@@ -159,10 +159,6 @@ const MISSING: &[(&[&str], &str)] = &[
         "asynchronous I/O is not implemented",
     ),
     (
-        &["signalfd", "signalfd4"],
-        "signalfd is not implemented (eventfd, timerfd and epoll are)",
-    ),
-    (
         &[
             "mount",
             "umount2",

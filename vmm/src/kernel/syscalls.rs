@@ -500,6 +500,12 @@ static TABLE: &[Def] = &[
         &[Fd, Hex, Int, Int, Hex, Int],
     ),
     def(
+        282,
+        "signalfd",
+        S(signal::signalfd::sys_signalfd),
+        &[Fd, Hex, Int],
+    ),
+    def(
         283,
         "timerfd_create",
         S(fs::eventfd::sys_timerfd_create),
@@ -520,6 +526,12 @@ static TABLE: &[Def] = &[
         &[Fd, Hex],
     ),
     def(288, "accept4", B(net::sys_accept4), &[Fd, Hex, Hex, Hex]),
+    def(
+        289,
+        "signalfd4",
+        S(signal::signalfd::sys_signalfd4),
+        &[Fd, Hex, Int, Hex],
+    ),
     def(290, "eventfd2", S(fs::eventfd::sys_eventfd2), &[Int, Hex]),
     def(
         291,
@@ -667,6 +679,7 @@ impl Kernel<'_> {
                 ret: 0,
             });
         }
+        self.note_caller_signals();
         let result = match def.handler {
             Handler::Simple(f) => f(self, args).map(Sys::Ret),
             Handler::Blocking(f) => f(self, args),

@@ -58,8 +58,9 @@ impl TimerFd {
     }
 }
 
-/// Installs a new object's descriptor (read and write, as Linux's anon inodes).
-fn install(k: &mut Kernel, o: Obj, flags: u64, name: &str) -> SysResult<u64> {
+/// Installs a new object's descriptor (read and write, as Linux's anon
+/// inodes): eventfds, timerfds, signalfds.
+pub(crate) fn install(k: &mut Kernel, o: Obj, flags: u64, name: &str) -> SysResult<u64> {
     let obj = k.vfs.io.add(o)?;
     let d = k.vfs.open_desc(
         Target::Io { obj, write: false },

@@ -29,6 +29,7 @@ use super::eventfd::{EventFd, TimerFd};
 use super::pipe::Pipe;
 use super::{Description, Target};
 use crate::kernel::net::Socket;
+use crate::kernel::signal::signalfd::SignalFd;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -61,6 +62,7 @@ pub enum Obj {
     EventFd(EventFd),
     TimerFd(TimerFd),
     Epoll(Epoll),
+    SignalFd(SignalFd),
 }
 
 /// What a restarted call had done before it blocked.
@@ -109,6 +111,12 @@ pub struct Objects {
     pub(crate) timers: BTreeSet<(u64, ObjId)>,
     /// Addresses, ports and listeners of the run's sockets.
     pub net: crate::kernel::net::Names,
+    /// The signalfds: a queued signal touches them all.
+    pub(crate) signalfds: BTreeSet<ObjId>,
+    /// The signals pending for the thread in the call being served, which
+    /// is what signalfds are ready by (set as each call starts).
+    #[serde(skip)]
+    pub(crate) caller_signals: u64,
 }
 
 /// The number `fstat` shows a non-file descriptor's inode as (past the console's).
@@ -124,6 +132,9 @@ impl Objects {
         }
         let id = self.next;
         self.next += 1;
+        if matches!(o, Obj::SignalFd(_)) {
+            self.signalfds.insert(id);
+        }
         self.objs.insert(id, o);
         self.gens.insert(id, 0);
         Ok(id)
@@ -164,6 +175,7 @@ impl Objects {
     pub fn remove(&mut self, id: ObjId) -> Option<Obj> {
         let o = self.objs.remove(&id);
         self.gens.remove(&id);
+        self.signalfds.remove(&id);
         self.changed.insert(id);
         o
     }
@@ -528,6 +540,7 @@ fn stream_read(
         Some(Obj::EventFd(_)) | Some(Obj::TimerFd(_)) => {
             super::eventfd::read(k, obj, nonblock, bufs, c)
         }
+        Some(Obj::SignalFd(_)) => crate::kernel::signal::signalfd::read(k, obj, nonblock, bufs, c),
         Some(Obj::Epoll(_)) | None => Err(EINVAL),
     }
 }
@@ -557,6 +570,7 @@ pub fn ready(io: &Objects, obj: ObjId, write: bool) -> u16 {
         Some(Obj::Socket(s)) => crate::kernel::net::ready(io, s),
         Some(Obj::EventFd(e)) => e.ready(),
         Some(Obj::TimerFd(t)) => t.ready(),
+        Some(Obj::SignalFd(s)) => s.ready(io.caller_signals),
         Some(Obj::Epoll(e)) => {
             if e.any_ready(io) {
                 READABLE
