@@ -549,6 +549,18 @@ fn shell_code(status: std::process::ExitStatus) -> i32 {
     }
 }
 
+/// A self-checking guest program run natively, on the host's Linux: it must
+/// print `all passed`. Its output, which the same program inside Rewind
+/// should give too.
+pub fn native_passing(name: &str) -> String {
+    let out = run_command(Command::new(guest(name)), DEADLINE);
+    assert!(
+        out.code == 0 && out.stdout.contains("all passed"),
+        "{name} natively:\n{out}"
+    );
+    out.stdout
+}
+
 /// `prog ARGS` run natively with exactly the environment `env` (in that
 /// order: `env -i`, as the guest gets it), in `cwd` (None: the test's),
 /// `input` on standard input.

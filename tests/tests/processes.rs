@@ -212,14 +212,7 @@ fn waiter_deadlocks_in_the_parents_pause_and_its_fix_passes() {
 
 #[test]
 fn a_forked_server_sockets_and_record_locks_between_processes() {
-    let native = rewind_tests::run_command(
-        std::process::Command::new(rewind_tests::guest("proc-net")),
-        rewind_tests::DEADLINE,
-    );
-    assert!(
-        native.code == 0 && native.stdout.contains("all passed"),
-        "natively:\n{native}"
-    );
+    rewind_tests::native_passing("proc-net");
     let home = Home::new();
     let (run, log) = home.run_passing("proc-net");
     assert_lines(

@@ -226,18 +226,11 @@ fn garbage_signal_frames_give_sigsegv_never_a_monitor_error() {
 
 #[test]
 fn signalfd_reads_pending_signals_as_linux_does() {
-    let native = rewind_tests::run_command(
-        std::process::Command::new(rewind_tests::guest("signalfd")),
-        rewind_tests::DEADLINE,
-    );
-    assert!(
-        native.code == 0 && native.stdout.contains("all passed"),
-        "natively:\n{native}"
-    );
+    let native = rewind_tests::native_passing("signalfd");
     let home = Home::new();
     let (run, log) = home.run_passing("signalfd");
     // Inside Rewind every check Linux passed passes too, line for line.
-    assert_eq!(log, native.stdout, "{log}");
+    assert_eq!(log, native, "{log}");
     let events = home.events(&run.id);
     assert!(has_event(&events, &["signalfd4(", "= 3"]), "{events}");
     assert!(has_event(&events, &["signalfd(3,"]), "{events}");

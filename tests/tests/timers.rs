@@ -1,4 +1,4 @@
-//! alarm, setitimer and getitimer in virtual time.
+//! alarm, setitimer, getitimer and POSIX timers in virtual time.
 
 use rewind_tests::Home;
 
@@ -26,4 +26,27 @@ fn an_alarm_without_a_handler_ends_the_process() {
     assert_eq!(run.out.code, 128 + 14, "{}", run.out);
     assert!(h.events(&run.id).contains("SIGALRM"));
     h.replay_identical(&run.id);
+}
+
+#[test]
+fn posix_timers_expire_on_the_virtual_clock_as_on_linux() {
+    let native = rewind_tests::native_passing("posix-timers");
+    let h = Home::new();
+    let (run, log) = h.run_passing("posix-timers");
+    assert_eq!(log, native, "{log}");
+    let events = h.events(&run.id);
+    // A periodic timer of 10 ms left 55 ms: exactly four overruns in virtual time.
+    assert!(
+        rewind_tests::has_event(&events, &["timer_getoverrun(", "= 4"]),
+        "{events}"
+    );
+    // SI_TIMER is code -2; glibc's SIGEV_THREAD helper took SIGRTMIN in rt_sigtimedwait.
+    assert!(
+        rewind_tests::has_event(&events, &["SIGALRM code=-2"]),
+        "{events}"
+    );
+    assert!(
+        rewind_tests::has_event(&events, &["rt_sigtimedwait(", "= 32"]),
+        "{events}"
+    );
 }

@@ -13,6 +13,7 @@ pub mod identity;
 pub mod mm;
 pub mod net;
 pub mod points;
+pub mod posix_timer;
 pub mod process;
 pub mod render;
 pub mod sched;

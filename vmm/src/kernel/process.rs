@@ -647,8 +647,9 @@ impl Kernel<'_> {
     }
 
     /// The point of no return of execve: the other threads end, the address
-    /// space is a new empty one, close-on-exec descriptors close, handled
-    /// signals go back to their default, the vfork parent goes on.
+    /// space is a new empty one, POSIX timers are deleted, close-on-exec
+    /// descriptors close, handled signals go back to their default, the
+    /// vfork parent goes on.
     fn exec_commit(&mut self, exe: &str) {
         let pid = self.cur_pid();
         let me = self.cur_tid();
@@ -673,6 +674,7 @@ impl Kernel<'_> {
             self.sched.runq.retain(|x| *x != me);
         }
         self.points_forget_process(pid);
+        self.sched.posix.forget_process(pid);
         let new = super::mm::Mm::new(&mut self.m.ram);
         let p = self.procs.get_mut(&pid).unwrap();
         p.threads = vec![pid];

@@ -25,6 +25,8 @@ pub struct Scheduler {
     /// Interval timers (alarm, setitimer): (process, which) -> timer.
     #[serde(default)]
     pub itimers: std::collections::BTreeMap<(super::task::Pid, u32), super::time::ITimer>,
+    /// POSIX timers (timer_create), of every process.
+    pub posix: super::posix_timer::PosixTimers,
 }
 
 impl Scheduler {
@@ -36,6 +38,7 @@ impl Scheduler {
             yield_now: false,
             perturber: None,
             itimers: Default::default(),
+            posix: Default::default(),
         }
     }
 }
@@ -113,11 +116,18 @@ impl Kernel<'_> {
         let thread = self.sched.timers.first().map(|&(d, _)| d);
         let itimer = self.sched.itimers.values().map(|t| t.deadline).min();
         let timerfd = self.vfs.io.next_timer();
-        thread.into_iter().chain(itimer).chain(timerfd).min()
+        let posix = self.sched.posix.next_deadline();
+        thread
+            .into_iter()
+            .chain(itimer)
+            .chain(timerfd)
+            .chain(posix)
+            .min()
     }
 
     pub fn fire_timers(&mut self) {
         self.fire_itimers();
+        self.fire_posix_timers();
         self.fire_timerfds();
         while let Some(&(d, tid)) = self.sched.timers.first() {
             if d > self.clock.now() {

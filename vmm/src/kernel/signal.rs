@@ -426,18 +426,19 @@ impl Kernel<'_> {
         mask & sig_bit(sig) != 0
     }
 
-    /// Sends a signal (Linux's send_signal and complete_signal).
-    pub fn send_signal(&mut self, to: Target, info: SigInfo) {
+    /// Sends a signal (Linux's send_signal and complete_signal). Whether it
+    /// was queued (not dropped as ignored, a duplicate or past the limit).
+    pub fn send_signal(&mut self, to: Target, info: SigInfo) -> bool {
         let sig = info.signo;
         let pid = match to {
             Target::Process(p) => p,
             Target::Thread(t) => match self.threads.get(&t) {
                 Some(t) => t.pid,
-                None => return,
+                None => return false,
             },
         };
         if !self.procs.contains_key(&pid) {
-            return;
+            return false;
         }
         // Job control acts when the signal is sent, whatever its handler:
         // SIGCONT continues the process and drops pending stops; a stop
@@ -454,20 +455,20 @@ impl Kernel<'_> {
             Target::Thread(t) => t,
             Target::Process(_) => match p.threads.first() {
                 Some(t) => *t,
-                None => return,
+                None => return false,
             },
         };
         // Blocked signals are never dropped: the handler may change before they are unblocked.
         let really_blocked = self.threads[&main].signals.mask & sig_bit(sig) != 0;
         if act.ignores(sig) && !really_blocked {
-            return;
+            return false;
         }
         let queue = match to {
             Target::Thread(t) => &mut self.threads.get_mut(&t).unwrap().signals.pending,
             Target::Process(_) => &mut self.procs.get_mut(&pid).unwrap().signals.shared,
         };
         if (sig < SIGRTMIN && queue.iter().any(|s| s.signo == sig)) || queue.len() >= MAX_QUEUED {
-            return;
+            return false;
         }
         queue.push(info);
         self.signalfds_changed();
@@ -480,7 +481,7 @@ impl Kernel<'_> {
                 .find(|t| !self.blocks(*t, sig)),
         };
         let Some(target) = target else {
-            return;
+            return true;
         };
         let real_mask = self.threads[&target].signals.mask;
         if act.kills(sig) && real_mask & sig_bit(sig) == 0 {
@@ -495,9 +496,10 @@ impl Kernel<'_> {
             for t in self.procs[&pid].threads.clone() {
                 self.interrupt(t);
             }
-            return;
+            return true;
         }
         self.interrupt(target);
+        true
     }
 
     /// Ends the call a blocked thread is inside, to take a signal. The call's
@@ -622,7 +624,7 @@ impl Kernel<'_> {
                     .min_by_key(|(i, s)| (s.signo, *i))
                     .map(|(i, _)| i)
             };
-            let info = if let Some(i) = own.iter().position(|s| s.synchronous() && open(s)) {
+            let mut info = if let Some(i) = own.iter().position(|s| s.synchronous() && open(s)) {
                 self.cur_thread().signals.pending.remove(i)
             } else if let Some(i) = lowest(own) {
                 self.cur_thread().signals.pending.remove(i)
@@ -631,6 +633,7 @@ impl Kernel<'_> {
             } else {
                 return None;
             };
+            self.timer_dequeued(pid, &mut info);
             let sig = info.signo;
             let act = &mut self.procs.get_mut(&pid).unwrap().signals.actions[(sig - 1) as usize];
             if act.kills(sig) {
@@ -839,11 +842,14 @@ impl Kernel<'_> {
                 .min_by_key(|(i, s)| (s.signo, *i))
                 .map(|(i, _)| i)
         };
-        if let Some(i) = pick(&self.cur_thread().signals.pending) {
-            return Some(self.cur_thread().signals.pending.remove(i));
-        }
-        let shared = &mut self.procs.get_mut(&pid).unwrap().signals.shared;
-        pick(shared).map(|i| shared.remove(i))
+        let mut info = if let Some(i) = pick(&self.cur_thread().signals.pending) {
+            self.cur_thread().signals.pending.remove(i)
+        } else {
+            let shared = &mut self.procs.get_mut(&pid).unwrap().signals.shared;
+            shared.remove(pick(shared)?)
+        };
+        self.timer_dequeued(pid, &mut info);
+        Some(info)
     }
 
     /// rt_sigtimedwait's result: the signal, its siginfo written out.

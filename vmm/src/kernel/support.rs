@@ -136,16 +136,6 @@ const MISSING: &[(&[&str], &str)] = &[
     ),
     (
         &[
-            "timer_create",
-            "timer_settime",
-            "timer_gettime",
-            "timer_getoverrun",
-            "timer_delete",
-        ],
-        "POSIX timers are not implemented yet (alarm, setitimer and timerfd are)",
-    ),
-    (
-        &[
             "io_setup",
             "io_destroy",
             "io_getevents",

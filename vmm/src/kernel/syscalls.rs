@@ -5,7 +5,8 @@ use super::errno::*;
 use super::sched::Sys;
 use super::task::PendingCall;
 use super::{
-    fs, futex, identity, mm, net, process, render, sched, sdk, signal, thread, time, Kernel,
+    fs, futex, identity, mm, net, posix_timer, process, render, sched, sdk, signal, thread, time,
+    Kernel,
 };
 use crate::run::EventKind;
 
@@ -391,6 +392,36 @@ static TABLE: &[Def] = &[
         &[Hex],
     ),
     def(221, "fadvise64", S(fs::sys_fadvise64), &[Fd, Int, Int, Int]),
+    def(
+        222,
+        "timer_create",
+        S(posix_timer::sys_timer_create),
+        &[Int, Hex, Hex],
+    ),
+    def(
+        223,
+        "timer_settime",
+        S(posix_timer::sys_timer_settime),
+        &[Int, Hex, Hex, Hex],
+    ),
+    def(
+        224,
+        "timer_gettime",
+        S(posix_timer::sys_timer_gettime),
+        &[Int, Hex],
+    ),
+    def(
+        225,
+        "timer_getoverrun",
+        S(posix_timer::sys_timer_getoverrun),
+        &[Int],
+    ),
+    def(
+        226,
+        "timer_delete",
+        S(posix_timer::sys_timer_delete),
+        &[Int],
+    ),
     def(
         228,
         "clock_gettime",

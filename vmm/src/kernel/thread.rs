@@ -169,6 +169,7 @@ impl Kernel<'_> {
         }
         self.rec_process_exit(pid, last, status);
         self.sched.itimers.retain(|(p, _), _| *p != pid);
+        self.sched.posix.forget_process(pid);
         let mut p = self.procs.remove(&pid).unwrap();
         p.mm.release(&mut self.m.ram);
         self.vfs.close_table(&mut p.files);
