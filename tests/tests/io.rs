@@ -10,7 +10,7 @@
 //! `all passed`; every recorded run replays identically (`Home` replays on
 //! drop, and each test replays its runs itself too).
 
-use rewind_tests::{assert_lines, has_event, Home};
+use rewind_tests::{assert_lines, guest_arg, has_event, native_with_env, Home};
 
 #[test]
 fn pipes_between_threads_block_fill_end_and_break() {
@@ -178,4 +178,33 @@ fn server_fixed_waits_for_the_listener() {
     }
     let base = v["base"]["run"].as_str().unwrap();
     assert_lines(&h.log(base), &["client got: 200 OK"]);
+}
+
+/// Named pipes between processes (`guest/tests/fifos.c`): the same lines as
+/// natively, but for the one about a device node, which root makes
+/// natively and the machine refuses (it has only its own devices).
+#[test]
+fn fifos_open_waiting_for_the_other_side_then_pipe_semantics() {
+    let home = Home::new();
+    let (run, log) = home.run_passing("fifos");
+    assert_lines(
+        &log,
+        &[
+            "ok: a non-blocking write-only open without a reader is ENXIO",
+            "ok: a blocking read-only open waits for the writer's open",
+            "ok: a blocking write-only open waits for the reader's open",
+            "ok: a write after the reader closed is EPIPE and raises SIGPIPE",
+            "ok: a signal without SA_RESTART ends a waiting open with EINTR",
+            "ok: the interrupted open left no reader",
+            "info: mknod S_IFCHR: Operation not permitted",
+        ],
+    );
+    let native = native_with_env(&[], None, &guest_arg("fifos"), &[], b"");
+    let differs = |l: &&str| !l.starts_with("info: mknod S_IFCHR");
+    let want: Vec<&str> = native.stdout.lines().filter(differs).collect();
+    let got: Vec<&str> = log.lines().filter(differs).collect();
+    assert_eq!(got, want, "natively:\n{native}");
+    let events = home.events(&run.id);
+    assert!(has_event(&events, &["= -1 ENXIO"]), "{events}");
+    assert!(has_event(&events, &["O_RDONLY) = -1 EINTR"]), "{events}");
 }

@@ -125,3 +125,21 @@ fn exit_statuses() {
     };
     assert_eq!(run.status, "exited:42");
 }
+
+#[test]
+fn fifos_between_background_writers_and_readers() {
+    let home = Home::new();
+    let Some(run) = same_as_native(&home, "fifos") else {
+        return;
+    };
+    let events = home.events(&run.id);
+    assert!(
+        has_event(&events, &["mknodat(", "0o10666", "= 0"]),
+        "{events}"
+    );
+    // The reader's open waited for the writer's, and is recorded once.
+    assert!(
+        has_event(&events, &["openat(AT_FDCWD, \"p\", O_RDONLY) = 3"]),
+        "{events}"
+    );
+}

@@ -51,6 +51,14 @@ const PARTIAL: &[(&str, &str)] = &[
     ),
     ("openat2", "ignores `resolve`"),
     (
+        "mknod",
+        "device nodes are EPERM (the machine has only its own few devices)",
+    ),
+    (
+        "mknodat",
+        "device nodes are EPERM (the machine has only its own few devices)",
+    ),
+    (
         "sendfile",
         "from a regular file to a regular file, a pipe or the run's output; sockets get EINVAL",
     ),

@@ -198,6 +198,49 @@ pub fn sys_mkdirat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     mkdir(k, a[0], a[1], a[2])
 }
 
+/// mknod's node types: regular files (type 0 too), FIFOs (`fifo.rs`) and
+/// sockets' nodes (which nothing is bound to). Device nodes are EPERM, as
+/// for a process without CAP_MKNOD: the machine's devices are the
+/// monitor's fixed few (`/dev/null`, `/dev/zero`, `/dev/urandom`...), so
+/// a node naming another device would name hardware the run does not have.
+fn mknod(k: &mut Kernel, dirfd: u64, path_va: u64, mode: u64) -> SysResult<u64> {
+    let mode = mode as u32;
+    let ftype = match mode & vfs::S_IFMT {
+        0 | vfs::S_IFREG => vfs::S_IFREG,
+        t @ (vfs::S_IFIFO | vfs::S_IFSOCK) => t,
+        vfs::S_IFCHR | vfs::S_IFBLK | S_IFDIR => return Err(EPERM),
+        _ => return Err(EINVAL),
+    };
+    let path = k.read_path(path_va)?;
+    let r = k.resolve_at(dirfd, &path, false)?;
+    if r.ino.is_some() || r.name.is_empty() {
+        return Err(EEXIST);
+    }
+    if r.want_dir {
+        return Err(ENOENT);
+    }
+    let umask = k.cur_proc().umask;
+    let now = k.fs_now();
+    let kind = Kind::File(vfs::FileData::empty());
+    let perm = mode & 0o7777 & !umask;
+    k.vfs
+        .tree
+        .create(r.parent, &r.name, ftype | perm, kind, now)?;
+    Ok(0)
+}
+
+/// Mknod implements Linux syscall mknod(2).
+/// Partial (mknod): device nodes are EPERM (the machine has only its own few devices).
+pub fn sys_mknod(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    mknod(k, AT_FDCWD as u64, a[0], a[1])
+}
+
+/// Mknodat implements Linux syscall mknodat(2).
+/// Partial (mknodat): device nodes are EPERM (the machine has only its own few devices).
+pub fn sys_mknodat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+    mknod(k, a[0], a[1], a[2])
+}
+
 fn rmdir(k: &mut Kernel, dirfd: u64, path: &str) -> SysResult<u64> {
     let r = k.resolve_at(dirfd, path, false)?;
     let ino = r.ino.ok_or(ENOENT)?;

@@ -3,9 +3,11 @@
 //! fsync, and the bytes behind a file mapping.
 
 use super::super::errno::*;
+use super::super::sched::Sys;
+use super::super::task::PendingCall;
 use super::super::uaccess::IO_CHUNK;
 use super::super::Kernel;
-use super::io::Source;
+use super::io::{self, Source};
 use super::special;
 use super::vfs::{self, FileData, Ino, Kind, Proc, MAX_FILE, S_IFDIR, S_IFREG};
 use super::*;
@@ -15,33 +17,30 @@ use std::sync::Arc;
 const IOV_MAX: u64 = 1024;
 
 /// Open implements Linux syscall open(2).
-pub fn sys_open(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+pub fn sys_open(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let path = k.read_path(a[0])?;
-    open(k, AT_FDCWD as u64, &path, a[1] as u32, a[2] as u32)
+    let how = (a[1] as u32, a[2] as u32);
+    open(k, AT_FDCWD as u64, &path, how, io::call(NR_OPEN, a))
 }
 
 /// Creat implements Linux syscall creat(2).
-pub fn sys_creat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+pub fn sys_creat(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let path = k.read_path(a[0])?;
-    open(
-        k,
-        AT_FDCWD as u64,
-        &path,
-        O_CREAT | O_WRONLY | O_TRUNC,
-        a[1] as u32,
-    )
+    let how = (O_CREAT | O_WRONLY | O_TRUNC, a[1] as u32);
+    open(k, AT_FDCWD as u64, &path, how, io::call(NR_CREAT, a))
 }
 
 /// Openat implements Linux syscall openat(2).
-pub fn sys_openat(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+pub fn sys_openat(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let path = k.read_path(a[1])?;
-    open(k, a[0], &path, a[2] as u32, a[3] as u32)
+    let how = (a[2] as u32, a[3] as u32);
+    open(k, a[0], &path, how, io::call(NR_OPENAT, a))
 }
 
 /// openat2(dirfd, path, how, size): the `resolve` restrictions are not enforced.
 /// Openat2 implements Linux syscall openat2(2).
 /// Partial (openat2): ignores `resolve`.
-pub fn sys_openat2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+pub fn sys_openat2(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     if a[3] < 24 || a[3] > 4096 {
         return Err(EINVAL);
     }
@@ -52,14 +51,23 @@ pub fn sys_openat2(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         return Err(EINVAL);
     }
     let path = k.read_path(a[1])?;
-    open(k, a[0], &path, flags as u32, mode as u32)
+    let how = (flags as u32, mode as u32);
+    open(k, a[0], &path, how, io::call(NR_OPENAT2, a))
 }
 
-fn open(k: &mut Kernel, dirfd: u64, path: &str, flags: u32, mode: u32) -> SysResult<u64> {
+const NR_OPEN: u32 = 2;
+const NR_CREAT: u32 = 85;
+const NR_OPENAT: u32 = 257;
+const NR_OPENAT2: u32 = 437;
+
+/// The open of `path` with `(flags, mode)`, in call `c` (which a FIFO's
+/// open waits in).
+fn open(k: &mut Kernel, dirfd: u64, path: &str, how: (u32, u32), c: PendingCall) -> SysResult<Sys> {
+    let (flags, mode) = how;
     let now = k.fs_now();
     let acc = flags & O_ACCMODE;
     if flags & O_TMPFILE == O_TMPFILE {
-        return open_tmpfile(k, dirfd, path, flags, mode);
+        return open_tmpfile(k, dirfd, path, flags, mode).map(Sys::Ret);
     }
     if acc == 3 && flags & O_PATH == 0 {
         return Err(EINVAL);
@@ -116,6 +124,9 @@ fn open(k: &mut Kernel, dirfd: u64, path: &str, flags: u32, mode: u32) -> SysRes
     };
     let target = match node.kind.clone() {
         _ if flags & O_PATH != 0 => Target::Node(ino),
+        _ if ftype == vfs::S_IFIFO => return super::fifo::open(k, ino, flags, path, c),
+        // A socket's node is connected to, never opened.
+        _ if ftype == vfs::S_IFSOCK => return Err(ENXIO),
         Kind::Dev(vfs::Device::Tty) => return Err(ENXIO),
         Kind::Proc(p @ (Proc::File(..) | Proc::Text(_))) => {
             if acc != O_RDONLY {
@@ -143,7 +154,7 @@ fn open(k: &mut Kernel, dirfd: u64, path: &str, flags: u32, mode: u32) -> SysRes
     };
     let desc = k.vfs.open_desc(target, flags, path);
     let fd = k.install_fd(desc, 0, flags & O_CLOEXEC != 0)?;
-    Ok(fd as u64)
+    Ok(Sys::Ret(fd as u64))
 }
 
 /// O_TMPFILE: a file no directory names, in the directory `path`.

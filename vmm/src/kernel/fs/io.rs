@@ -117,6 +117,9 @@ pub struct Objects {
     /// is what signalfds are ready by (set as each call starts).
     #[serde(skip)]
     pub(crate) caller_signals: u64,
+    /// The pipe of each FIFO node that has one.
+    #[serde(default)]
+    pub fifos: BTreeMap<super::vfs::Ino, ObjId>,
 }
 
 /// The number `fstat` shows a non-file descriptor's inode as (past the console's).
@@ -180,17 +183,33 @@ impl Objects {
         o
     }
 
-    /// The last reference to a description on `id` went: a pipe's end or
-    /// the object closes.
-    pub fn release(&mut self, id: ObjId, write: bool) {
+    /// The call thread `tid` is about to run again after a change, if any.
+    pub fn restarting(&self, tid: Tid) -> Option<u32> {
+        self.resumes.get(&tid).map(|r| r.nr)
+    }
+
+    /// Whether thread `tid` waits on `id`.
+    pub fn watches(&self, tid: Tid, id: ObjId) -> bool {
+        self.waits
+            .get(&tid)
+            .is_some_and(|w| w.objs.iter().any(|&(o, _)| o == id))
+    }
+
+    /// The last reference to a description on `id` went: a pipe's ends
+    /// (`write`, and `read` too for a FIFO open for both) or the object close.
+    pub fn release(&mut self, id: ObjId, write: bool, read: bool) {
         match self.objs.get_mut(&id) {
             Some(Obj::Pipe(p)) => {
                 if write {
                     p.writers = p.writers.saturating_sub(1);
-                } else {
+                }
+                if read {
                     p.readers = p.readers.saturating_sub(1);
                 }
                 if p.readers == 0 && p.writers == 0 {
+                    if let Some(f) = &p.fifo {
+                        self.fifos.remove(&f.ino);
+                    }
                     self.remove(id);
                 } else {
                     self.touch(id);
@@ -425,9 +444,9 @@ const NR_WRITEV: u32 = 20;
 /// Read implements Linux syscall read(2).
 pub fn sys_read(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     match k.io_fd(a[0])? {
-        Some((o, w, d)) => {
+        Some((o, _, d)) => {
             let bufs = [(a[1], super::file_ops::len_arg(a[2]))];
-            stream_read(k, o, w, &d, &bufs, call(NR_READ, a))
+            stream_read(k, o, &d, &bufs, call(NR_READ, a))
         }
         None => super::sys_read(k, a).map(Sys::Ret),
     }
@@ -447,9 +466,9 @@ pub fn sys_write(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 /// Readv implements Linux syscall readv(2).
 pub fn sys_readv(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     match k.io_fd(a[0])? {
-        Some((o, w, d)) => {
+        Some((o, _, d)) => {
             let bufs = super::file_ops::iovecs(k, a[1], a[2])?;
-            stream_read(k, o, w, &d, &bufs, call(NR_READV, a))
+            stream_read(k, o, &d, &bufs, call(NR_READV, a))
         }
         None => super::sys_readv(k, a).map(Sys::Ret),
     }
@@ -525,12 +544,11 @@ pub fn sys_sendfile(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 fn stream_read(
     k: &mut Kernel,
     obj: ObjId,
-    write: bool,
     d: &Description,
     bufs: &[(u64, usize)],
     c: PendingCall,
 ) -> SysResult<Sys> {
-    if !d.readable() || write {
+    if !d.readable() {
         return Err(EBADF);
     }
     let nonblock = d.flags & super::O_NONBLOCK != 0;

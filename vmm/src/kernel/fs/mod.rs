@@ -25,6 +25,7 @@
 pub mod dir;
 pub mod epoll;
 pub mod eventfd;
+pub mod fifo;
 pub mod file_ops;
 pub mod io;
 pub mod locks;
@@ -264,7 +265,7 @@ impl Vfs {
         let d = self.descs.remove(&id).unwrap();
         if let Target::Io { obj, write } = d.target {
             // The last reference to a pipe's end or a socket: it closes.
-            self.io.release(obj, write);
+            self.io.release(obj, write, d.readable());
         }
         self.locks.drop_owner(locks::Owner::Desc(id), None);
         if let Some(ino) = d.ino() {

@@ -31,6 +31,9 @@ pub struct Pipe {
     pub cap: usize,
     pub readers: u32,
     pub writers: u32,
+    /// Set for a FIFO's pipe.
+    #[serde(default)]
+    pub fifo: Option<Box<super::fifo::Fifo>>,
 }
 
 impl Pipe {
@@ -64,6 +67,7 @@ fn make(k: &mut Kernel, fds: u64, flags: u64) -> SysResult<u64> {
         cap: PIPE_DEFAULT,
         readers: 1,
         writers: 1,
+        fifo: None,
     }))?;
     let path = format!("pipe:[{}]", 0x2000 + obj);
     let keep = flags & O_NONBLOCK;
@@ -120,6 +124,7 @@ pub fn read(
     c: PendingCall,
 ) -> SysResult<Sys> {
     let want = io::total_len(bufs);
+    super::fifo::settle(k, obj);
     let p = k.vfs.io.pipe(obj)?;
     if want == 0 {
         return Ok(Sys::Ret(0));
@@ -161,6 +166,7 @@ pub(crate) fn write(
 ) -> SysResult<Sys> {
     let done = k.io_resume(c.nr).done as usize;
     let total = src.total();
+    super::fifo::settle(k, obj);
     let p = k.vfs.io.pipe(obj)?;
     if p.readers == 0 {
         let tid = k.cur_tid();

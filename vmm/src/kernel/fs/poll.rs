@@ -32,7 +32,17 @@ pub(crate) fn ready(k: &mut Kernel, fd: i32) -> (u16, Option<ObjId>) {
             (POLLHUP | if more { READABLE } else { 0 }, None)
         }
         Target::Stdout | Target::Stderr => (WRITABLE, None),
-        Target::Io { obj, write } => (io::ready(&k.vfs.io, obj, write), Some(obj)),
+        Target::Io { obj, write } => {
+            // A FIFO open for both ends is ready for either.
+            let both = write && d.readable();
+            let r = io::ready(&k.vfs.io, obj, write)
+                | if both {
+                    io::ready(&k.vfs.io, obj, false)
+                } else {
+                    0
+                };
+            (r, Some(obj))
+        }
         _ => (READABLE | WRITABLE, None),
     }
 }

@@ -33,6 +33,7 @@ pub const S_IFLNK: u32 = 0o120000;
 pub const S_IFREG: u32 = 0o100000;
 pub const S_IFDIR: u32 = 0o040000;
 pub const S_IFCHR: u32 = 0o020000;
+pub const S_IFBLK: u32 = 0o060000;
 pub const S_IFIFO: u32 = 0o010000;
 
 /// The root directory's inode number (as on ext4).
