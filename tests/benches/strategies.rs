@@ -13,7 +13,15 @@
 //!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench strategies
 //!
 //! `REWIND_BENCH_SEEDS` changes the number of check seeds,
-//! `REWIND_BENCH_EXAMPLES` (comma-separated) the examples.
+//! `REWIND_BENCH_EXAMPLES` (comma-separated) the examples, and
+//! `REWIND_BENCH_JOBS` how many checks run at once (default 1; each check
+//! runs its schedules one at a time, so what is measured does not change).
+//! After each row it prints what the row cost: the runs it made and their
+//! wall time, so a strategy that misses (and so runs its whole budget)
+//! shows.
+//!
+//! Its stores are never replayed: the tests replay what they record, a
+//! benchmark only counts (replaying every run doubled the bench's time).
 
 use rewind_tests::Home;
 
@@ -36,7 +44,7 @@ const MEMORY: &[&str] = &["counter", "flag", "lazy", "lockfree", "twolocks"];
 
 /// What a check found: the position of the first violating schedule, or
 /// that schedule 0 itself violates.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Found {
     At(u64),
     Missed,
@@ -44,8 +52,9 @@ enum Found {
 }
 const SCHEDULES: u64 = 64;
 
-/// The position of the first violating schedule within SCHEDULES.
-fn needed(h: &Home, example: &str, points: &str, strategy: &str, seed: u64) -> Found {
+/// The position of the first violating schedule within SCHEDULES, and the
+/// runs the check made (schedule 0 included).
+fn needed(h: &Home, example: &str, points: &str, strategy: &str, seed: u64) -> (Found, u64) {
     let seed = seed.to_string();
     let schedules = SCHEDULES.to_string();
     let out = h.rewind(&[
@@ -71,17 +80,50 @@ fn needed(h: &Home, example: &str, points: &str, strategy: &str, seed: u64) -> F
     );
     let v: serde_json::Value = serde_json::from_str(out.stdout.trim())
         .unwrap_or_else(|e| panic!("check --json: {e}\n{out}"));
+    let tried = v["tried"].as_array().expect("tried");
+    let runs = 1 + tried.len() as u64;
     if v["base"]["violations"]
         .as_array()
         .is_some_and(|a| !a.is_empty())
     {
-        return Found::Schedule0;
+        return (Found::Schedule0, runs);
     }
-    let tried = v["tried"].as_array().expect("tried");
     match v["violations"].as_u64().unwrap_or(0) > 0 {
-        true => Found::At(tried.len() as u64),
-        false => Found::Missed,
+        true => (Found::At(tried.len() as u64), runs),
+        false => (Found::Missed, runs),
     }
+}
+
+/// What each check seed 0..seeds needs, `jobs` checks at a time, each in
+/// a store of its own; and the runs all of them made.
+fn seeds_needed(
+    example: &str,
+    points: &str,
+    strategy: &str,
+    seeds: u64,
+    jobs: u64,
+) -> (Vec<Found>, u64) {
+    let next = std::sync::atomic::AtomicU64::new(0);
+    let out = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.clamp(1, seeds.max(1)) {
+            s.spawn(|| {
+                let h = Home::unreplayed();
+                loop {
+                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if seed >= seeds {
+                        break;
+                    }
+                    let r = needed(&h, example, points, strategy, seed);
+                    out.lock().unwrap().push((seed, r));
+                }
+            });
+        }
+    });
+    let mut all = out.into_inner().unwrap();
+    all.sort_by_key(|(seed, _)| *seed);
+    let runs = all.iter().map(|(_, (_, r))| r).sum();
+    (all.into_iter().map(|(_, (f, _))| f).collect(), runs)
 }
 
 fn median(xs: Vec<Found>) -> String {
@@ -115,6 +157,10 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
+    let jobs: u64 = std::env::var("REWIND_BENCH_JOBS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
     let chosen = std::env::var("REWIND_BENCH_EXAMPLES").ok();
     let examples: Vec<&str> = match &chosen {
         Some(list) => list.split(',').collect(),
@@ -128,17 +174,24 @@ fn main() {
     println!();
     println!("| example | points | random | pct (depth 3) | bounded |");
     println!("| --- | --- | --- | --- | --- |");
+    let mut costs = Vec::new();
     for ex in &examples {
         let points: &[&str] = match MEMORY.contains(ex) {
             true => &["memory"],
             false => &["memory", "syscalls"],
         };
         for p in points {
-            // A store of its own for each row, removed after it.
-            let h = Home::new();
-            let random: Vec<_> = (0..seeds).map(|s| needed(&h, ex, p, "random", s)).collect();
-            let pct: Vec<_> = (0..seeds).map(|s| needed(&h, ex, p, "pct", s)).collect();
-            let bounded = match needed(&h, ex, p, "bounded", 0) {
+            let mut cost = format!("{ex}, {p} points:");
+            let mut timed = |strategy: &str, seeds: u64| {
+                let started = std::time::Instant::now();
+                let (found, runs) = seeds_needed(ex, p, strategy, seeds, jobs);
+                let wall = started.elapsed().as_secs_f64();
+                cost += &format!(" {strategy} {runs} runs in {wall:.0} s;");
+                found
+            };
+            let random = timed("random", seeds);
+            let pct = timed("pct", seeds);
+            let bounded = match timed("bounded", 1)[0] {
                 Found::At(n) => n.to_string(),
                 Found::Missed => format!(">{SCHEDULES}"),
                 Found::Schedule0 => "schedule 0 violates".into(),
@@ -148,7 +201,14 @@ fn main() {
                 median(random),
                 median(pct)
             );
+            eprintln!("cost: {cost}");
+            costs.push(cost);
         }
+    }
+    println!();
+    println!("what each row cost (runs made, schedule 0 included, and their wall time; {jobs} at a time):");
+    for c in costs {
+        println!("  {c}");
     }
     checks_per_second();
 }
@@ -162,7 +222,7 @@ fn checks_per_second() {
     let mut rates = Vec::new();
     for ex in ["bank-fixed", "counter-fixed"] {
         for p in ["syscalls", "memory"] {
-            let h = Home::new();
+            let h = Home::unreplayed();
             let schedules = RUNS.to_string();
             let started = std::time::Instant::now();
             let out = h.rewind(&[
@@ -198,7 +258,7 @@ fn checks_per_second() {
     let prog = rewind_tests::guest_arg("counter");
     let mut pair = Vec::new();
     for p in ["syscalls", "memory"] {
-        let h = Home::new();
+        let h = Home::unreplayed();
         let schedules = BIG_RUNS.to_string();
         let started = std::time::Instant::now();
         let out = h.rewind(&[

@@ -8,8 +8,10 @@
 //! schedule 0 has a second thread: `bounded` reschedules at its system calls
 //! and conflicting shared accesses from there, in step order, and finds
 //! every example whose racy window has no system call; `pct` draws its
-//! change points from where the threads start sharing data and finds some of
-//! them; neither flags a fixed twin. Every run recorded here is replayed.
+//! change points from where the threads start sharing data, among the
+//! system calls and the accesses to bytes schedule 0's threads conflict on
+//! (its k), and finds every one; neither flags a fixed twin. Every run
+//! recorded here is replayed.
 
 use rewind_tests::Home;
 
@@ -215,12 +217,16 @@ fn pct_finds_memory_point_examples_with_change_points_where_threads_share() {
             assert_eq!(bad["status"], "exited:2", "{v:#}");
             let id = bad["run"].as_str().unwrap();
             let args = remake_args(&h, id);
+            // DEPTH:STEPS:RANGES: k counts the steps on the conflicting bytes.
+            let pct = args.windows(2).find(|w| w[0] == "--pct").unwrap()[1].clone();
+            assert_eq!(pct.split(':').count(), 3, "{example}: --pct {pct}");
             let args: Vec<&str> = args.iter().map(String::as_str).chain(["-q"]).collect();
             assert_eq!(h.run(&args).id, id);
+            h.replay_identical(id);
             found.push(example);
         }
     }
-    assert!(found.len() >= 2, "PCT found only {found:?}");
+    assert_eq!(found, MEMORY_EXAMPLES, "PCT found only {found:?}");
 }
 
 #[test]

@@ -12,7 +12,10 @@
 //! gives each thread a random priority when it is first seen and always runs
 //! the highest-priority runnable thread; at `depth` - 1 change points, drawn
 //! among the window's first `steps` steps, the thread that made that step
-//! drops to priority 1..depth-1, below every initial one. A yielding thread
+//! drops to priority 1..depth-1, below every initial one. With `shared`
+//! ranges the steps counted are only system calls and accesses to those
+//! bytes (PCT's k is then the number of steps that can reorder what the
+//! threads share, not of every step). A yielding thread
 //! gives way to any other. Where its choice differs from what the policy
 //! would run, it is recorded as a switch to that thread, so the applied list
 //! replays the same run as an explicit schedule (forks, narrowing).
@@ -21,7 +24,7 @@
 //! neither the kernel nor `check` (which re-exports it) nor `store`
 //! (`vmm/tests/layers.rs`).
 
-use crate::run::{Manifest, Perturbation, Perturbed};
+use crate::run::{Manifest, Pct, Perturbation, Perturbed};
 use std::collections::BTreeMap;
 
 /// What the scheduler knows after a step, for a plan that picks threads.
@@ -34,6 +37,22 @@ pub struct Point<'a> {
     pub yielding: bool,
     /// The other runnable threads, in run-queue order.
     pub waiting: &'a [u32],
+    /// What the step was: a system call, an access (address, length), or
+    /// neither (a demand fault, a timeout). PCT counts some of them.
+    pub made: Made,
+}
+
+/// What a step was, for PCT's count of the steps that can reorder what
+/// threads share.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Made {
+    #[default]
+    Other,
+    Syscall,
+    Access {
+        addr: u64,
+        len: u64,
+    },
 }
 
 impl Point<'_> {
@@ -76,10 +95,17 @@ enum Plan {
         from: u64,
         until: u64,
         prefix: BTreeMap<u64, Perturbation>,
-        /// Change points: step -> the priority the thread making it drops to.
+        /// Change points: step (or, with `counted`, the index of a counted
+        /// step from `from`) -> the priority the thread making it drops to.
         change: BTreeMap<u64, u64>,
         /// Each thread's priority, drawn when it is first seen.
         prio: BTreeMap<u32, u64>,
+        /// Which steps PCT counts: every one (None) or only the system
+        /// calls and the accesses to schedule 0's conflicting bytes.
+        counted: Option<Pct>,
+        /// Counted steps seen from `from` on.
+        #[serde(default)]
+        seen: u64,
     },
 }
 
@@ -95,12 +121,15 @@ impl Perturber {
     pub fn from_manifest(m: &Manifest) -> Option<Perturber> {
         let explicit: BTreeMap<u64, Perturbation> =
             m.perturb.iter().map(|p| (p.step, p.what)).collect();
-        let plan = if let (true, Some(pct)) = (m.schedule != 0, m.pct) {
+        let plan = if let (true, Some(pct)) = (m.schedule != 0, &m.pct) {
             let mut rng = Rng::new(m.schedule.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x0050_4354);
             let from = m.schedule_from.unwrap_or(0);
+            let counted = (!pct.shared.is_empty()).then(|| pct.clone());
+            // Counted steps are numbered from 0; plain steps from `from`.
+            let base = if counted.is_some() { 0 } else { from };
             let mut change = BTreeMap::new();
             for i in 1..pct.depth.max(1) as u64 {
-                let at = from + rng.next_u64() % pct.steps.max(1);
+                let at = base.saturating_add(rng.next_u64() % pct.steps.max(1));
                 change.entry(at).or_insert(i);
             }
             Plan::Pct {
@@ -110,6 +139,8 @@ impl Perturber {
                 prefix: explicit,
                 change,
                 prio: BTreeMap::new(),
+                counted,
+                seen: 0,
             }
         } else if m.schedule != 0 {
             Plan::Seeded {
@@ -143,6 +174,8 @@ impl Perturber {
                 prefix,
                 change,
                 prio,
+                counted,
+                seen,
             } => {
                 if step < *from {
                     return prefix.get(&step).copied();
@@ -150,11 +183,22 @@ impl Perturber {
                 if step > *until {
                     return None;
                 }
+                let at = match counted {
+                    None => Some(step),
+                    Some(pct) => match pt.made {
+                        Made::Syscall => Some(*seen),
+                        Made::Access { addr, len } if pct.counts_access(addr, len) => Some(*seen),
+                        _ => None,
+                    },
+                };
+                if counted.is_some() && at.is_some() {
+                    *seen += 1;
+                }
                 for t in std::iter::once(pt.cur).chain(pt.waiting.iter().copied()) {
                     prio.entry(t)
                         .or_insert_with(|| PCT_BASE + (rng.next_u64() >> 32));
                 }
-                if let Some(&p) = change.get(&step) {
+                if let Some(&p) = at.and_then(|at| change.get(&at)) {
                     prio.insert(pt.cur, p);
                 }
                 let keeps = pt.cur_runnable && (!pt.yielding || pt.waiting.is_empty());

@@ -81,8 +81,9 @@ pub struct RunArgs {
     pub switch_at: Vec<(u64, u32)>,
     /// Make --schedule N a PCT schedule: DEPTH-1 priority change points
     /// among STEPS steps from --schedule-from (what `rewind check
-    /// --strategy pct` runs).
-    #[arg(long, value_name = "DEPTH:STEPS", value_parser = parse_pct)]
+    /// --strategy pct` runs); with RANGES (`0xADDR+LEN,...`), the steps
+    /// counted are only system calls and accesses to those bytes.
+    #[arg(long, value_name = "DEPTH:STEPS[:RANGES]", value_parser = parse_pct)]
     pub pct: Option<Pct>,
     /// Reseed the guest's randomness at this step (what `rewind check --seeds` runs).
     #[arg(long, value_name = "STEP:SEED", value_parser = parse_pair)]
@@ -244,7 +245,7 @@ pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
         perturb: explicit_perturbations(args)?,
         reseed: args.reseed,
         points: args.points.unwrap_or_default(),
-        pct: match (args.pct, args.schedule) {
+        pct: match (args.pct.clone(), args.schedule) {
             (Some(_), 0) => {
                 usage!("--pct makes --schedule N (N > 0) a PCT schedule: give --schedule")
             }
@@ -382,12 +383,42 @@ fn parse_switch(s: &str) -> Result<(u64, u32), String> {
 }
 
 fn parse_pct(s: &str) -> Result<Pct, String> {
-    let (depth, steps) = parse_pair(s)?;
+    let bad = || {
+        format!(
+            "`{s}`: expected DEPTH:STEPS[:RANGES], DEPTH from 1 to 64, STEPS above 0, \
+             RANGES sorted 0xADDR+LEN,..."
+        )
+    };
+    let (pair, ranges) = match s.match_indices(':').nth(1) {
+        Some((i, _)) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let (depth, steps) = parse_pair(pair).map_err(|_| bad())?;
+    let shared = match ranges {
+        None => Vec::new(),
+        Some(r) => r
+            .split(',')
+            .map(|one| {
+                let (addr, len) = one.split_once('+')?;
+                let addr = u64::from_str_radix(addr.strip_prefix("0x")?, 16).ok()?;
+                Some((addr, len.parse::<u64>().ok().filter(|l| *l > 0)?))
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(bad)?,
+    };
+    if shared
+        .windows(2)
+        .any(|w| w[0].0.saturating_add(w[0].1) > w[1].0)
+    {
+        return Err(bad());
+    }
     match u32::try_from(depth) {
-        Ok(depth @ 1..=64) if steps > 0 => Ok(Pct { depth, steps }),
-        _ => Err(format!(
-            "`{s}`: expected DEPTH:STEPS, DEPTH from 1 to 64 and STEPS above 0"
-        )),
+        Ok(depth @ 1..=64) if steps > 0 => Ok(Pct {
+            depth,
+            steps,
+            shared,
+        }),
+        _ => Err(bad()),
     }
 }
 

@@ -171,8 +171,17 @@ fn run_flags(
         if let Some(u) = m.schedule_until {
             flag("--schedule-until", u.to_string());
         }
-        if let Some(p) = m.pct {
-            flag("--pct", format!("{}:{}", p.depth, p.steps));
+        if let Some(p) = &m.pct {
+            let ranges: Vec<String> = p
+                .shared
+                .iter()
+                .map(|(a, l)| format!("{a:#x}+{l}"))
+                .collect();
+            let ranges = match ranges.is_empty() {
+                true => String::new(),
+                false => format!(":{}", ranges.join(",")),
+            };
+            flag("--pct", format!("{}:{}{ranges}", p.depth, p.steps));
         }
     }
     for p in &m.perturb {
@@ -602,11 +611,15 @@ pub fn main(args: ShowArgs) -> Result<i32> {
             u.map_or(String::new(), |u| u.to_string())
         ),
     };
-    let pct = match m.pct {
+    let pct = match &m.pct {
         Some(p) if m.schedule != 0 => format!(
-            ", PCT: {} priority change points among {} steps",
-            p.depth - 1,
-            p.steps
+            ", PCT: {} priority change points among {} steps{}",
+            p.depth.saturating_sub(1),
+            p.steps,
+            match p.shared.len() {
+                0 => String::new(),
+                n => format!(" (system calls and accesses to {n} shared byte ranges)"),
+            }
         ),
         _ => String::new(),
     };

@@ -282,12 +282,31 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// PCT's parameters: change points among the window's steps of schedule 0.
+    /// PCT's parameters: change points among the window's steps of
+    /// schedule 0; with memory points, among its system calls and accesses
+    /// to the bytes its threads conflict on (PCT's k is the number of steps
+    /// that can reorder what threads share: a change of priority at a step
+    /// that commutes with every other thread's is the same run as one at
+    /// that thread's next such step).
     fn pct(&self) -> Pct {
         let (from, until) = self.pct_range();
-        Pct {
-            depth: self.spec.depth.max(1),
-            steps: until.saturating_sub(from.unwrap_or(0)).max(1),
+        let depth = self.spec.depth.max(1);
+        let steps = until.saturating_sub(from.unwrap_or(0)).max(1);
+        match &self.window {
+            Some(w) if self.spec.parent.is_none() && !w.shared.is_empty() => {
+                let range = from.unwrap_or(0)..=until;
+                let counted = w.counted.iter().filter(|s| range.contains(s)).count();
+                Pct {
+                    depth,
+                    steps: (counted as u64).max(1),
+                    shared: w.shared.clone(),
+                }
+            }
+            _ => Pct {
+                depth,
+                steps,
+                shared: Vec::new(),
+            },
         }
     }
 

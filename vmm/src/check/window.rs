@@ -32,7 +32,18 @@ pub struct Window {
     /// only through system calls, or with syscall points): where threads
     /// are done setting themselves up and start sharing data.
     pub sharing_from: Option<u64>,
+    /// The bytes two threads of a process access, one of them writing, as
+    /// sorted (start, length) ranges: what PCT counts accesses to. Empty
+    /// when there are none, or more than `MAX_SHARED` ranges.
+    pub shared: Vec<(u64, u64)>,
+    /// The steps from `from` on that are system calls or accesses to
+    /// `shared`: the steps a PCT schedule counts.
+    pub counted: Vec<u64>,
 }
+
+/// The most ranges of shared bytes a PCT schedule's manifest carries;
+/// beyond it, PCT counts every step.
+pub const MAX_SHARED: usize = 4096;
 
 impl Window {
     pub fn of(events: &[Event], steps: u64) -> Window {
@@ -85,10 +96,49 @@ impl Window {
                 points.push(e.step);
             }
         }
+        let mut conflicting: Vec<u64> = bytes
+            .iter()
+            .filter(|(_, who)| who.len() > 1 && who.iter().any(|(_, w)| *w))
+            .map(|((_, b), _)| *b)
+            .collect();
+        conflicting.sort_unstable();
+        conflicting.dedup();
+        let mut shared: Vec<(u64, u64)> = Vec::new();
+        for b in conflicting {
+            match shared.last_mut() {
+                Some((s, l)) if *s + *l == b => *l += 1,
+                _ => shared.push((b, 1)),
+            }
+        }
+        if shared.len() > MAX_SHARED {
+            shared.clear();
+        }
+        let pct = crate::record::Pct {
+            depth: 0,
+            steps: 0,
+            shared,
+        };
+        let counted = events
+            .iter()
+            .filter(|e| e.step >= from)
+            .filter(|e| match &e.kind {
+                EventKind::Syscall { .. } => true,
+                EventKind::Access { addr, size, .. } => pct.counts_access(*addr, u64::from(*size)),
+                _ => false,
+            })
+            .map(|e| e.step)
+            .fold(Vec::new(), |mut v, s| {
+                if v.last() != Some(&s) {
+                    v.push(s);
+                }
+                v
+            });
         Window {
             from,
             points,
             sharing_from,
+            shared: pct.shared,
+            counted,
         }
     }
 }
@@ -153,6 +203,10 @@ mod tests {
         assert_eq!(w.from, 3);
         assert_eq!(w.points, vec![3, 6, 9]);
         assert_eq!(w.sharing_from, Some(6));
+        // Only 0x5004..0x5008 is both threads', one writing it; PCT counts
+        // the system call and every access overlapping it.
+        assert_eq!(w.shared, vec![(0x5004, 4)]);
+        assert_eq!(w.counted, vec![3, 6, 8, 9]);
     }
 
     #[test]

@@ -42,6 +42,7 @@ use super::Kernel;
 use crate::machine::layout::{MONITOR_END, PAGE_SIZE, USER_END};
 use crate::machine::Exit;
 use crate::run::{Access, EventKind};
+use crate::schedule::Made;
 use crate::EngineError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -91,6 +92,9 @@ pub struct MemPoints {
     /// how many it has made in a row, no other thread's between.
     #[serde(default)]
     runs: BTreeMap<(Pid, u64), (Tid, u32)>,
+    /// What the step being served is (PCT counts system calls and some accesses).
+    #[serde(default)]
+    pub made: Made,
 }
 
 /// Whether accesses to pages of this protection can race: data that can be
@@ -120,11 +124,13 @@ impl Kernel<'_> {
     /// Runs the guest to its next exit that is a step, completing memory
     /// points on the way. Every way of running the guest goes through here.
     pub fn run_guest(&mut self) -> Result<Exit, EngineError> {
+        self.points.made = Made::Other;
         loop {
             self.arm_pending();
             let exit = self.m.run()?;
             if exit == Exit::Syscall {
                 self.points.streak = 0;
+                self.points.made = Made::Syscall;
             }
             if self.points.armed.is_empty() {
                 return Ok(exit);
@@ -261,6 +267,10 @@ impl Kernel<'_> {
             Owner::Shared
         };
         self.points.owners.insert((pid, page), owner);
+        self.points.made = Made::Access {
+            addr: cr2,
+            len: u64::from(size),
+        };
         let at = self.symbols.describe(rip);
         self.emit(EventKind::Access {
             pc: rip,

@@ -262,6 +262,7 @@ impl Kernel<'_> {
             cur_runnable,
             yielding: self.sched.yield_now,
             waiting: &waiting,
+            made: self.points.made,
         };
         let Some(what) = p.planned(&point) else {
             return cur_runnable;

@@ -98,10 +98,29 @@ pub struct Manifest {
 
 /// PCT's parameters (Burckhardt et al., ASPLOS 2010): `depth` - 1 priority
 /// change points drawn among `steps` steps from the window's start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pct {
     pub depth: u32,
     pub steps: u64,
+    /// When not empty, the steps PCT counts (its k) are only the system
+    /// calls and the accesses to these byte ranges (start, length): where
+    /// schedule 0's threads conflict. A change of priority at any other
+    /// step is the same run as one at that thread's next counted step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<(u64, u64)>,
+}
+
+impl Pct {
+    /// Whether an access to `len` bytes at `addr` is one PCT counts.
+    pub fn counts_access(&self, addr: u64, len: u64) -> bool {
+        let end = addr.saturating_add(len.max(1));
+        // The last range starting before `end` is the only one that can overlap.
+        let i = self.shared.partition_point(|&(s, _)| s < end);
+        i > 0 && {
+            let (s, l) = self.shared[i - 1];
+            s.saturating_add(l) > addr
+        }
+    }
 }
 
 /// A run's scheduling points: every exit is one; `Memory` adds an exit at
@@ -366,6 +385,26 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pct_counts_accesses_that_overlap_a_shared_range() {
+        let pct = Pct {
+            depth: 3,
+            steps: 2,
+            shared: vec![(0x1000, 4), (0x2000, 8)],
+        };
+        assert!(pct.counts_access(0x1000, 4));
+        assert!(pct.counts_access(0x0ffc, 8), "ends inside the first range");
+        assert!(pct.counts_access(0x1003, 1));
+        assert!(!pct.counts_access(0x1004, 4), "just after it");
+        assert!(!pct.counts_access(0x0ffc, 4), "just before it");
+        assert!(
+            pct.counts_access(0x2004, 0),
+            "a size the decoder did not give"
+        );
+        assert!(!pct.counts_access(0x3000, 8));
+        assert!(!pct.counts_access(u64::MAX, u64::MAX));
+    }
 
     /// A manifest as `rewind run` writes it.
     fn good() -> Manifest {
