@@ -99,6 +99,47 @@ async function stopAfter(dc, request) {
   return [(await stopped).body, (await position).body];
 }
 
+/** pool.queue, named as the program names it: its value, and a data
+ * breakpoint on it of an access type (which gives the breakpoint's id). */
+async function poolQueue(dc, frameId) {
+  const info = (await dc.customRequest('dataBreakpointInfo', { name: 'pool.queue', frameId })).body;
+  assert.match(info.dataId, /^0x[0-9a-f]+\/8$/, JSON.stringify(info));
+  assert.deepEqual(info.accessTypes, ['write', 'read', 'readWrite']);
+  const addr = info.dataId.split('/')[0];
+  const queue = async () =>
+    Buffer.from((await dc.customRequest('readMemory', { memoryReference: addr, count: 8 })).body.data, 'base64').readBigUInt64LE();
+  const watch = async (accessType) => {
+    const w = (await dc.customRequest('setDataBreakpoints', { breakpoints: [{ dataId: info.dataId, accessType }] })).body;
+    assert.equal(w.breakpoints[0].verified, true, JSON.stringify(w));
+    return w.breakpoints[0].id;
+  };
+  return { queue, watch };
+}
+
+/** With a write watch on pool.queue (`writeId`), reverseContinue from the
+ * crash: main clears the queue. One instruction back is the store itself,
+ * the queue still set; forward again, the same stop. */
+async function backToTheClear(dc, { crashTid, writeId, queue, lineClear }) {
+  const [clear, clearPos] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: crashTid }));
+  assert.equal(clear.reason, 'data breakpoint');
+  assert.deepEqual(clear.hitBreakpointIds, [writeId]);
+  assert.match(clear.description, /^write of/);
+  assert.notEqual(clear.threadId, crashTid);
+  const after = await top(dc, clear.threadId);
+  assert.equal(after.name, 'main');
+  // Just after the store: the clear's line or the next with code.
+  assert.ok(after.line >= lineClear && after.line <= lineClear + 2, JSON.stringify(after));
+  assert.equal(await queue(), 0n);
+  await stopAfter(dc, () => dc.stepBackRequest({ threadId: clear.threadId, granularity: 'instruction' }));
+  const store = await top(dc, clear.threadId);
+  assert.deepEqual([store.name, store.line], ['main', lineClear]);
+  assert.notEqual(await queue(), 0n);
+  const [clear2, clear2Pos] = await stopAfter(dc, () => dc.continueRequest({ threadId: clear.threadId }));
+  assert.equal(clear2.reason, 'data breakpoint');
+  assert.deepEqual(clear2Pos.inStep, clearPos.inStep);
+  return clearPos;
+}
+
 test('the failing pool run opens at the crash, and steps both ways', async () => {
   const dc = await session();
   try {
@@ -220,42 +261,12 @@ test('pool: reverseContinue to a source breakpoint in worker; write, read and re
     assert.ok(pass >= 1, `pass = ${pass}`);
     await dc.setBreakpointsRequest({ source: { path: source }, breakpoints: [] });
 
-    // pool.queue, named as the program names it.
-    const info = (await dc.customRequest('dataBreakpointInfo', { name: 'pool.queue', frameId: here.id })).body;
-    assert.match(info.dataId, /^0x[0-9a-f]+\/8$/, JSON.stringify(info));
-    assert.deepEqual(info.accessTypes, ['write', 'read', 'readWrite']);
-    const addr = info.dataId.split('/')[0];
-    const queue = async () =>
-      Buffer.from((await dc.customRequest('readMemory', { memoryReference: addr, count: 8 })).body.data, 'base64').readBigUInt64LE();
-    const watch = async (accessType) => {
-      const w = (await dc.customRequest('setDataBreakpoints', { breakpoints: [{ dataId: info.dataId, accessType }] })).body;
-      assert.equal(w.breakpoints[0].verified, true, JSON.stringify(w));
-      return w.breakpoints[0].id;
-    };
-
+    const { queue, watch } = await poolQueue(dc, here.id);
     // A write watch, backwards from there: main cleared the queue between the
     // worker's read of the stop flag and its lock.
     const writeId = await watch('write');
-    const [clear, clearPos] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: crashTid }));
-    assert.equal(clear.reason, 'data breakpoint');
-    assert.deepEqual(clear.hitBreakpointIds, [writeId]);
-    assert.match(clear.description, /^write of/);
-    assert.notEqual(clear.threadId, crashTid);
+    const clearPos = await backToTheClear(dc, { crashTid, writeId, queue, lineClear: LINE_CLEAR });
     assert.ok(clearPos.step <= bpPos.step, JSON.stringify(clearPos));
-    const after = await top(dc, clear.threadId);
-    assert.equal(after.name, 'main');
-    // Just after the store: the clear's line or the next with code.
-    assert.ok(after.line >= LINE_CLEAR && after.line <= LINE_CLEAR + 2, JSON.stringify(after));
-    assert.equal(await queue(), 0n);
-    // One instruction back is the store itself, on the line that clears it, the queue still set.
-    await stopAfter(dc, () => dc.stepBackRequest({ threadId: clear.threadId, granularity: 'instruction' }));
-    const store = await top(dc, clear.threadId);
-    assert.deepEqual([store.name, store.line], ['main', LINE_CLEAR]);
-    assert.notEqual(await queue(), 0n);
-    // Forward from the store, the same watch stops at the same place.
-    const [clear2, clear2Pos] = await stopAfter(dc, () => dc.continueRequest({ threadId: clear.threadId }));
-    assert.equal(clear2.reason, 'data breakpoint');
-    assert.deepEqual(clear2Pos.inStep, clearPos.inStep);
 
     // A read watch, forward from the clear: the crashing worker loads the cleared pointer.
     const readId = await watch('read');
@@ -293,29 +304,48 @@ test('pool: reverseContinue to a source breakpoint in worker; write, read and re
   }
 });
 
-test('a run recorded with memory points refuses data breakpoints, saying why', async () => {
-  // `rewind check`'s default points: memory.
-  const made = JSON.parse(rewind('check', '--example', 'pool', '--json', '--schedules', '2', '--no-narrow'));
+test('pool as `rewind check` records it (memory points): data breakpoints on pool.queue both ways', async () => {
+  // `rewind check`'s default points: memory. The queue pointer's page is
+  // shared, so the engine hides it from ring 3 and each access is a step.
+  const p = JSON.parse(rewind('check', '--example', 'pool', '--json'));
+  const failing = /^killed/.test(p.narrowed.with.status) ? p.narrowed.with.run : p.narrowed.without.run;
   const dc = await session();
   try {
-    const [stopped] = await open(dc, { run: made.base.run, step: 40 });
-    const frame = (await dc.stackTraceRequest({ threadId: stopped.threadId })).body.stackFrames[0];
-    const info = (await dc.customRequest('dataBreakpointInfo', { name: 'pool.queue', frameId: frame.id })).body;
-    assert.equal(info.dataId, null);
-    assert.match(info.description, /memory scheduling points.*--points syscalls/);
-    await assert.rejects(
-      dc.customRequest('setDataBreakpoints', { breakpoints: [{ dataId: '0x4bb370/8' }] }),
-      /memory scheduling points/,
-    );
-    assert.deepEqual((await dc.customRequest('setDataBreakpoints', { breakpoints: [] })).body.breakpoints, []);
-    // Everything else goes on: a source breakpoint, backwards.
-    const source = (await dc.stackTraceRequest({ threadId: 1000 })).body.stackFrames.find((f) => f.source)?.source.path;
-    assert.ok(source, 'a frame of main with a source');
-    const lineOf = lineFinder(source);
-    await dc.setBreakpointsRequest({ source: { path: source }, breakpoints: [{ line: lineOf('pool.queue[pool.len++] =') }] });
-    const [bp] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: stopped.threadId }));
-    assert.equal(bp.reason, 'breakpoint');
-    assert.equal((await top(dc, bp.threadId)).name, 'main');
+    const [stopped, pos] = await open(dc, { run: failing });
+    assert.equal(stopped.reason, 'exception');
+    const crashTid = stopped.threadId;
+    const crash = await top(dc, crashTid);
+    assert.equal(crash.name, 'worker');
+    const lineOf = lineFinder(crash.source.path);
+    const LINE_CLEAR = lineOf('pool.queue = NULL;');
+    const LINE_COUNT = lineOf('cost += pool.queue[i].cost;');
+
+    const { queue, watch } = await poolQueue(dc, crash.id);
+    // Back from the crash with a write watch: main clears the queue.
+    const writeId = await watch('write');
+    const clearPos = await backToTheClear(dc, { crashTid, writeId, queue, lineClear: LINE_CLEAR });
+    assert.ok(clearPos.step < pos.step);
+
+    // readWrite, forward from the clear: the crashing worker loads the cleared pointer.
+    const rwId = await watch('readWrite');
+    const [load, loadPos] = await stopAfter(dc, () => dc.continueRequest({ threadId: crashTid }));
+    assert.equal(load.reason, 'data breakpoint');
+    assert.deepEqual(load.hitBreakpointIds, [rwId]);
+    assert.match(load.description, /^access of/);
+    assert.equal(load.threadId, crashTid);
+    const loading = await top(dc, crashTid);
+    assert.equal(loading.name, 'worker');
+    assert.ok(loading.line >= LINE_COUNT - 1 && loading.line <= LINE_COUNT, JSON.stringify(loading));
+    // reverseContinue from the load: the previous access is main's clear.
+    const [rw, rwPos] = await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: crashTid }));
+    assert.equal(rw.reason, 'data breakpoint');
+    assert.deepEqual(rwPos.inStep, clearPos.inStep);
+    // Without watches, on to the crash: at the step the recording made it.
+    await dc.customRequest('setDataBreakpoints', { breakpoints: [] });
+    const [end, endPos] = await stopAfter(dc, () => dc.continueRequest({ threadId: crashTid }));
+    assert.equal(end.reason, 'exception');
+    assert.equal(endPos.step, pos.step);
+    assert.ok(loadPos.step <= pos.step);
   } finally {
     await dc.stop();
   }

@@ -270,6 +270,19 @@ impl Home {
         self.dir.path()
     }
 
+    /// The failing run `rewind check --points POINTS --example EXAMPLE`
+    /// finds (the check must find one).
+    pub fn failing_example(&self, example: &str, points: &str) -> String {
+        let out = self.rewind(&["check", "--points", points, "--example", example]);
+        assert_eq!(out.code, 1, "check finds {example}'s failure:\n{out}");
+        out.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("failing: run "))
+            .unwrap_or_else(|| panic!("no failing run in:\n{out}"))
+            .trim()
+            .to_string()
+    }
+
     /// `rewind ARGS` with this home, standard input empty.
     pub fn rewind(&self, args: &[&str]) -> Output {
         self.rewind_env(args, &[])

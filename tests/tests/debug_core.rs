@@ -1,8 +1,9 @@
 //! The debug-session core (`vmm::debug`) on the failing run of the `pool`
 //! example: breakpoints hidden from memory reads, single steps and reverse
 //! single steps through the same positions, reverse-continue back to the
-//! previous hit, a write watchpoint on the queue pointer, and reverse
-//! execution refused once memory was written. The run still replays
+//! previous hit, write, read and access watchpoints on the queue pointer
+//! (on a run recorded with memory scheduling points too), and reverse
+//! execution refused once memory was written. The runs still replay
 //! identically afterwards.
 
 use object::{Object, ObjectSymbol};
@@ -11,14 +12,7 @@ use vmm::debug::{DebugError, Origin, Session, Stop, Watch, WatchKind};
 
 /// The failing run `rewind check --example pool` finds (a worker's SIGSEGV).
 pub fn failing_pool(home: &Home) -> String {
-    let out = home.rewind(&["check", "--points", "syscalls", "--example", "pool"]);
-    assert_eq!(out.code, 1, "check finds the pool's crash:\n{out}");
-    out.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("failing: run "))
-        .unwrap_or_else(|| panic!("no failing run in:\n{out}"))
-        .trim()
-        .to_string()
+    home.failing_example("pool", "syscalls")
 }
 
 fn symbol(elf: &[u8], name: &str) -> u64 {
@@ -27,6 +21,25 @@ fn symbol(elf: &[u8], name: &str) -> u64 {
         .find(|s| s.name() == Ok(name))
         .unwrap_or_else(|| panic!("no symbol {name}"))
         .address()
+}
+
+/// Adds `w`, continues, and expects to stop at it: the thread that hit it.
+fn stop_at_watch(s: &mut Session, w: Watch) -> vmm::kernel::task::Tid {
+    s.add_watch(w);
+    match s.cont().unwrap() {
+        Stop::Watch { tid, watch, .. } if watch == w => tid,
+        other => panic!("{w:?}: {other:?}"),
+    }
+}
+
+/// A read watch on the upper half of the 8-byte pointer at `addr`: a load
+/// of the whole pointer starts below it.
+fn upper_half(addr: u64) -> Watch {
+    Watch {
+        addr: addr + 4,
+        len: 4,
+        kind: WatchKind::Read,
+    }
 }
 
 fn open(home: &Home, id: &str, step: u64) -> Session {
@@ -109,16 +122,15 @@ fn breakpoints_steps_reverse_and_watchpoints_on_pool() {
         len: 8,
         kind: WatchKind::Write,
     };
-    s.add_watch(w);
-    let stop = s.cont().unwrap();
-    assert!(
-        matches!(stop, Stop::Watch { tid: 1000, watch, .. } if watch == w),
-        "{stop:?}"
-    );
+    assert_eq!(stop_at_watch(&mut s, w), 1000);
     assert_eq!(s.read_memory(queue, 8).unwrap(), vec![0; 8]);
     let cleared = s.position().unwrap();
-    // Going on, the worker crashes on the freed queue.
+    // A read watch on the pointer's upper half: the worker's load of the
+    // whole pointer starts below it, and is seen.
     s.remove_watch(w);
+    assert_eq!(stop_at_watch(&mut s, upper_half(queue)), 1002);
+    s.remove_watch(upper_half(queue));
+    // Going on, the worker crashes on the freed queue.
     assert!(matches!(
         s.cont().unwrap(),
         Stop::Signal {
@@ -140,6 +152,90 @@ fn breakpoints_steps_reverse_and_watchpoints_on_pool() {
         s.reverse_step_instruction(),
         Err(DebugError::Diverged)
     ));
+    drop(s);
+    home.replay_identical(&id);
+}
+
+/// The steps of the run's recorded events (accesses too) that hold `what`.
+fn recorded_steps(home: &Home, id: &str, what: &str) -> Vec<u64> {
+    let out = home.rewind(&["events", "--accesses", id]);
+    out.stdout
+        .lines()
+        .filter(|l| l.contains(what))
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+/// Watchpoints on a run recorded with memory scheduling points: the queue
+/// pointer's page is one the kernel hides from ring 3 (main and the workers
+/// share it), so every access to it is a step; a watch on it sees main's
+/// write and a worker's read where the recording made them (a read watch on
+/// the pointer's upper half too), the fork still reaches the crash at the
+/// recorded step, and reverse-continue is back at the read.
+#[test]
+fn watchpoints_on_a_run_with_memory_points() {
+    let home = Home::new();
+    let id = home.failing_example("pool", "memory");
+    let shutdown = recorded_steps(&home, &id, "main: shutting down")[0];
+    let mut s = open(&home, &id, shutdown);
+    let queue = symbol(&s.program().unwrap(), "pool") + 48;
+    let hex = format!("{queue:#x} (8 bytes)");
+    // The recording's points on the queue pointer: main's write, then the
+    // dying worker's read.
+    let writes = recorded_steps(&home, &id, &format!("write {hex}"));
+    let reads = recorded_steps(&home, &id, &format!("read {hex}"));
+    let segv = recorded_steps(&home, &id, "SIGSEGV")[0];
+    let (cleared, last_read) = (writes[0], *reads.last().unwrap());
+    assert!(shutdown < cleared && cleared < last_read && last_read < segv);
+
+    let write = Watch {
+        addr: queue,
+        len: 8,
+        kind: WatchKind::Write,
+    };
+    assert_eq!(stop_at_watch(&mut s, write), 1000);
+    assert_eq!(s.read_memory(queue, 8).unwrap(), vec![0; 8]);
+    // The access completes after its point was served, before main's next one.
+    assert!(s.step() >= cleared, "{} < {cleared}", s.step());
+    let at_clear = s.position().unwrap();
+
+    let access = Watch {
+        kind: WatchKind::Access,
+        ..write
+    };
+    let reader = stop_at_watch(&mut s, access);
+    assert_ne!(reader, 1000, "a worker reads it");
+    assert!(s.step() >= last_read, "{} < {last_read}", s.step());
+    let at_read = s.position().unwrap();
+    // The same load seen by a read watch on the pointer's upper half (the
+    // load starts below it), from the clear again.
+    s.go_to(at_clear).unwrap();
+    s.remove_watch(access);
+    assert_eq!(stop_at_watch(&mut s, upper_half(queue)), reader);
+    assert_eq!(s.position().unwrap(), at_read);
+    s.remove_watch(upper_half(queue));
+    s.add_watch(access);
+
+    // On to the crash, at the recorded step: the watches took no step.
+    let stop = s.cont().unwrap();
+    assert_eq!(
+        stop,
+        Stop::Signal {
+            tid: reader,
+            signo: 11
+        }
+    );
+    assert_eq!(s.step() + 1, segv, "the fault is served as the next step");
+
+    // reverse-continue: back at the read, then at the write.
+    assert!(matches!(s.reverse_cont().unwrap(), Stop::Watch { tid, .. } if tid == reader));
+    assert_eq!(s.position().unwrap(), at_read);
+    s.remove_watch(access);
+    assert!(matches!(
+        s.reverse_cont().unwrap(),
+        Stop::Watch { tid: 1000, .. }
+    ));
+    assert_eq!(s.position().unwrap(), at_clear);
     drop(s);
     home.replay_identical(&id);
 }

@@ -7,16 +7,9 @@
 use rewind_tests::{Home, Output};
 use std::path::Path;
 
-/// The failing run `rewind check --example pool` finds.
+/// The failing run `rewind check --points syscalls --example pool` finds.
 fn failing_pool(home: &Home) -> String {
-    let out = home.rewind(&["check", "--points", "syscalls", "--example", "pool"]);
-    assert_eq!(out.code, 1, "check finds the pool's crash:\n{out}");
-    out.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("failing: run "))
-        .unwrap_or_else(|| panic!("no failing run in:\n{out}"))
-        .trim()
-        .to_string()
+    home.failing_example("pool", "syscalls")
 }
 
 /// The step of the first event whose line contains `what`.
@@ -131,6 +124,56 @@ fn watchpoints_and_reverse_execution() {
     // reverse-continue is back at the read in the worker.
     let back = text[segv..].find("Value = (struct job *) 0x0").expect(text) + segv;
     assert!(text[back..].contains("in worker (arg=0x1)"), "{out}");
+    home.replay_identical(&id);
+}
+
+/// The same on the run `rewind check` gives by default, recorded with
+/// memory scheduling points: the queue pointer's page is shared, so the
+/// kernel hides it from ring 3 and every access to it is a step. `watch -l`
+/// stops where main clears it, `awatch` where the worker then reads it, the
+/// worker still dies where the recording did, and `reverse-continue` goes
+/// back through the read to the write.
+#[test]
+fn watchpoints_on_a_run_with_memory_points() {
+    let home = Home::new();
+    let id = home.failing_example("pool", "memory");
+    let at = step_of(&home, &id, "main: shutting down");
+    let out = gdb(
+        &home,
+        &id,
+        &at,
+        &[
+            "watch -l pool.queue",
+            "continue",
+            "bt 1",
+            "awatch -l pool.queue",
+            "continue",
+            "bt 1",
+            "continue",
+            "bt 1",
+            "reverse-continue",
+            "bt 1",
+            "reverse-continue",
+            "bt 1",
+        ],
+    );
+    let text = &out.stdout;
+    let after = |from: usize, what: &str| {
+        text[from..]
+            .find(what)
+            .map(|i| i + from)
+            .unwrap_or_else(|| panic!("no `{what}` after byte {from}:\n{out}"))
+    };
+    let cleared = after(0, "New value = (struct job *) 0x0");
+    let main_frame = after(cleared, "#0  main () at");
+    let read = after(main_frame, "Value = (struct job *) 0x0");
+    let worker_frame = after(read, "in worker (arg=");
+    let segv = after(worker_frame, "received signal SIGSEGV");
+    // reverse-continue: the worker's read, then main's write (an access too).
+    let back = after(segv, "Value = (struct job *) 0x0");
+    let back_in_worker = after(back, "in worker (arg=");
+    let again = after(back_in_worker, "Value = (struct job *) 0x0");
+    after(again, "#0  main () at");
     home.replay_identical(&id);
 }
 

@@ -420,9 +420,6 @@ impl Session {
         &mut self,
         a: DataBreakpointInfoArguments,
     ) -> Result<Option<Value>> {
-        if let Some(why) = self.no_watches()? {
-            return Ok(Some(json!({"dataId": null, "description": why})));
-        }
         // A variable (in a scope or a value), or an expression over the
         // frame's variables (`balance`, `head->next`).
         let by_name = self.data_of(a.variables_reference, &a.name, a.frame_id);
@@ -471,33 +468,10 @@ impl Session {
         Ok(Some(data_info(addr, len, &a.name)))
     }
 
-    /// Why the open run cannot have data breakpoints, if it cannot: under
-    /// memory scheduling points the engine hides shared pages from ring 3
-    /// (the U bit, per thread), and the debug core's watch protection gives
-    /// a watched page the program's permissions back, so the run's memory
-    /// points would be missed and the machine would leave the recording.
-    fn no_watches(&self) -> Result<Option<String>> {
-        let m = &self.open()?.run.manifest;
-        let memory = std::iter::once(m.points)
-            .chain(m.points_after.iter().map(|(_, p)| *p))
-            .any(|p| p == vmm::record::Points::Memory);
-        Ok(memory.then(|| {
-            "data breakpoints are not available on a run recorded with memory scheduling \
-             points (`--points memory`, `rewind check`'s default): watching its pages would \
-             lose the run's points; record it with `--points syscalls`"
-                .to_string()
-        }))
-    }
-
     pub fn set_data_breakpoints(
         &mut self,
         a: SetDataBreakpointsArguments,
     ) -> Result<Option<Value>> {
-        if !a.breakpoints.is_empty() {
-            if let Some(why) = self.no_watches()? {
-                bail!(why);
-            }
-        }
         let mut bps = Vec::new();
         let mut out = Vec::new();
         for b in &a.breakpoints {

@@ -6,9 +6,10 @@
 use super::{DebugError, Op, Position, Session, Stop, Watch, WatchKind, PTE_ADDR};
 use crate::kernel::signal::{SIGBUS, SIGFPE, SIGILL, SIGSEGV, SIGTRAP};
 use crate::kernel::task::Tid;
+use crate::machine::insn::{memory_operands, AddrRegs, MemAccess};
 use crate::machine::layout::PAGE_SIZE;
 use crate::machine::paging::{PTE_PRESENT, PTE_USER, PTE_WRITE};
-use crate::machine::{Exit, Perm};
+use crate::machine::Exit;
 use crate::record::ExitStatus;
 use std::collections::BTreeMap;
 
@@ -21,6 +22,9 @@ const PF_PRESENT: u64 = 1;
 const PF_WRITE: u64 = 2;
 const PF_FETCH: u64 = 16;
 const INT3: u8 = 0xcc;
+const PTE_NX: u64 = 1 << 63;
+/// The longest x86 instruction.
+const MAX_INSN: usize = 15;
 
 /// How the machine came to be before an instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,11 +67,26 @@ pub(super) enum Ev {
     Ended(ExitStatus),
 }
 
-/// A watched page opened for one instruction.
+/// A watched page's protection, on top of the kernel's own view of it
+/// (which memory points change: a page another thread touched is hidden
+/// from ring 3). The kernel only ever sees `kernel`: the debugger lifts its
+/// layer before the kernel serves an exit and lays it again after.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Layer {
+    /// The entry as the kernel keeps it.
+    kernel: u64,
+    /// The entry the debugger set: `kernel` less what the watches take.
+    set: u64,
+}
+
+/// An instruction watched as it runs: one that faulted on a page the
+/// debugger protected (opened for it), or that completes a memory point on a
+/// watched page the kernel hides.
 struct Opened {
-    page: u64,
-    cr2: u64,
-    error_code: u64,
+    /// Pages given their kernel entries for the instruction.
+    pages: Vec<u64>,
+    /// The memory it touches, decoded before it ran.
+    touches: Vec<MemAccess>,
     before: Vec<(Watch, Vec<u8>)>,
 }
 
@@ -76,11 +95,16 @@ fn byte_at(ram: &crate::machine::memory::GuestRam, pa: u64) -> Option<u8> {
     ram.slice(pa, 1).ok().map(|b| b[0])
 }
 
-fn perm_of(p: crate::kernel::mm::Prot) -> Perm {
-    Perm {
-        write: p.write,
-        exec: p.exec,
-    }
+/// Whether a present entry lets ring 3 make the access a #PF's error code says.
+fn permits(pte: u64, error_code: u64) -> bool {
+    pte & PTE_USER != 0
+        && (error_code & PF_WRITE == 0 || pte & PTE_WRITE != 0)
+        && (error_code & PF_FETCH == 0 || pte & PTE_NX == 0)
+}
+
+/// Whether `[addr, addr + len)` meets the page at `page`.
+fn on_page(addr: u64, len: u64, page: u64) -> bool {
+    addr < page + PAGE_SIZE && page <= addr.saturating_add(len.max(1) - 1)
 }
 
 impl Session {
@@ -228,31 +252,37 @@ impl Session {
             .copied()
             .collect();
         for page in unwatched {
-            l.protected.remove(&page);
-            if let Some((_, v)) = p.mm.vma_at(page) {
-                pt.protect(ram, page, perm_of(v.prot));
+            let layer = l.protected.remove(&page).unwrap();
+            if pt.entry(ram, page) == Some(layer.set) {
+                pt.set_entry(ram, page, layer.kernel);
             }
         }
         for (page, mask) in masks {
-            let Some((_, v)) = p.mm.vma_at(page) else {
-                l.protected.remove(&page);
-                continue;
-            };
-            if !(v.prot.read || v.prot.write || v.prot.exec) {
-                continue;
-            }
             let Some(cur) = pt.entry(ram, page).filter(|e| e & PTE_PRESENT != 0) else {
                 l.protected.remove(&page);
                 continue;
             };
-            pt.protect(ram, page, perm_of(v.prot));
-            let normal = pt.entry(ram, page).unwrap_or(cur);
-            let want = normal & !mask;
-            pt.set_entry(ram, page, want);
-            l.protected.insert(page, want);
-            if cur != want {
+            // What the kernel keeps, and what the guest may have cached.
+            let (kernel, ran) = match l.protected.get(&page) {
+                Some(layer) if layer.set == cur => (layer.kernel, layer.set),
+                Some(layer) => (cur, layer.set),
+                None => (cur, cur),
+            };
+            if kernel & PTE_USER == 0 {
+                // Hidden by the kernel (a memory point's page, PROT_NONE):
+                // every access of ring 3 faults into the kernel already, and
+                // a point's access is watched as it completes.
+                l.protected.remove(&page);
+                continue;
+            }
+            let want = kernel & !mask;
+            if want != cur {
+                pt.set_entry(ram, page, want);
+            }
+            if ran & !want & (PTE_USER | PTE_WRITE) != 0 {
                 flush = true;
             }
+            l.protected.insert(page, Layer { kernel, set: want });
         }
         if flush {
             if let Err(e) = l.k.m.flush_tlb() {
@@ -261,27 +291,53 @@ impl Session {
         }
     }
 
-    /// Gives a watched page its program's permissions for one instruction.
-    fn open_page(&mut self, page: u64) {
+    /// Gives the kernel its view of every watched page back, before it
+    /// serves an exit (granting access needs no flush).
+    fn lift_watches(&mut self) {
         let pid = self.pid;
         let l = &mut self.live;
-        if let Some(p) = l.k.procs.get(&pid) {
-            if let Some((_, v)) = p.mm.vma_at(page) {
-                p.mm.pt.protect(&mut l.k.m.ram, page, perm_of(v.prot));
+        let Some(p) = l.k.procs.get(&pid) else {
+            return;
+        };
+        for (page, layer) in &l.protected {
+            if p.mm.pt.entry(&mut l.k.m.ram, *page) == Some(layer.set) {
+                p.mm.pt.set_entry(&mut l.k.m.ram, *page, layer.kernel);
             }
         }
     }
 
-    /// The watched bytes on `page`, before an instruction touches them.
-    fn watched_bytes(&mut self, page: u64) -> Vec<(Watch, Vec<u8>)> {
-        let ws: Vec<Watch> = self
-            .watches
-            .iter()
-            .filter(|w| {
-                w.addr < page + PAGE_SIZE && page <= w.addr.saturating_add(w.len.max(1) - 1)
-            })
-            .copied()
-            .collect();
+    /// Whether a present-page fault is the debugger's: on a page it
+    /// protected, for an access the kernel's own view allows.
+    fn watch_fault(&self, cr2: u64, error_code: u64) -> bool {
+        error_code & PF_PRESENT != 0
+            && self
+                .live
+                .protected
+                .get(&(cr2 & !(PAGE_SIZE - 1)))
+                .is_some_and(|l| permits(l.kernel, error_code))
+    }
+
+    /// Gives a watched page its kernel entry for one instruction.
+    fn open_page(&mut self, page: u64) {
+        let pid = self.pid;
+        let l = &mut self.live;
+        if let (Some(p), Some(layer)) = (l.k.procs.get(&pid), l.protected.get(&page)) {
+            p.mm.pt.set_entry(&mut l.k.m.ram, page, layer.kernel);
+        }
+    }
+
+    /// Protects the pages an instruction had open again: the guest may have
+    /// cached them open, so they are laid again as new (with a flush).
+    fn reprotect(&mut self, o: &Opened) {
+        for p in &o.pages {
+            self.live.protected.remove(p);
+        }
+        self.sync_traps();
+    }
+
+    /// Every watched range's bytes, before an instruction touches them.
+    fn watched_bytes(&mut self) -> Vec<(Watch, Vec<u8>)> {
+        let ws = self.watches.clone();
         ws.into_iter()
             .map(|w| {
                 let b = self.read_memory(w.addr, w.len as usize).unwrap_or_default();
@@ -290,19 +346,72 @@ impl Session {
             .collect()
     }
 
-    /// Which watch the instruction that faulted on an opened page hit.
-    fn watch_hit(&mut self, o: &Opened) -> Option<Watch> {
-        if o.error_code & PF_FETCH != 0 {
+    /// The memory the instruction at rip touches, from its registers now
+    /// (before it runs); without a decoding, the fault's address and kind.
+    fn touches(&mut self, fault: Option<(u64, u64)>) -> Vec<MemAccess> {
+        let rip = self.rip();
+        let to_page_end = (PAGE_SIZE - (rip & (PAGE_SIZE - 1))) as usize;
+        let bytes = self
+            .read_memory(rip, MAX_INSN)
+            .or_else(|_| self.read_memory(rip, to_page_end.min(MAX_INSN)))
+            .unwrap_or_default();
+        let m = &self.live.k.m;
+        let regs = AddrRegs {
+            regs: m.regs(),
+            fs_base: m.fs_base(),
+            gs_base: m.gs_base(),
+        };
+        let decoded = memory_operands(&bytes, rip, Some(&regs))
+            .map(|ops| ops.accesses)
+            .filter(|a| !a.is_empty() && a.iter().all(|a| a.addr.is_some()));
+        match (decoded, fault) {
+            (Some(a), _) => a,
+            (None, Some((cr2, error_code))) if error_code & PF_FETCH == 0 => {
+                let write = error_code & PF_WRITE != 0;
+                vec![MemAccess {
+                    addr: Some(cr2),
+                    size: 1,
+                    read: !write,
+                    write,
+                }]
+            }
+            (None, _) => Vec::new(),
+        }
+    }
+
+    /// The running thread's access of a memory point on a watched page,
+    /// about to complete: it is watched as it runs.
+    fn completing_point(&mut self) -> Option<Opened> {
+        let tid = self.live.k.cur_tid();
+        let pages = self.live.k.points.pending_pages(tid);
+        let watched = pages
+            .iter()
+            .any(|p| self.watches.iter().any(|w| on_page(w.addr, w.len, *p)));
+        if !watched {
             return None;
         }
-        let write = o.error_code & PF_WRITE != 0;
+        Some(Opened {
+            pages: Vec::new(),
+            touches: self.touches(None),
+            before: self.watched_bytes(),
+        })
+    }
+
+    /// Which watch the instruction just run hit: bytes of it read or
+    /// written (a read that starts below the range and runs into it too),
+    /// or its value changed.
+    fn watch_hit(&mut self, o: &Opened) -> Option<Watch> {
         for (w, before) in &o.before {
             let after = self.read_memory(w.addr, w.len as usize).unwrap_or_default();
-            let inside = (w.addr..w.addr.saturating_add(w.len)).contains(&o.cr2);
+            let changed = after != *before;
+            let on = |f: fn(&MemAccess) -> bool| {
+                o.touches.iter().any(|a| f(a) && a.meets(w.addr, w.len))
+            };
+            let (read, write) = (on(|a| a.read), on(|a| a.write));
             let hit = match w.kind {
-                WatchKind::Write => write && (inside || after != *before),
-                WatchKind::Read => !write && inside,
-                WatchKind::Access => inside || after != *before,
+                WatchKind::Write => write || changed,
+                WatchKind::Read => read,
+                WatchKind::Access => read || write || changed,
             };
             if hit {
                 return Some(*w);
@@ -342,6 +451,7 @@ impl Session {
 
     /// Hands an exit to the kernel: it is the next step.
     fn serve_exit(&mut self, exit: Exit) -> Result<Ev, DebugError> {
+        self.lift_watches();
         let k = &mut self.live.k;
         k.serve(exit);
         if let Some(e) = k.take_failure() {
@@ -384,13 +494,13 @@ impl Session {
             if let Some((pa, orig)) = lifted {
                 let _ = self.live.k.m.ram.write(pa, &[orig]);
             }
-            let tf = stepping || lifted.is_some();
+            let mut opened = self.completing_point();
+            let tf = stepping || lifted.is_some() || opened.is_some();
             if tf {
                 self.set_tf(true);
             }
             // A memory point's #DB handler exits to us while we single-step.
             self.live.k.m.set_debug_exits(tf);
-            let mut opened: Option<Opened> = None;
             let exit = loop {
                 let exit = self.live.k.run_guest()?;
                 match exit {
@@ -398,19 +508,17 @@ impl Session {
                         vector: VEC_PAGE_FAULT,
                         error_code,
                         cr2,
-                    } if error_code & PF_PRESENT != 0
-                        && self.live.protected.contains_key(&(cr2 & !(PAGE_SIZE - 1)))
-                        && self.fatal_signal(&exit).is_none() =>
-                    {
+                    } if self.watch_fault(cr2, error_code) => {
                         let page = cr2 & !(PAGE_SIZE - 1);
-                        if opened.is_none() {
-                            let before = self.watched_bytes(page);
-                            opened = Some(Opened {
-                                page,
-                                cr2,
-                                error_code,
-                                before,
-                            });
+                        match &mut opened {
+                            Some(o) => o.pages.push(page),
+                            None => {
+                                opened = Some(Opened {
+                                    pages: vec![page],
+                                    touches: self.touches(Some((cr2, error_code))),
+                                    before: self.watched_bytes(),
+                                })
+                            }
                         }
                         self.open_page(page);
                         self.set_tf(true);
@@ -428,8 +536,8 @@ impl Session {
                 Exit::Interrupted => {
                     relift(self);
                     self.set_tf(false);
-                    if opened.is_some() {
-                        self.sync_traps();
+                    if let Some(o) = &opened {
+                        self.reprotect(o);
                     }
                 }
                 Exit::Exception {
@@ -440,9 +548,7 @@ impl Session {
                     let hit = match &opened {
                         Some(o) => {
                             let h = self.watch_hit(o);
-                            // Protect the page again (the permission taken away needs a flush).
-                            self.live.protected.remove(&o.page);
-                            self.sync_traps();
+                            self.reprotect(o);
                             h
                         }
                         None => None,
@@ -478,12 +584,15 @@ impl Session {
                             r.r11 &= !TF;
                         }
                     }
-                    relift(self);
-                    if opened.is_some() {
-                        self.live.protected.clear();
-                        self.sync_traps();
+                    if let Some(o) = &opened {
+                        // Laid again (with a flush) after the exit is served.
+                        for p in &o.pages {
+                            self.live.protected.remove(p);
+                        }
                     }
                     if let Some(signo) = self.fatal_signal(&real) {
+                        relift(self);
+                        self.sync_traps();
                         self.live.pending = Some(real);
                         let ev = Ev::Signal(self.here(), signo);
                         if on(&ev) {
@@ -491,6 +600,9 @@ impl Session {
                         }
                         continue;
                     }
+                    // The kernel serves it with the program's byte under an
+                    // `int3` of ours lifted (it decodes the instruction of a
+                    // memory point): the new span puts the `int3` back.
                     let ev = self.serve_exit(real)?;
                     if on(&ev) {
                         return Ok(ev);

@@ -210,8 +210,8 @@ struct Live {
     route: Vec<Op>,
     /// A fault seen and not yet served (a stop before its signal).
     pending: Option<crate::machine::Exit>,
-    /// Pages protected for watchpoints: page -> the entry the monitor set.
-    protected: BTreeMap<u64, u64>,
+    /// Pages protected for watchpoints, over the kernel's entries.
+    protected: BTreeMap<u64, exec::Layer>,
     ended: Option<ExitStatus>,
 }
 

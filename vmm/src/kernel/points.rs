@@ -40,7 +40,7 @@ use super::mm::{page_down, Prot};
 use super::task::{Pid, Tid};
 use super::Kernel;
 use crate::machine::layout::{MONITOR_END, PAGE_SIZE, USER_END};
-use crate::machine::Exit;
+use crate::machine::{insn, Exit};
 use crate::run::{Access, EventKind};
 use crate::schedule::Made;
 use crate::EngineError;
@@ -111,6 +111,15 @@ impl MemPoints {
         }
     }
 
+    /// The pages of the access of `tid` that waits to complete when it
+    /// next runs (a point made, its instruction not yet run).
+    pub fn pending_pages(&self, tid: Tid) -> &[u64] {
+        match &self.pending {
+            Some((t, pages)) if *t == tid => pages,
+            _ => &[],
+        }
+    }
+
     /// Pages known shared, for reports and tests.
     pub fn shared_pages(&self) -> usize {
         self.owners
@@ -145,6 +154,10 @@ impl Kernel<'_> {
                 // Several pages: the #DB came to the monitor. Part of the point, not a step.
                 let pages = std::mem::take(&mut self.points.armed);
                 self.hide(&pages)?;
+                if self.m.debug_exits() {
+                    // A debugger single-stepping: the #DB ends its step too.
+                    return Ok(exit);
+                }
                 self.m.disarm_point();
                 continue;
             }
@@ -308,7 +321,6 @@ impl Kernel<'_> {
     /// reads, writes or is atomic (from the #PF's error code when the
     /// instruction cannot be read or decoded).
     fn decode_access(&mut self, rip: u64, error_code: u64) -> (u32, Access) {
-        use iced_x86::{Decoder, DecoderOptions, InstructionInfoFactory, Mnemonic, OpAccess};
         let fallback = if error_code & PF_WRITE != 0 {
             Access::Write
         } else {
@@ -322,28 +334,19 @@ impl Kernel<'_> {
                 Err(_) => break,
             }
         }
-        let mut d = Decoder::with_ip(64, &bytes, rip, DecoderOptions::NONE);
-        let insn = d.decode();
-        if insn.is_invalid() {
-            return (0, fallback);
-        }
-        let mut factory = InstructionInfoFactory::new();
-        let info = factory.info(&insn);
-        let Some(mem) = info.used_memory().first() else {
+        let Some(ops) = insn::memory_operands(&bytes, rip, None) else {
             return (0, fallback);
         };
-        let size = mem.memory_size().size() as u32;
-        let atomic = insn.has_lock_prefix() || insn.mnemonic() == Mnemonic::Xchg;
-        let access = match mem.access() {
-            _ if atomic => Access::Atomic,
-            OpAccess::Read | OpAccess::CondRead => Access::Read,
-            OpAccess::Write
-            | OpAccess::CondWrite
-            | OpAccess::ReadWrite
-            | OpAccess::ReadCondWrite => Access::Write,
+        let Some(mem) = ops.accesses.first() else {
+            return (0, fallback);
+        };
+        let access = match mem {
+            _ if ops.atomic => Access::Atomic,
+            m if m.write => Access::Write,
+            m if m.read => Access::Read,
             _ => fallback,
         };
-        (size, access)
+        (mem.size as u32, access)
     }
 
     /// Before `to` runs: only its own pages of its process stay open to ring 3.

@@ -7,6 +7,7 @@
 
 pub mod caps;
 pub mod gdt;
+pub mod insn;
 pub mod layout;
 pub mod memory;
 pub mod msr;
@@ -350,6 +351,11 @@ impl Machine {
     /// debugger single-stepping with RFLAGS.TF); see `trampoline::debug_handler`.
     pub fn set_debug_exits(&mut self, on: bool) {
         self.ram.set_word(trampoline::slot::DEBUG_EXITS, on as u64);
+    }
+
+    /// Whether a debugger asked for every #DB (`set_debug_exits`).
+    pub fn debug_exits(&self) -> bool {
+        self.ram.word(trampoline::slot::DEBUG_EXITS) != 0
     }
 
     /// Where the port I/O instruction that exited begins. KVM reports the
