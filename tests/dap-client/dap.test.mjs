@@ -535,6 +535,14 @@ test('lanes, check from here with progress and cancel, and compare on bank', asy
     assert.equal(done.cancelled, true);
     assert.ok(done.results.length < 200);
 
+    // PCT from here draws its change points among the open run's steps, as
+    // `rewind check --run` does: the same fork, so the same run id.
+    const pct = (await dc.customRequest('rewind/check', { schedules: 1, from: 30, strategy: 'pct' })).body;
+    const cli = JSON.parse(
+      rewind('check', '--run', bank.failing, '--schedule-from', '30', '--strategy', 'pct', '--schedules', '1', '--no-narrow', '--json'),
+    );
+    assert.equal(pct.results[0].run, cli.tried[0].run);
+
     // Bookmarks: add, list, remove.
     const added = (await dc.customRequest('rewind/bookmark', { action: 'add', note: 'here it goes wrong' })).body;
     assert.equal(added.added.step, bank.deciding);

@@ -412,7 +412,9 @@ fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
     }
     let spec = super::launch::check_from(&o.run, from, a.0)?;
     let wall = std::time::Duration::from_secs_f64(o.run.meta.wall_secs.max(0.0));
-    let checker = Checker::new(&spec, &o.store).with_base(o.run.meta.exit, wall);
+    let events = o.run.events()?;
+    let checker =
+        Checker::new(&spec, &o.store).with_base(o.run.meta.exit, wall, o.run.meta.steps, &events);
     let (candidates, _) = checker.candidates(o.run.meta.steps);
     let n = candidates.len() as u64;
     let progress = format!("check-{seq}");

@@ -330,11 +330,20 @@ impl<'a> Checker<'a> {
     }
 
     /// Judges candidates against a run already recorded (how it ended, how
-    /// long it took), for trying them one at a time with `try_one` instead
-    /// of `run`.
-    pub fn with_base(mut self, status: ExitStatus, wall: std::time::Duration) -> Checker<'a> {
+    /// long it took, its steps and events, from which PCT and `bounded` take
+    /// their steps as `run` takes them from schedule 0), for trying them one
+    /// at a time with `try_one` instead of `run`.
+    pub fn with_base(
+        mut self,
+        status: ExitStatus,
+        wall: std::time::Duration,
+        steps: u64,
+        events: &[Event],
+    ) -> Checker<'a> {
         self.base_status = Some(status);
         self.base_wall = wall;
+        self.base_steps = steps;
+        self.window = Some(window::Window::of(events, steps));
         self
     }
 
