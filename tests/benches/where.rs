@@ -10,12 +10,14 @@
 //! with its CPU time (the child's user + system time): the ratios say what
 //! the seek, the symbols and the process cost, and wall over CPU says how
 //! much was waiting for a core.
+//! Beside the two steps, the step whose seek replays the most: the one
+//! that ends the widest gap between keyframes, the worst case anywhere.
 //! `WHERE_CALLS=N` records a shorter run.
 //!
 //!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench where
 
 use rewind_tests::debuginfod::{build_id, Server};
-use rewind_tests::{guest, guest_arg, parse_status, Home, Output};
+use rewind_tests::{children_cpu, guest, guest_arg, parse_status, Home, Output};
 use std::time::{Duration, Instant};
 
 /// Calls the long program makes (about one step each).
@@ -29,18 +31,6 @@ fn timed(f: impl FnOnce() -> Output) -> (Duration, Output) {
     let t = Instant::now();
     let o = f();
     (t.elapsed(), o)
-}
-
-/// User plus system time of this process's waited-for children so far.
-fn children_cpu() -> Duration {
-    // SAFETY: getrusage fills the struct it is given.
-    let r = unsafe {
-        let mut r: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut r);
-        r
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(r.ru_utime) + tv(r.ru_stime)
 }
 
 /// Medians of wall and CPU time over `WARM_RUNS` runs of `rewind args`.
@@ -79,12 +69,30 @@ fn main() {
     });
     let run = parse_status(&out).unwrap_or_else(|| panic!("{out}"));
     let steps = run.steps.expect("a step count");
+    let kf_path = h.path().join("runs").join(&run.id).join("keyframes");
+    let keyframes = std::fs::metadata(&kf_path).map_or(0, |m| m.len());
+    // The step a seek replays the most to reach: the keyframe that ends the
+    // widest gap (where at STEP starts from the keyframe at or before STEP-1).
+    let kf_steps: Vec<u64> = vmm::record::keyframe::read_all(&kf_path)
+        .expect("the run's keyframes")
+        .iter()
+        .map(|k| k.step)
+        .collect();
+    let (gap, worst) = std::iter::once(0)
+        .chain(kf_steps.iter().copied())
+        .zip(kf_steps.iter().copied().chain([steps - 1]))
+        .map(|(a, b)| (b - a, b))
+        .max()
+        .expect("a step");
     println!(
-        "long-split {calls}: {steps} steps, recorded in {:.1} s; debug info only from debuginfod at {url}",
-        rec.as_secs_f64()
+        "long-split {calls}: {steps} steps, recorded in {:.1} s; {} keyframes, {:.0} bytes per 1,000 steps, \
+         the widest gap {gap} steps (before step {worst}); debug info only from debuginfod at {url}",
+        rec.as_secs_f64(),
+        kf_steps.len(),
+        keyframes as f64 * 1000.0 / steps as f64
     );
     let mut warm_at = Vec::new();
-    for step in [MARGIN, steps - MARGIN] {
+    for step in [MARGIN, steps - MARGIN, worst] {
         let cache = tempfile::tempdir().unwrap();
         let env = [
             ("DEBUGINFOD_URLS", url.as_str()),
@@ -119,8 +127,9 @@ fn main() {
         warm_at.push(warm);
     }
     println!(
-        "  warm, late step / early step: {:.2}x",
-        warm_at[1].as_secs_f64() / warm_at[0].as_secs_f64()
+        "  warm, late step / early step: {:.2}x; the most replayed step / early step: {:.2}x",
+        warm_at[1].as_secs_f64() / warm_at[0].as_secs_f64(),
+        warm_at[2].as_secs_f64() / warm_at[0].as_secs_f64()
     );
     server.stop();
 }

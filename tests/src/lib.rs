@@ -592,6 +592,19 @@ pub fn native_with_env(
     run_command_with_input(cmd, DEADLINE, input)
 }
 
+/// User plus system time of this process's waited-for children so far
+/// (what a benchmark's `rewind` processes cost beside their wall time).
+pub fn children_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let r = unsafe {
+        let mut r: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut r);
+        r
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(r.ru_utime) + tv(r.ru_stime)
+}
+
 /// A host program a test runs (`/usr/bin/sqlite3`, `/usr/bin/busybox`),
 /// installed by scripts/setup as `package`: Some(path) when it is there;
 /// else the test is skipped (said on stderr), unless

@@ -144,7 +144,7 @@ fn accesses_are_events_shown_on_request() {
 #[test]
 fn forks_at_a_memory_point_and_keyframes_between_points_replay_identically() {
     let h = Home::new();
-    // Long enough for keyframes (every 250 ms of wall time past 1000 steps).
+    // Long enough for keyframes (every 100 ms of wall time past 1000 steps).
     let run = memory_run(&h, &[], "counter", &["4000"]);
     assert_eq!(run.status, "exited:0", "{}", run.out);
     h.replay_identical(&run.id);

@@ -459,3 +459,110 @@ fn the_timeout_report_names_source_lines() {
     );
     h.replay_identical(&run.id);
 }
+
+/// A process that execs another program names places in that program: a
+/// busybox shell (stripped, no symbols of its own) forks and execs
+/// `counter` with memory points. At a shared access of a counter thread the
+/// recorded access names `add` (from counter's symbol table, not the
+/// shell's), `where` at its write names `add` at its line, and the debug adapter's
+/// stackTrace and Locals at that step are counter's: `add`'s line and its
+/// loop variable `i`.
+#[test]
+fn a_program_a_shell_execs_names_its_own_places() {
+    let Some(busybox) = rewind_tests::host_program("/usr/bin/busybox", "busybox-static") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("bin")).unwrap();
+    std::fs::copy(&busybox, root.path().join("bin/busybox")).unwrap();
+    std::fs::copy(rewind_tests::guest("counter"), root.path().join("counter")).unwrap();
+    let h = Home::new();
+    let r = root.path().to_str().unwrap();
+    // Two commands, so that the shell forks for the first.
+    let run = h.run(&[
+        "--points",
+        "memory",
+        "--root",
+        r,
+        "--",
+        "/bin/busybox",
+        "sh",
+        "-c",
+        "/counter 5; echo done",
+    ]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    assert!(
+        run.out.stdout.contains("total 10, expected 10\ndone"),
+        "{}",
+        run.out
+    );
+    h.replay_identical(&run.id);
+
+    let add = line_of("guest/tests/counter.c", "total = total + 1;");
+    let events = h.events_json(&run.id);
+    let shell = events[0]["pid"].clone();
+    let counter: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "access" && e["pid"] != shell)
+        .collect();
+    // The shell is stripped: by its symbols no access would be named.
+    let access = counter
+        .iter()
+        .find(|e| {
+            e["access"] == "write" && e["at"].as_str().is_some_and(|at| at.contains(" in add+"))
+        })
+        .unwrap_or_else(|| panic!("no write in add among counter's {} accesses", counter.len()));
+    let at = access["at"].as_str().unwrap();
+    let text = h.ok(&["events", &run.id, "--accesses"]).stdout;
+    assert!(
+        text.lines().any(|l| l.contains(at)),
+        "events --accesses shows {at}:\n{text}"
+    );
+
+    let step = access["step"].as_u64().unwrap();
+    let st = step.to_string();
+    let v = where_json(&h, &[&run.id, &st]);
+    assert_eq!(v["pid"], access["pid"], "{v:#}");
+    let f = chosen(&v);
+    assert_eq!(f["function"], "add", "{v:#}");
+    assert_eq!(f["location"]["line"], add, "{v:#}");
+    let out = h.ok(&["where", &run.id, &st]);
+    assert!(
+        out.stdout.contains(&format!("at  add (counter.c:{add})")),
+        "{out}"
+    );
+
+    let mut dap = rewind_tests::dap::Client::start(h.path());
+    dap.open(serde_json::json!({"run": run.id, "step": step}));
+    let tid = access["tid"].as_i64().unwrap();
+    let st = dap.request("stackTrace", serde_json::json!({"threadId": tid}), false);
+    let top = &st["stackFrames"][0];
+    assert_eq!(top["name"], "add", "{st:#}");
+    assert_eq!(top["line"], add, "{st:#}");
+    assert!(
+        top["source"]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("counter.c")),
+        "{st:#}"
+    );
+    let scopes = dap.request("scopes", serde_json::json!({"frameId": top["id"]}), false);
+    let locals = scopes["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "Locals")
+        .unwrap_or_else(|| panic!("{scopes:#}"));
+    let vars = dap.request(
+        "variables",
+        serde_json::json!({"variablesReference": locals["variablesReference"]}),
+        false,
+    );
+    assert!(
+        vars["variables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["name"] == "i"),
+        "add's locals: {vars:#}"
+    );
+}

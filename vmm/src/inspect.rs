@@ -159,7 +159,7 @@ impl Kernel<'_> {
                     regs,
                     fs_base,
                     gs_base,
-                    place: self.symbols.describe(regs.rip),
+                    place: self.describe_in(t.pid, regs.rip),
                 }
             })
             .collect()

@@ -15,8 +15,12 @@ use vmm::store::{Run, Store};
 /// The core opened on a run, with what resolves its addresses.
 pub struct Live {
     pub core: Core,
+    /// The symbols and line table of the current thread's process
+    /// (`follow`): a process that execed another program has its own.
     pub sym: Option<Arc<Symbolizer>>,
     pub lines: Arc<LineTable>,
+    /// The line tables made so far, by symbolizer.
+    tables: Vec<(Arc<Symbolizer>, Arc<LineTable>)>,
     /// The machine stands at the session's position.
     pub synced: bool,
 }
@@ -73,13 +77,40 @@ impl Live {
             core,
             sym: None,
             lines: Arc::new(LineTable::default()),
+            tables: Vec::new(),
             synced: false,
         };
-        live.sym = live.core.kernel().symbols.symbolizer();
-        if let Some(s) = &live.sym {
-            live.lines = Arc::new(LineTable::of(s));
-        }
+        live.follow();
         Ok(live)
+    }
+
+    /// Makes `sym` and `lines` those of the current thread's process.
+    pub fn follow(&mut self) {
+        let k = self.core.kernel();
+        let pid = k.cur_pid();
+        let Some(s) = k.symbolizer_of(pid) else {
+            return;
+        };
+        if self.sym.as_ref().is_some_and(|have| Arc::ptr_eq(have, &s)) {
+            return;
+        }
+        let lines = match self.tables.iter().find(|(t, _)| Arc::ptr_eq(t, &s)) {
+            Some((_, l)) => l.clone(),
+            None => {
+                let l = Arc::new(LineTable::of(&s));
+                self.tables.push((s.clone(), l.clone()));
+                l
+            }
+        };
+        self.sym = Some(s);
+        self.lines = lines;
+    }
+
+    /// The symbols of thread `tid`'s process.
+    pub fn sym_of(&mut self, tid: u32) -> Option<Arc<Symbolizer>> {
+        let k = self.core.kernel();
+        let pid = k.threads.get(&tid)?.pid;
+        k.symbolizer_of(pid)
     }
 
     pub fn tid(&self) -> u32 {

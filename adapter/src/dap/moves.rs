@@ -149,6 +149,7 @@ impl Session {
             }
             live.synced = true;
         }
+        live.follow();
         Ok(live)
     }
 
@@ -174,6 +175,7 @@ impl Session {
             },
         };
         let tid = live.tid();
+        live.follow();
         let view = view::of_kernel(live.core.kernel(), pos.step);
         live.synced = true;
         let o = self.open.as_mut().expect("live");

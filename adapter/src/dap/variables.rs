@@ -501,7 +501,7 @@ pub fn at_stop(
     tid: u32,
     text: &str,
 ) -> Option<Result<(Option<i128>, String), String>> {
-    let sym = live.sym.clone()?;
+    let sym = live.sym_of(tid)?;
     let t = live.core.registers(tid).ok()?;
     let bt = live.core.kernel().backtrace(tid)?;
     let mut mem = CoreMemory(&mut live.core);

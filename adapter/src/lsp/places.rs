@@ -98,7 +98,8 @@ fn syscall_site(k: &mut vmm::kernel::Kernel, frames: &mut Vec<(u64, Frame)>) {
     if !k.peek_user(pc.wrapping_sub(2), &mut insn) || insn != [0x0f, 0x05] {
         return;
     }
-    let Some(s) = k.symbols.symbolizer() else {
+    let pid = k.cur_pid();
+    let Some(s) = k.symbolizer_of(pid) else {
         return;
     };
     let at: Vec<(u64, Frame)> = s

@@ -284,7 +284,7 @@ impl Kernel<'_> {
             addr: cr2,
             len: u64::from(size),
         };
-        let at = self.symbols.describe(rip);
+        let at = self.describe_in(pid, rip);
         self.emit(EventKind::Access {
             pc: rip,
             addr: cr2,

@@ -5,7 +5,7 @@ use super::task::{Pid, Process, Thread, Tid};
 use super::{futex, sched, time, Kernel, Rng};
 use crate::machine::Machine;
 use crate::run::keyframe::{Keyframe, KEYFRAME_MIN_STEPS, KEYFRAME_STEPS, KEYFRAME_WALL_MS};
-use crate::run::pages::{hash_page, PageHash, PageSource};
+use crate::run::pages::{hash_page, zero_page_hash, PageHash, PageSource};
 use crate::run::Recorder;
 use crate::run::RunInputs;
 use crate::EngineError;
@@ -155,7 +155,7 @@ impl KernelState {
 pub struct KeyframeClock {
     pub last_step: u64,
     pub last_wall: Instant,
-    /// How long the last keyframe took: the wall-time rule waits at least
+    /// The CPU time the last keyframe took: the wall-time rule waits at least
     /// ten times that, so keyframes of a large state (thousands of
     /// threads) take at most about a tenth of the run's time.
     pub last_cost: std::time::Duration,
@@ -163,6 +163,19 @@ pub struct KeyframeClock {
     pub pages: BTreeMap<u64, PageHash>,
     /// Pages of file contents (`blobs`) already given to the recorder.
     pub blob_pages: std::collections::HashSet<PageHash>,
+}
+
+/// The CPU time the calling thread has used: what a keyframe costs, which
+/// the wall time overstates on a loaded host (a keyframe descheduled for a
+/// second would put the next one ten seconds off).
+fn thread_cpu_time() -> std::time::Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 impl KeyframeClock {
@@ -201,7 +214,7 @@ impl Kernel<'_> {
     }
 
     pub fn take_keyframe(&mut self) -> Result<(), EngineError> {
-        let started = Instant::now();
+        let started = thread_cpu_time();
         let Some(mut clock) = self.keyframes.take() else {
             return Ok(());
         };
@@ -246,7 +259,7 @@ impl Kernel<'_> {
         self.rec.keyframe(&kf, &new_pages);
         clock.last_step = self.step;
         clock.last_wall = Instant::now();
-        clock.last_cost = started.elapsed();
+        clock.last_cost = thread_cpu_time().saturating_sub(started);
         self.keyframes = Some(clock);
         Ok(())
     }
@@ -278,7 +291,16 @@ impl<'r> Kernel<'r> {
         let elf_bytes = super::elf::read_program(&inputs.image, &man.program)?;
         let mut m = Machine::new(man.mem)?;
         let mut clock = KeyframeClock::new(kf.step);
+        let zero = zero_page_hash();
         for (pa, h) in &kf.frames {
+            if *h == zero
+                && m.ram
+                    .slice(*pa, PAGE)
+                    .is_ok_and(|b| b.iter().all(|x| *x == 0))
+            {
+                clock.pages.insert(*pa, *h);
+                continue;
+            }
             let bytes = pages
                 .page(h)
                 .map_err(|e| EngineError::BadKeyframe(format!("page {pa:#x}: {e}")))?;

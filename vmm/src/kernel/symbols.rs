@@ -57,6 +57,8 @@ pub struct SymbolTable {
     finder: Arc<OnceLock<symbols::DebugFinder>>,
     /// A symbolizer per set of mapped files (processes share them).
     by_files: Arc<Mutex<HashMap<Vec<MappedElf>, Arc<symbols::Symbolizer>>>>,
+    /// The ELF symbol table alone of each mapped file, for recorded text.
+    names_of: Arc<Mutex<HashMap<MappedElf, Option<Arc<symbols::Module>>>>>,
 }
 
 impl SymbolTable {
@@ -77,10 +79,7 @@ impl SymbolTable {
             symbols::Module::symbols_only(bytes).ok().map(Arc::new)
         });
         let bias = self.elf.as_ref().map_or(0, |e| e.2);
-        match names.as_ref().and_then(|m| m.symbol(ip.wrapping_sub(bias))) {
-            Some((name, off)) => format!("{ip:#x} in {name}+{off:#x}"),
-            None => format!("{ip:#x}"),
-        }
+        named(ip, names.as_deref(), bias)
     }
 
     fn finder(&self) -> symbols::DebugFinder {
@@ -107,6 +106,14 @@ impl SymbolTable {
     fn program_bytes(&self, file: &MappedElf) -> Option<&[u8]> {
         let (path, bytes, _) = &**self.elf.as_ref()?;
         (*path == file.path && file.is(bytes)).then_some(bytes.as_slice())
+    }
+}
+
+/// `0x4016ac in spin_forever+0x7` by `names` loaded at `bias`, or the bare address.
+fn named(ip: u64, names: Option<&symbols::Module>, bias: u64) -> String {
+    match names.and_then(|m| m.symbol(ip.wrapping_sub(bias))) {
+        Some((name, off)) => format!("{ip:#x} in {name}+{off:#x}"),
+        None => format!("{ip:#x}"),
     }
 }
 
@@ -175,6 +182,51 @@ impl Kernel<'_> {
             .filter(|e| p.mm.vma_at(e.at).is_some_and(|(_, v)| v.name == e.path))
             .cloned()
             .collect()
+    }
+
+    /// [`SymbolTable::describe`] in process `pid`: by the symbol table of
+    /// the ELF file it has mapped at `ip` (a program it execed, a library),
+    /// never by debug info found elsewhere, as the text is recorded. The
+    /// first program's when the process has no file on record.
+    pub fn describe_in(&mut self, pid: Pid, ip: u64) -> String {
+        let Some(p) = self.procs.get(&pid) else {
+            return self.symbols.describe(ip);
+        };
+        if p.mm.elves.is_empty() {
+            return self.symbols.describe(ip);
+        }
+        let Some(file) =
+            p.mm.vma_at(ip)
+                .and_then(|(_, v)| p.mm.elves.iter().find(|e| e.path == v.name))
+        else {
+            return format!("{ip:#x}");
+        };
+        let cache = self.symbols.names_of.clone();
+        let known = cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(file)
+            .cloned();
+        let file = file.clone();
+        let names = match known {
+            Some(n) => n,
+            None => {
+                let bytes = match self.symbols.program_bytes(&file) {
+                    Some(b) => Some(Arc::new(b.to_vec())),
+                    None => self.read_tree_file(&file.path).ok().map(|(_, b)| b),
+                };
+                let n = bytes
+                    .filter(|b| file.is(b))
+                    .and_then(|b| symbols::Module::symbols_only(&b).ok())
+                    .map(Arc::new);
+                cache
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(file.clone(), n.clone());
+                n
+            }
+        };
+        named(ip, names.as_deref(), file.bias)
     }
 
     /// The symbolizer over every ELF file process `pid` has mapped (the

@@ -28,7 +28,7 @@ const ZSTD_LEVEL: i32 = 3;
 /// sooner when `KEYFRAME_WALL_MS` of wall time passed and at least
 /// `KEYFRAME_MIN_STEPS` steps did (slow steps, page-heavy programs).
 pub const KEYFRAME_STEPS: u64 = 20_000;
-pub const KEYFRAME_WALL_MS: u64 = 250;
+pub const KEYFRAME_WALL_MS: u64 = 100;
 pub const KEYFRAME_MIN_STEPS: u64 = 1_000;
 
 /// How much of the run was recorded when a keyframe was taken.
@@ -118,14 +118,7 @@ impl KeyframeWriter {
 
 /// Every keyframe of a run, in step order (empty when it has none).
 pub fn read_all(path: &Path) -> Result<Vec<Keyframe>, KeyframeError> {
-    match std::fs::read(path) {
-        Ok(bytes) => decode(&bytes, path),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(source) => Err(KeyframeError::Io {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
+    KeyframeFile::open(path)?.all()
 }
 
 /// The most one keyframe may decompress to: its page list (40 bytes a
@@ -136,56 +129,162 @@ pub const MAX_KEYFRAME_BYTES: u64 = 256 << 20;
 /// The keyframes of a keyframes file's bytes, in step order; `path` names
 /// the file in errors.
 pub fn decode(bytes: &[u8], path: &Path) -> Result<Vec<Keyframe>, KeyframeError> {
-    decode_bounded(bytes, path, MAX_KEYFRAME_BYTES)
+    KeyframeFile::parse(bytes.to_vec(), path)?.all()
 }
 
-fn decode_bounded(bytes: &[u8], path: &Path, max: u64) -> Result<Vec<Keyframe>, KeyframeError> {
-    use std::io::Read;
-    if bytes.len() < 8 || &bytes[..4] != MAGIC {
-        return Err(corrupt(path, "not a keyframes file"));
-    }
-    let version = u32::from_le_bytes(bytes[4..8].try_into().unwrap());
-    if version != VERSION {
-        return Err(corrupt(
-            path,
-            format!("keyframes version {version}; this rewind reads {VERSION}"),
-        ));
-    }
-    let mut out: Vec<Keyframe> = Vec::new();
-    let mut at = 8;
-    while at < bytes.len() {
-        let Some(head) = bytes.get(at..at + 36) else {
-            return Err(corrupt(path, "truncated keyframe"));
-        };
-        let len = u32::from_le_bytes(head[..4].try_into().unwrap()) as usize;
-        let sum = &head[4..36];
-        let body = bytes
-            .get(at + 36..)
-            .and_then(|rest| rest.get(..len))
-            .ok_or_else(|| corrupt(path, "truncated keyframe"))?;
-        if blake3::hash(body).as_bytes() != sum {
-            return Err(corrupt(path, "keyframe checksum mismatch"));
+/// A keyframes file whose every record's checksum was checked, each record
+/// decoded only when asked: a seek into a long run decodes the one keyframe
+/// it starts from (and a few step numbers to find it), not the thousands
+/// before it.
+pub struct KeyframeFile {
+    bytes: Vec<u8>,
+    path: std::path::PathBuf,
+    /// Each record's compressed body, in file order.
+    bodies: Vec<std::ops::Range<usize>>,
+    max: u64,
+}
+
+impl KeyframeFile {
+    /// The file at `path`; none (no records) when it does not exist.
+    pub fn open(path: &Path) -> Result<KeyframeFile, KeyframeError> {
+        match std::fs::read(path) {
+            Ok(bytes) => KeyframeFile::parse(bytes, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(KeyframeFile {
+                bytes: Vec::new(),
+                path: path.to_path_buf(),
+                bodies: Vec::new(),
+                max: MAX_KEYFRAME_BYTES,
+            }),
+            Err(source) => Err(KeyframeError::Io {
+                path: path.to_path_buf(),
+                source,
+            }),
         }
+    }
+
+    /// The records of a keyframes file's bytes, each checked against its
+    /// checksum; `path` names the file in errors.
+    pub fn parse(bytes: Vec<u8>, path: &Path) -> Result<KeyframeFile, KeyframeError> {
+        KeyframeFile::parse_bounded(bytes, path, MAX_KEYFRAME_BYTES)
+    }
+
+    fn parse_bounded(bytes: Vec<u8>, path: &Path, max: u64) -> Result<KeyframeFile, KeyframeError> {
+        if bytes.len() < 8 || &bytes[..4] != MAGIC {
+            return Err(corrupt(path, "not a keyframes file"));
+        }
+        let version = u32::from_le_bytes(bytes[4..8].try_into().unwrap());
+        if version != VERSION {
+            return Err(corrupt(
+                path,
+                format!("keyframes version {version}; this rewind reads {VERSION}"),
+            ));
+        }
+        let mut bodies = Vec::new();
+        let mut at = 8;
+        while at < bytes.len() {
+            let Some(head) = bytes.get(at..at + 36) else {
+                return Err(corrupt(path, "truncated keyframe"));
+            };
+            let len = u32::from_le_bytes(head[..4].try_into().unwrap()) as usize;
+            let body = at + 36..at + 36 + len;
+            let Some(b) = bytes.get(body.clone()) else {
+                return Err(corrupt(path, "truncated keyframe"));
+            };
+            if blake3::hash(b).as_bytes() != &head[4..36] {
+                return Err(corrupt(path, "keyframe checksum mismatch"));
+            }
+            at = body.end;
+            bodies.push(body);
+        }
+        Ok(KeyframeFile {
+            bytes,
+            path: path.to_path_buf(),
+            bodies,
+            max,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.bodies.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bodies.is_empty()
+    }
+
+    /// Record `i` decoded.
+    pub fn get(&self, i: usize) -> Result<Keyframe, KeyframeError> {
+        use std::io::Read;
+        let body = &self.bytes[self.bodies[i].clone()];
         // Decompressed as far as the bound, growing with what comes out.
         let mut raw = Vec::new();
         zstd::stream::read::Decoder::new(body)
-            .and_then(|d| d.take(max + 1).read_to_end(&mut raw))
-            .map_err(|_| corrupt(path, "bad keyframe"))?;
-        if raw.len() as u64 > max {
+            .and_then(|d| d.take(self.max + 1).read_to_end(&mut raw))
+            .map_err(|_| corrupt(&self.path, "bad keyframe"))?;
+        if raw.len() as u64 > self.max {
             return Err(corrupt(
-                path,
+                &self.path,
                 "a keyframe decompresses to more than any run keeps",
             ));
         }
-        let kf: Keyframe =
-            postcard::from_bytes(&raw).map_err(|e| corrupt(path, format!("bad keyframe: {e}")))?;
-        if out.last().is_some_and(|p| p.step >= kf.step) {
-            return Err(corrupt(path, "keyframes out of order"));
-        }
-        out.push(kf);
-        at += 36 + len;
+        postcard::from_bytes(&raw).map_err(|e| corrupt(&self.path, format!("bad keyframe: {e}")))
     }
-    Ok(out)
+
+    /// The step of record `i`, from the first bytes of its body alone (the
+    /// step is the keyframe's first field, a postcard varint).
+    fn step_of(&self, i: usize) -> Result<u64, KeyframeError> {
+        use std::io::Read;
+        let body = &self.bytes[self.bodies[i].clone()];
+        let mut head = Vec::with_capacity(10);
+        zstd::stream::read::Decoder::new(body)
+            .and_then(|d| d.take(10).read_to_end(&mut head))
+            .map_err(|_| corrupt(&self.path, "bad keyframe"))?;
+        let (step, _) = postcard::take_from_bytes::<u64>(&head)
+            .map_err(|e| corrupt(&self.path, format!("bad keyframe: {e}")))?;
+        Ok(step)
+    }
+
+    /// Every record decoded, in step order.
+    pub fn all(&self) -> Result<Vec<Keyframe>, KeyframeError> {
+        let mut out: Vec<Keyframe> = Vec::with_capacity(self.len());
+        for i in 0..self.len() {
+            let kf = self.get(i)?;
+            if out.last().is_some_and(|p| p.step >= kf.step) {
+                return Err(corrupt(&self.path, "keyframes out of order"));
+            }
+            out.push(kf);
+        }
+        Ok(out)
+    }
+
+    /// The last keyframe at or before `step` that `usable` accepts: found
+    /// by the records' steps (a binary search, as they increase), decoded
+    /// from there back until one is usable.
+    pub fn last_at_or_before(
+        &self,
+        step: u64,
+        mut usable: impl FnMut(&Keyframe) -> bool,
+    ) -> Result<Option<Keyframe>, KeyframeError> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.step_of(mid)? <= step {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        for i in (0..lo).rev() {
+            let kf = self.get(i)?;
+            if kf.step > step || (i + 1 < self.len() && self.step_of(i + 1)? <= kf.step) {
+                return Err(corrupt(&self.path, "keyframes out of order"));
+            }
+            if usable(&kf) {
+                return Ok(Some(kf));
+            }
+        }
+        Ok(None)
+    }
 }
 
 /// The pages a run's keyframes refer to (for `rewind gc`).
@@ -219,6 +318,9 @@ mod tests {
         // A megabyte of zeros compresses to a few hundred bytes.
         let file = file_of(&vec![0u8; 1 << 20]);
         assert!(file.len() < 4096);
+        let decode_bounded = |file: &[u8], path: &Path, max| {
+            KeyframeFile::parse_bounded(file.to_vec(), path, max)?.all()
+        };
         let err = decode_bounded(&file, Path::new("k"), 64 << 10).unwrap_err();
         assert!(err.to_string().contains("more than any run keeps"), "{err}");
         // Under the bound the same record is read (zeros: an empty keyframe).
@@ -228,5 +330,66 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    fn keyframe_at(step: u64) -> Keyframe {
+        Keyframe {
+            step,
+            recorded: Recorded::default(),
+            vcpu: VcpuState {
+                regs: Vec::new(),
+                sregs: Vec::new(),
+                xsave: None,
+            },
+            allocator: FrameAllocator {
+                next_frame: 0,
+                free: Vec::new(),
+                shares: Default::default(),
+            },
+            frames: vec![(step << 12, [step as u8; 32])],
+            file_pages: Vec::new(),
+            kernel: vec![step as u8; 100],
+        }
+    }
+
+    #[test]
+    fn the_keyframe_a_seek_starts_from_is_found_without_decoding_the_rest() {
+        let dir = std::env::temp_dir().join(format!("rewind-kf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(KEYFRAMES_FILE);
+        let mut w = KeyframeWriter::create(&path).unwrap();
+        let steps: Vec<u64> = (1..=50).map(|i| i * 1000 + i % 7).collect();
+        for s in &steps {
+            w.push(&keyframe_at(*s)).unwrap();
+        }
+        drop(w);
+        let f = KeyframeFile::open(&path).unwrap();
+        assert_eq!(f.len(), steps.len());
+        let at = |step, usable: &dyn Fn(&Keyframe) -> bool| {
+            f.last_at_or_before(step, usable).unwrap().map(|k| k.step)
+        };
+        for (i, s) in steps.iter().enumerate() {
+            assert_eq!(at(*s, &|_| true), Some(*s));
+            assert_eq!(at(s + 1, &|_| true), Some(*s));
+            let before = if i == 0 { None } else { Some(steps[i - 1]) };
+            assert_eq!(at(s - 1, &|_| true), before);
+            // One this build cannot restore: the one before it.
+            assert_eq!(at(*s, &|k| k.step != *s), before);
+        }
+        assert_eq!(at(0, &|_| true), None);
+        assert_eq!(at(u64::MAX, &|_| true), steps.last().copied());
+        let all = f.all().unwrap();
+        assert_eq!(all.iter().map(|k| k.step).collect::<Vec<_>>(), steps);
+        assert_eq!(all[3].kernel, keyframe_at(steps[3]).kernel);
+
+        // A byte flipped in the first record's body is reported, though a
+        // late seek decodes nothing there.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[8 + 36 + 5] ^= 0x5a;
+        let err = KeyframeFile::parse(bytes, &path)
+            .err()
+            .expect("damage is found");
+        assert!(err.to_string().contains("checksum mismatch"), "{err}");
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -12,6 +12,13 @@ pub fn hash_page(bytes: &[u8]) -> PageHash {
     *blake3::hash(bytes).as_bytes()
 }
 
+/// The hash of a page of zeros: most of a keyframe's pages (a fresh
+/// machine's memory is zero already, so a restore need not read them).
+pub fn zero_page_hash() -> PageHash {
+    static ZERO: std::sync::OnceLock<PageHash> = std::sync::OnceLock::new();
+    *ZERO.get_or_init(|| hash_page(&[0; PAGE_BYTES]))
+}
+
 pub fn hex(h: &PageHash) -> String {
     blake3::Hash::from_bytes(*h).to_hex().to_string()
 }

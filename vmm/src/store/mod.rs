@@ -490,11 +490,16 @@ impl Run {
         step: u64,
     ) -> Result<Option<crate::record::keyframe::Keyframe>, StoreError> {
         let pages = store.pages();
-        Ok(self
-            .keyframes()?
-            .into_iter()
-            .rev()
-            .find(|k| k.step <= step && crate::kernel::snapshot::restorable(k, &pages)))
+        let path = self.dir.join(crate::record::keyframe::KEYFRAMES_FILE);
+        let corrupt = |e: crate::record::keyframe::KeyframeError| StoreError::Corrupt {
+            path: path.clone(),
+            what: e.to_string(),
+        };
+        crate::record::keyframe::KeyframeFile::open(&path)
+            .and_then(|f| {
+                f.last_at_or_before(step, |k| crate::kernel::snapshot::restorable(k, &pages))
+            })
+            .map_err(corrupt)
     }
 
     /// `best_keyframe`, but a keyframes file that cannot be read is not

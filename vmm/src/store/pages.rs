@@ -67,7 +67,16 @@ impl PageStore {
             path: path.clone(),
             what: what.to_string(),
         };
-        let bytes = zstd::bulk::decompress(&packed, PAGE_BYTES)
+        // One decompression context a thread: making one costs more than a page.
+        thread_local! {
+            static DCTX: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+                std::cell::RefCell::new(zstd::bulk::Decompressor::new().ok());
+        }
+        let bytes = DCTX
+            .with(|d| match d.borrow_mut().as_mut() {
+                Some(d) => d.decompress(&packed, PAGE_BYTES),
+                None => zstd::bulk::decompress(&packed, PAGE_BYTES),
+            })
             .map_err(|_| corrupt("not a compressed page"))?;
         if bytes.len() != PAGE_BYTES || hash_page(&bytes) != *h {
             return Err(corrupt("page does not match its hash"));
