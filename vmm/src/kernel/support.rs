@@ -60,7 +60,11 @@ const PARTIAL: &[(&str, &str)] = &[
     ),
     (
         "sendfile",
-        "from a regular file to a regular file, a pipe or the run's output; sockets get EINVAL",
+        "from a regular file only: a pipe or socket to read from is EINVAL",
+    ),
+    (
+        "splice",
+        "between a pipe and a pipe, a file, a socket or the run's output; a socket to read from is EINVAL",
     ),
     (
         "msync",

@@ -132,7 +132,12 @@ static TABLE: &[Def] = &[
     def(37, "alarm", S(time::sys_alarm), &[Int]),
     def(38, "setitimer", S(time::sys_setitimer), &[Int, Hex, Hex]),
     def(39, "getpid", S(identity::sys_getpid), &[]),
-    def(40, "sendfile", B(fs::io::sys_sendfile), &[Fd, Fd, Hex, Int]),
+    def(
+        40,
+        "sendfile",
+        B(fs::splice::sys_sendfile),
+        &[Fd, Fd, Hex, Int],
+    ),
     def(41, "socket", S(net::sys_socket), &[Int, Hex, Int]),
     def(42, "connect", B(net::sys_connect), &[Fd, SockAddr, Int]),
     def(43, "accept", B(net::sys_accept), &[Fd, Hex, Hex]),
@@ -514,6 +519,13 @@ static TABLE: &[Def] = &[
         S(thread::sys_get_robust_list),
         &[Int, Hex, Hex],
     ),
+    def(
+        275,
+        "splice",
+        B(fs::splice::sys_splice),
+        &[Fd, Hex, Fd, Hex, Int, Hex],
+    ),
+    def(276, "tee", B(fs::splice::sys_tee), &[Fd, Fd, Int, Hex]),
     def(
         277,
         "sync_file_range",

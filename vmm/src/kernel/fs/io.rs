@@ -485,61 +485,6 @@ pub fn sys_writev(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     }
 }
 
-const NR_SENDFILE: u32 = 40;
-
-/// Sendfile implements Linux syscall sendfile(2).
-/// Partial (sendfile): from a regular file to a regular file, a pipe or the run's output; sockets get EINVAL.
-pub fn sys_sendfile(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
-    let (out_fd, in_fd, offp, count) = (a[0], a[1], a[2], a[3]);
-    let (in_id, d) = k.desc(in_fd)?;
-    if !d.readable() {
-        return Err(EBADF);
-    }
-    let Target::Node(ino) = d.target else {
-        return Err(EINVAL);
-    };
-    if !matches!(k.vfs.tree.node(ino)?.kind, super::vfs::Kind::File(_)) {
-        return Err(EINVAL);
-    }
-    let (out_id, out) = k.desc(out_fd)?;
-    if !out.writable() || out.flags & super::O_APPEND != 0 {
-        return Err(if out.writable() { EINVAL } else { EBADF });
-    }
-    let start = if offp == 0 {
-        d.offset
-    } else {
-        let at = k.read_u64(offp)? as i64;
-        u64::try_from(at).map_err(|_| EINVAL)?
-    };
-    let data = k.vfs.tree.contents(ino)?;
-    let from = start.min(data.len() as u64) as usize;
-    let n = (count as usize).min(data.len() - from).min(super::MAX_IO);
-    let src = Source::Bytes(&data[from..from + n]);
-    let sent = match io_of(&out) {
-        Some((obj, w)) => {
-            if !matches!(k.vfs.io.objs.get(&obj), Some(Obj::Pipe(_))) || !w {
-                return Err(EINVAL);
-            }
-            let nonblock = out.flags & super::O_NONBLOCK != 0;
-            match super::pipe::write(k, obj, nonblock, src, call(NR_SENDFILE, a))? {
-                Sys::Ret(sent) => sent,
-                other => return Ok(other),
-            }
-        }
-        None => {
-            let _ = out_id;
-            super::file_ops::write_source(k, out_fd, src, None)?
-        }
-    };
-    let end = start + sent;
-    if offp == 0 {
-        k.desc_mut(in_id).offset = end;
-    } else {
-        k.write_user(offp, &end.to_le_bytes())?;
-    }
-    Ok(Sys::Ret(sent))
-}
-
 /// A read of an object: a pipe's, a socket's, an eventfd's or a timerfd's.
 fn stream_read(
     k: &mut Kernel,

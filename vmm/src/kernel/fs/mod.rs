@@ -33,6 +33,7 @@ pub mod pipe;
 pub mod poll;
 pub mod show;
 pub mod special;
+pub mod splice;
 pub mod stat;
 pub mod vfs;
 pub mod xattr;
