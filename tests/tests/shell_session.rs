@@ -160,3 +160,52 @@ fn a_shell_past_the_end_or_in_no_such_process_is_one_line_and_nothing_written() 
     assert!(nobody.stderr.contains("no process 4242"), "{nobody}");
     home.replay_identical(&run.id);
 }
+
+#[test]
+fn a_shell_in_another_process_has_its_environment_and_directory() {
+    let home = Home::new();
+    let prog = rewind_tests::guest_arg("shell-env");
+    let run = home.run(&["--env", "ROLE=the-run", "--env", "PATH=/bin", "--", &prog]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    let log = home.log(&run.id);
+    let child = log
+        .lines()
+        .find_map(|l| l.strip_prefix("child "))
+        .unwrap_or_else(|| panic!("no child line:\n{log}"))
+        .trim()
+        .to_string();
+    // The child's sleep, after its execve.
+    let sleep = home.first_call(&run.id, "clock_nanosleep");
+    let script = "echo role=$ROLE; pwd; echo path=$PATH\nexit\n";
+    let (shown, code) = shell_on_a_terminal(
+        &home,
+        &[&run.id, &sleep.to_string(), "--pid", &child],
+        script,
+    );
+    assert_eq!(code, Some(0), "{shown}");
+    let lines: Vec<&str> = shown.lines().map(|l| l.trim_end_matches('\r')).collect();
+    let has = |want: &str| lines.iter().any(|l| l.ends_with(want));
+    assert!(
+        has("role=child-of-exec"),
+        "the child's own environment:\n{shown}"
+    );
+    assert!(has("/tmp/work"), "the child's working directory:\n{shown}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("path=/rewind/with:/opt/child/bin:/rewind/busybox")),
+        "its PATH between the shell's directories:\n{shown}"
+    );
+    // The first process still has the run's.
+    let (shown, _) = shell_on_a_terminal(
+        &home,
+        &[&run.id, &sleep.to_string(), "--pid", "1000"],
+        script,
+    );
+    let lines: Vec<&str> = shown.lines().map(|l| l.trim_end_matches('\r')).collect();
+    assert!(
+        lines.iter().any(|l| l.ends_with("role=the-run")),
+        "the run's environment in the first process:\n{shown}"
+    );
+    home.replay_identical(&run.id);
+}

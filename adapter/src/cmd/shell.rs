@@ -88,7 +88,7 @@ pub fn main(args: ShellArgs) -> Result<i32> {
         parent: args.pid,
         program: format!("{BUSYBOX_DIR}/busybox"),
         argv: vec!["sh".into(), "-i".into()],
-        env: Vec::new(),
+        env: Default::default(),
         files: vec![(format!("{BUSYBOX_DIR}/busybox"), busybox.clone())],
         links: applets(&busybox)?
             .into_iter()
@@ -111,19 +111,10 @@ pub fn main(args: ShellArgs) -> Result<i32> {
             bail!("--with {}: not a file or directory", w.display());
         }
     }
-    let man = &inside.inputs.manifest;
-    let mut run_path = None;
-    for kv in &man.env {
-        match kv.strip_prefix("PATH=") {
-            Some(p) => run_path = Some(p.to_string()),
-            None => spec.env.push(kv.clone()),
-        }
-    }
-    path.extend(run_path.filter(|p| !p.is_empty()));
-    path.push(BUSYBOX_DIR.into());
-    spec.env.push(format!("PATH={}", path.join(":")));
-    spec.env
-        .push(format!("PS1=rewind {}@{}$ ", short(&run.id), args.step));
+    // The process's own environment goes between: its PATH after ours.
+    spec.env.path_before = path;
+    spec.env.path_after = vec![BUSYBOX_DIR.into()];
+    spec.env.extra = vec![format!("PS1=rewind {}@{}$ ", short(&run.id), args.step)];
     let mut tty = Tty {
         banner: format!(
             "rewind: a shell in run {} after step {}; the run's processes are stopped there and nothing is recorded (exit or Ctrl-D leaves)",

@@ -213,6 +213,7 @@ impl Kernel<'_> {
                 stopped: None,
                 report: None,
                 argv: man.argv.clone(),
+                env: man.env.clone(),
                 nice: 0,
             },
         );

@@ -229,6 +229,7 @@ impl Kernel<'_> {
             stopped: None,
             report: None,
             argv: parent.argv.clone(),
+            env: parent.env.clone(),
             nice: parent.nice,
         };
         // Every description gains a reference (the table itself is copied above).
@@ -619,6 +620,7 @@ impl Kernel<'_> {
         super::elf::check(bytes).map_err(|e| e.errno())?;
         self.exec_commit(&exe);
         self.cur_proc().argv.clone_from(&argv);
+        self.cur_proc().env.clone_from(&env);
         let r = self
             .load_executable(&exe, bytes)
             .map_err(|e| e.errno())

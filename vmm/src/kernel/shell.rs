@@ -22,11 +22,40 @@ pub struct ShellSpec {
     /// and `links` are in).
     pub program: String,
     pub argv: Vec<String>,
-    pub env: Vec<String>,
+    pub env: ShellEnv,
     /// Host files put in the tree first: (guest path, host path).
     pub files: Vec<(String, std::path::PathBuf)>,
     /// Links put in the tree first: (guest path, target).
     pub links: Vec<(String, String)>,
+}
+
+/// The shell's environment: its parent's (what the parent's execve gave
+/// it, or the run's), with PATH between `path_before` and `path_after`.
+#[derive(Debug, Clone, Default)]
+pub struct ShellEnv {
+    pub path_before: Vec<String>,
+    pub path_after: Vec<String>,
+    /// Added last (PS1).
+    pub extra: Vec<String>,
+}
+
+impl ShellEnv {
+    /// The environment for a shell whose parent has `parent`.
+    pub fn for_parent(&self, parent: &[String]) -> Vec<String> {
+        let mut path = self.path_before.clone();
+        let mut env = Vec::with_capacity(parent.len() + self.extra.len() + 1);
+        for kv in parent {
+            match kv.strip_prefix("PATH=") {
+                Some(p) if !p.is_empty() => path.push(p.to_string()),
+                Some(_) => {}
+                None => env.push(kv.clone()),
+            }
+        }
+        path.extend(self.path_after.iter().cloned());
+        env.push(format!("PATH={}", path.join(":")));
+        env.extend(self.extra.iter().cloned());
+        env
+    }
 }
 
 /// Why a shell cannot start.
@@ -48,6 +77,7 @@ impl Kernel<'_> {
     pub fn start_shell(&mut self, spec: &ShellSpec) -> Result<Pid, ShellError> {
         let ppid = spec.parent.unwrap_or_else(|| self.cur_pid());
         let parent = self.procs.get(&ppid).ok_or(ShellError::NoProcess(ppid))?;
+        let env = spec.env.for_parent(&parent.env);
         let (cwd, umask, rlimits, sid, pgid) = (
             parent.cwd.clone(),
             parent.umask,
@@ -124,6 +154,7 @@ impl Kernel<'_> {
                 pdeathsig: 0,
                 execed: true,
                 argv: spec.argv.clone(),
+                env: env.clone(),
                 nice: 0,
                 vfork_parent: None,
                 rlimits,
@@ -136,7 +167,7 @@ impl Kernel<'_> {
         let loaded = self
             .load_executable(path, bytes)
             .map_err(|e| problem(e.to_string()))?;
-        self.start_program(&loaded, &spec.argv, &spec.env, path)
+        self.start_program(&loaded, &spec.argv, &env, path)
             .map_err(|_| EngineError::OutOfMemory)?;
         self.emit(EventKind::ThreadStart { parent: 0 });
         Ok(pid)

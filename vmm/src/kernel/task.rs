@@ -126,6 +126,10 @@ pub struct Process {
     /// The arguments its program was started with (`/proc/<pid>/cmdline`).
     #[serde(default)]
     pub argv: Vec<String>,
+    /// The environment its program was started with (by the run, or by
+    /// its execve): what `rewind shell --pid` gives the shell.
+    #[serde(default)]
+    pub env: Vec<String>,
     /// Its nice value (getpriority, setpriority; inherited by a fork).
     #[serde(default)]
     pub nice: i32,
