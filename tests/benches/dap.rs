@@ -14,6 +14,10 @@
 //!     forward), the least any move there costs.
 //!
 //!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench dap
+//!
+//! `REWIND_DAP_BENCH_HOME=DIR` keeps the store in DIR and measures the long
+//! run recorded there before, if any (recording 1,000,000 steps takes
+//! minutes).
 
 use rewind_tests::dap::{median, ms, Client};
 use serde_json::json;
@@ -138,17 +142,42 @@ fn long_run() {
         .unwrap_or(1_000_000);
     println!();
     println!("(b) a long run: `long {steps_wanted}`");
-    let h = rewind_tests::Home::new();
-    let t = Instant::now();
-    let run = h.run_guest("long", &[&steps_wanted.to_string()]);
-    let steps = run.steps.expect("steps");
-    println!(
-        "    recorded {steps} steps in {:.1} s",
-        t.elapsed().as_secs_f64()
-    );
+    // REWIND_DAP_BENCH_HOME keeps the store, and the run, for the next time.
+    let h = match std::env::var_os("REWIND_DAP_BENCH_HOME") {
+        Some(dir) => rewind_tests::Home::kept_at(std::path::Path::new(&dir)),
+        None => rewind_tests::Home::new(),
+    };
+    let note = h.path().join(format!("bench-long-{steps_wanted}"));
+    let kept = std::fs::read_to_string(&note).ok().and_then(|t| {
+        let (id, steps) = t.trim().split_once(' ')?;
+        let there = h
+            .path()
+            .join("runs")
+            .join(id)
+            .join("manifest.json")
+            .exists();
+        there.then(|| (id.to_string(), steps.parse::<u64>().ok()))
+    });
+    let (id, steps) = match kept {
+        Some((id, Some(steps))) => {
+            println!("    the run recorded before: {id}, {steps} steps");
+            (id, steps)
+        }
+        _ => {
+            let t = Instant::now();
+            let run = h.run_guest("long", &[&steps_wanted.to_string()]);
+            let steps = run.steps.expect("steps");
+            println!(
+                "    recorded {steps} steps in {:.1} s",
+                t.elapsed().as_secs_f64()
+            );
+            std::fs::write(&note, format!("{} {steps}", run.id)).expect("the note");
+            (run.id, steps)
+        }
+    };
     let (source, line) = line_of("long.c", "shared++;");
     let mut c = Client::start(h.path());
-    c.open(json!({"run": run.id, "step": 0}));
+    c.open(json!({"run": id, "step": 0}));
     // Where reverseContinue has 10,000 hits behind it, and near the end.
     let start = (BACK_HITS + 2_000).min(steps / 2);
     let end = steps.saturating_sub(1_000).max(start);
@@ -188,7 +217,7 @@ fn long_run() {
             ratio(y, b.seek),
         );
     }
-    h.replay_identical(&run.id);
+    h.replay_identical(&id);
 }
 
 /// Times the moves at `step`: a seek there, then, from a stop at the source

@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { session as openSession, open, stopAfter, top, scratchHome, lineFinder } from './session.mjs';
+import { session as openSession, open, stopAfter, top, vars, scratchHome, lineFinder } from './session.mjs';
 
 const BIN = process.env.REWIND_BIN;
 const STEPPER = process.env.STEPPER;
@@ -256,5 +256,59 @@ test('memory, disassembly, sources and modules; a write forks the session off th
     assert.ok((await dc.threadsRequest()).body.threads.length > 0);
   } finally {
     await dc.stop();
+  }
+});
+
+test('moves through the snapshots in memory stop where moves without them do', async () => {
+  // The same moves in a session with the default snapshots and one with
+  // none (snapshotMemory 0: keyframes on disk, then forward): every stop
+  // at the same position, frame, locals and registers.
+  const withSnaps = await session();
+  const without = await session();
+  /** Each stop of `moves` on `dc`: the position, the top frame and its scopes' values. */
+  const trace = async (dc, launch) => {
+    await open(dc, launch);
+    const seen = [];
+    const look = async ([stop, pos]) => {
+      const f = await top(dc, stop.threadId);
+      const scopes = (await dc.scopesRequest({ frameId: f.id })).body.scopes;
+      const values = [];
+      for (const s of scopes) {
+        values.push([s.name, (await vars(dc, s.variablesReference)).map((v) => `${v.name}=${v.value}`)]);
+      }
+      seen.push({ reason: stop.reason, step: pos.step, inStep: pos.inStep, name: f.name, line: f.line, ip: f.instructionPointerReference, values });
+      return stop.threadId;
+    };
+    const bps = (lines) => dc.setBreakpointsRequest({ source: { path: SOURCE }, breakpoints: lines.map((line) => ({ line })) });
+    await bps([LINE_TOTAL]);
+    let tid = await look(await stopAfter(dc, () => dc.continueRequest({ threadId: 1000 })));
+    await look(await stopAfter(dc, () => dc.continueRequest({ threadId: tid })));
+    await bps([]);
+    for (let i = 0; i < 2; i++) await look(await stopAfter(dc, () => dc.nextRequest({ threadId: tid })));
+    for (let i = 0; i < 4; i++) await look(await stopAfter(dc, () => dc.stepBackRequest({ threadId: tid })));
+    await look(await stopAfter(dc, () => dc.stepBackRequest({ threadId: tid, granularity: 'instruction' })));
+    await bps([LINE_SQUARE_CALL]);
+    await look(await stopAfter(dc, () => dc.reverseContinueRequest({ threadId: tid })));
+    await bps([]);
+    const far = seen[1].step;
+    await look(await stopAfter(dc, () => dc.customRequest('rewind/goto', { step: Math.max(1, far - 3) })));
+    await look(await stopAfter(dc, () => dc.customRequest('rewind/goto', { step: far })));
+    return seen;
+  };
+  try {
+    const a = await trace(withSnaps, { run, step: 0 });
+    const b = await trace(without, { run, step: 0, snapshotMemory: 0 });
+    assert.ok(a.length >= 10 && a.every((s) => s.values.length > 0), JSON.stringify(a));
+    assert.deepEqual(a, b);
+    // A budget that is not a size is refused, naming the field.
+    const bad = await session();
+    try {
+      await assert.rejects(bad.launch({ run, snapshotMemory: 'lots' }), /snapshotMemory/);
+    } finally {
+      await bad.stop();
+    }
+  } finally {
+    await withSnaps.stop();
+    await without.stop();
   }
 });

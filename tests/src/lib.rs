@@ -196,8 +196,14 @@ pub fn parse_status(out: &Output) -> Option<Run> {
 /// home is dropped at the end of a test that passed, every noted run not yet
 /// replayed is. Runs that `import` added are not noted: replaying them is the
 /// import tests' own business, and only `--replayable` exports can be.
+/// Where a home is: a temporary directory, or one that stays.
+enum HomeDir {
+    Temp(tempfile::TempDir),
+    Kept(PathBuf),
+}
+
 pub struct Home {
-    dir: tempfile::TempDir,
+    dir: HomeDir,
     /// Runs present in `runs/` at the last look.
     seen: RefCell<BTreeSet<String>>,
     /// Runs recorded here and not yet replayed.
@@ -215,10 +221,12 @@ impl Default for Home {
 impl Home {
     pub fn new() -> Home {
         Home {
-            dir: tempfile::Builder::new()
-                .prefix("rewind-test-home-")
-                .tempdir()
-                .expect("a temporary directory"),
+            dir: HomeDir::Temp(
+                tempfile::Builder::new()
+                    .prefix("rewind-test-home-")
+                    .tempdir()
+                    .expect("a temporary directory"),
+            ),
             seen: RefCell::default(),
             unreplayed: RefCell::default(),
             replay_at_drop: true,
@@ -231,6 +239,19 @@ impl Home {
         let mut home = Home::new();
         home.replay_at_drop = false;
         home
+    }
+
+    /// A home in `dir` that stays after the process (created when
+    /// missing), whose runs are not replayed when it is dropped: for a
+    /// benchmark that records a long run once and measures it again.
+    pub fn kept_at(dir: &Path) -> Home {
+        std::fs::create_dir_all(dir).expect("the home directory");
+        Home {
+            dir: HomeDir::Kept(dir.to_path_buf()),
+            seen: RefCell::default(),
+            unreplayed: RefCell::default(),
+            replay_at_drop: false,
+        }
     }
 
     /// Notes the runs that appeared since the last look; `imported` when the
@@ -267,7 +288,10 @@ impl Home {
     }
 
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        match &self.dir {
+            HomeDir::Temp(t) => t.path(),
+            HomeDir::Kept(p) => p,
+        }
     }
 
     /// The failing run `rewind check --points POINTS --example EXAMPLE`

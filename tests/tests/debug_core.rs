@@ -238,4 +238,83 @@ fn watchpoints_on_a_run_with_memory_points() {
     assert_eq!(s.position().unwrap(), at_clear);
     drop(s);
     home.replay_identical(&id);
+
+/// What a session shows where it stands: the step, the thread on the CPU,
+/// every thread's registers and the counter the threads share.
+fn state(s: &mut Session, shared: u64) -> (u64, u32, Vec<String>, Vec<u8>) {
+    let regs = s
+        .threads()
+        .into_iter()
+        .map(|t| format!("{t} {:?}", s.registers(t).unwrap().regs))
+        .collect();
+    (
+        s.step(),
+        s.current_thread(),
+        regs,
+        s.read_memory(shared, 8).unwrap(),
+    )
+}
+
+/// Travels through the session's snapshots in memory, restored in its own
+/// VM, reach the recording's states exactly: a session with them and one
+/// without (a budget of 0: keyframes on disk, then forward) stop at the
+/// same positions with the same registers and memory, going to steps both
+/// ways, stepping back by instruction and reverse-continuing; a small
+/// budget bounds what they hold and still gives the same states.
+#[test]
+fn snapshots_in_memory_restore_the_recordings_states() {
+    let home = Home::new();
+    let run = home.run_guest("long", &["6000"]);
+    let mut with = open(&home, &run.id, 0);
+    let mut without = open(&home, &run.id, 0);
+    let mut small = open(&home, &run.id, 0);
+    without.set_snapshot_budget(0);
+    small.set_snapshot_budget(256 << 10);
+    let elf = with.program().unwrap();
+    let shared = symbol(&elf, "shared");
+    let work = symbol(&elf, "work");
+    for step in [3000, 2990, 2999, 1200, 2998, 3001, 40, 2500, 2997] {
+        for s in [&mut with, &mut without, &mut small] {
+            s.go_to_step(step).unwrap();
+        }
+        let want = state(&mut without, shared);
+        assert_eq!(state(&mut with, shared), want, "at step {step}");
+        assert_eq!(state(&mut small, shared), want, "at step {step}, small");
+    }
+    // Back by instruction across the start of a step, three times.
+    for _ in 0..3 {
+        let mut stops = Vec::new();
+        for s in [&mut with, &mut without, &mut small] {
+            stops.push((s.reverse_step_instruction().unwrap(), s.position().unwrap()));
+        }
+        assert!(stops.iter().all(|x| *x == stops[0]), "{stops:?}");
+        let want = state(&mut without, shared);
+        assert_eq!(state(&mut with, shared), want);
+        assert_eq!(state(&mut small, shared), want);
+    }
+    // Back to the previous entry of `work` (a thread's start), from late on.
+    let mut stops = Vec::new();
+    for s in [&mut with, &mut without, &mut small] {
+        s.go_to_step(5000).unwrap();
+        s.add_breakpoint(work);
+        stops.push((s.reverse_cont().unwrap(), s.position().unwrap()));
+    }
+    assert!(
+        matches!(stops[0].0, Stop::Breakpoint { pc, .. } if pc == work),
+        "{stops:?}"
+    );
+    assert!(stops.iter().all(|x| *x == stops[0]), "{stops:?}");
+    let want = state(&mut without, shared);
+    assert_eq!(state(&mut with, shared), want);
+
+    let (w, wo, sm) = (
+        with.snapshot_stats(),
+        without.snapshot_stats(),
+        small.snapshot_stats(),
+    );
+    assert!(w.from_memory > 0 && w.kept > 0, "{w:?}");
+    assert_eq!((wo.from_memory, wo.kept, wo.bytes), (0, 0, 0), "{wo:?}");
+    assert!(sm.bytes <= 256 << 10 && sm.evicted > 0, "{sm:?}");
+    drop((with, without, small));
+    home.replay_identical(&run.id);
 }

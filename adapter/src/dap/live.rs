@@ -64,15 +64,17 @@ pub enum Flow {
 impl Live {
     /// The core on `run` right after `step` (the step before when the run
     /// ended at `step`).
-    pub fn open(run: &Run, store: &Store, step: u64) -> Result<Live> {
+    /// `budget`: the bytes its snapshots in memory may hold.
+    pub fn open(run: &Run, store: &Store, step: u64, budget: u64) -> Result<Live> {
         let origin = Origin::of_run(run, store)?;
-        let core = match Core::open(origin, step, None) {
+        let mut core = match Core::open(origin, step, None) {
             Ok(c) => c,
             Err(DebugError::Ended(_)) if step > 0 => {
                 Core::open(Origin::of_run(run, store)?, step - 1, None)?
             }
             Err(e) => return Err(e.into()),
         };
+        core.set_snapshot_budget(budget);
         let mut live = Live {
             core,
             sym: None,

@@ -13,6 +13,7 @@ mod custom;
 mod launch;
 mod live;
 mod moves;
+mod profile;
 mod requests;
 mod session;
 mod variables;

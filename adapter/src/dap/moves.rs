@@ -129,7 +129,12 @@ impl Session {
             o.live = None;
         }
         if o.live.is_none() {
-            o.live = Some(Live::open(&o.run, &o.store, o.view.state_step)?);
+            o.live = Some(Live::open(
+                &o.run,
+                &o.store,
+                o.view.state_step,
+                self.snapshot_budget,
+            )?);
         }
         let at = o.at;
         let step = o.view.state_step;

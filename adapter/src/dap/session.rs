@@ -56,6 +56,8 @@ pub struct Session {
     pub event_steps: bool,
     /// launch's `forkWith`: what `restartFrame` forks with.
     pub fork_by: ForkBy,
+    /// launch's `snapshotMemory`: the debug core's snapshots' budget, bytes.
+    pub snapshot_budget: u64,
     /// `terminate` came: the machine is stopped and only `disconnect` is left.
     terminated: bool,
 }
@@ -103,6 +105,39 @@ impl Stop {
 }
 
 impl Open {
+    /// The machine at the start of `step` by the debug core (opened with
+    /// `budget` for its snapshots when it is not yet), which stays there:
+    /// its snapshots make a travel cheap. None when the process has ended
+    /// by then (a seek shows the step before).
+    fn core_view(&mut self, step: u64, budget: u64) -> Result<Option<View>> {
+        if step >= self.run.meta.steps {
+            return Ok(None);
+        }
+        if !self.run.dir.join("manifest.json").exists() {
+            bail!("run {} was removed from the store", self.run.id);
+        }
+        // Written to: back to the recording.
+        if self.live.as_ref().is_some_and(|l| l.core.is_modified()) {
+            self.live = None;
+        }
+        let live = match &mut self.live {
+            Some(l) => l,
+            None => self
+                .live
+                .insert(Live::open(&self.run, &self.store, step, budget)?),
+        };
+        match live.core.go_to_step(step) {
+            Ok(()) => {}
+            Err(vmm::debug::DebugError::Ended(_)) => {
+                live.synced = false;
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        live.synced = true;
+        Ok(Some(view::of_kernel(live.core.kernel(), step)))
+    }
+
     pub fn new(
         store: Store,
         run: Run,
@@ -245,6 +280,7 @@ impl Session {
             bps: Breakpoints::default(),
             event_steps: false,
             fork_by: ForkBy::default(),
+            snapshot_budget: vmm::debug::DEFAULT_SNAPSHOT_BUDGET,
             terminated: false,
             source_refs: Vec::new(),
         }
@@ -265,6 +301,7 @@ impl Session {
     }
 
     fn handle(&mut self, msg: wire::Incoming) {
+        let profile = super::profile::Profile::start(self);
         let (seq, name, result) = match msg {
             wire::Incoming::Ignored => return,
             wire::Incoming::Invalid { seq, name, why } => (seq, name, Err(anyhow!(why))),
@@ -298,6 +335,9 @@ impl Session {
         }
         for v in std::mem::take(&mut self.after) {
             self.out.send(v);
+        }
+        if let Some(p) = profile {
+            p.report(self, &name);
         }
     }
 
@@ -547,6 +587,15 @@ impl Session {
         }
         // Checked before anything is recorded.
         let fork_by = ForkBy::of_launch(&args)?;
+        let snapshot_budget = match args.get("snapshotMemory") {
+            None => vmm::debug::DEFAULT_SNAPSHOT_BUDGET,
+            Some(v) => v
+                .as_u64()
+                .and_then(|mib| mib.checked_mul(1 << 20))
+                .ok_or_else(|| {
+                    anyhow!("launch argument `snapshotMemory`: {v} is not a size in MiB")
+                })?,
+        };
         let store = crate::cmd::store()?;
         let opened = launch::open(&store, &args, &self.out, seq)?;
         let stop = match opened.first {
@@ -570,6 +619,7 @@ impl Session {
         self.open = Some(open);
         self.event_steps = args.get("stepping").and_then(Value::as_str) == Some("events");
         self.fork_by = fork_by;
+        self.snapshot_budget = snapshot_budget;
         self.refine_crash();
         self.resolve_pending();
         if self.configured {
@@ -635,14 +685,20 @@ impl Session {
             .open
             .as_mut()
             .ok_or_else(|| anyhow!("no run is open: send `launch` or `attach` first"))?;
-        let view = view::seek(&o.run, step)?;
+        let budget = self.snapshot_budget;
+        let view = match o.core_view(step, budget)? {
+            Some(v) => v,
+            None => {
+                if let Some(l) = o.live.as_mut() {
+                    l.synced = false;
+                }
+                view::seek(&o.run, step)?
+            }
+        };
         o.pos = step;
         o.view = view;
         o.at = None;
         o.focus_tid = None;
-        if let Some(l) = o.live.as_mut() {
-            l.synced = false;
-        }
         self.refine_crash();
         self.stopped(stop);
         Ok(())

@@ -124,6 +124,7 @@ impl Session {
     /// The arrival at the current instruction, counted.
     fn arrive(&mut self, how: How) -> Arrival {
         let l = &mut self.live;
+        l.moved |= how != How::SpanStart;
         let pc = l.k.m.regs().rip;
         let hit = if l.count_all {
             let c = l.counts.entry(pc).or_insert(0);
@@ -164,6 +165,7 @@ impl Session {
     pub(super) fn span_started(&mut self) -> Arrival {
         let l = &mut self.live;
         l.route.clear();
+        l.moved = false;
         l.ghosts.clear();
         l.counts = self
             .breakpoints
@@ -467,6 +469,7 @@ impl Session {
             self.live.ended = Some(st);
             return Ok(Ev::Ended(st));
         }
+        self.offer_snapshot()?;
         Ok(Ev::Arrive(self.span_started()))
     }
 

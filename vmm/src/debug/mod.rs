@@ -24,18 +24,20 @@
 mod exec;
 mod memory;
 mod reverse;
+mod snapshots;
 
 use crate::kernel::task::{Pid, Tid};
 use crate::kernel::Kernel;
 use crate::record::keyframe::Keyframe;
-use crate::record::{Discard, ExitStatus};
-use crate::session::{Limits, RunInputs};
+use crate::record::ExitStatus;
+use crate::session::RunInputs;
 use crate::store::pages::PageStore;
 use crate::EngineError;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
 pub use memory::ThreadRegs;
+pub use snapshots::{Stats as SnapshotStats, DEFAULT_BUDGET as DEFAULT_SNAPSHOT_BUDGET};
 
 /// The frame bits of a page-table entry.
 const PTE_ADDR: u64 = 0x000f_ffff_ffff_f000;
@@ -160,27 +162,6 @@ impl Origin {
         v.push(0);
         v
     }
-
-    /// A kernel right after step `step` was served, restored from the last
-    /// keyframe at or before it (or booted) and run forward.
-    fn kernel_at(&self, step: u64) -> Result<Kernel<'static>, DebugError> {
-        // Discard is a unit: leaking one allocates nothing.
-        let rec: &'static mut Discard = Box::leak(Box::new(Discard));
-        let kf = self.keyframes.iter().rev().find(|(k, _)| k.step <= step);
-        let mut k = match kf {
-            Some((kf, own)) if kf.step > 0 => {
-                Kernel::restore(&self.inputs, kf, &self.pages, *own, rec)?
-            }
-            _ => Kernel::boot(&self.inputs, rec)?,
-        };
-        if k.step < step {
-            k.run_to(step, &Limits::default())?;
-        }
-        if k.is_finished() {
-            return Err(DebugError::Ended(k.step));
-        }
-        Ok(k)
-    }
 }
 
 /// One route step from a span's start to a stop (see `Session::position`).
@@ -208,6 +189,8 @@ struct Live {
     count_all: bool,
     /// The operations since the span began that led here.
     route: Vec<Op>,
+    /// An instruction ran (or trapped) since the span began.
+    moved: bool,
     /// A fault seen and not yet served (a stop before its signal).
     pending: Option<crate::machine::Exit>,
     /// Pages protected for watchpoints, over the kernel's entries.
@@ -224,6 +207,7 @@ pub struct Session {
     watches: Vec<Watch>,
     /// Set when memory or registers were written: no longer the recording.
     modified: bool,
+    snaps: snapshots::Snapshots,
 }
 
 impl Session {
@@ -231,7 +215,8 @@ impl Session {
     /// (default: the process of the thread on the CPU).
     pub fn open(origin: Origin, step: u64, pid: Option<Pid>) -> Result<Session, DebugError> {
         let origin = Rc::new(origin);
-        let k = origin.kernel_at(step)?;
+        let mut snaps = snapshots::Snapshots::new(origin.pages.clone());
+        let k = snaps.kernel_at(&origin, step)?;
         let pid = match pid {
             Some(p) if k.procs.contains_key(&p) => p,
             Some(p) => return Err(DebugError::NoProcess(p)),
@@ -244,6 +229,7 @@ impl Session {
             breakpoints: BTreeSet::new(),
             watches: Vec::new(),
             modified: false,
+            snaps,
         };
         s.span_started();
         Ok(s)
@@ -373,6 +359,20 @@ impl Session {
 }
 
 impl Live {
+    /// As new: nothing inserted, counted or pending.
+    fn clear(&mut self) {
+        self.inserted.clear();
+        self.tracked.clear();
+        self.ghosts.clear();
+        self.counts.clear();
+        self.count_all = false;
+        self.route.clear();
+        self.moved = false;
+        self.pending = None;
+        self.protected.clear();
+        self.ended = None;
+    }
+
     fn new(k: Kernel<'static>) -> Live {
         Live {
             k,
@@ -382,6 +382,7 @@ impl Live {
             counts: HashMap::new(),
             count_all: false,
             route: Vec::new(),
+            moved: false,
             pending: None,
             protected: BTreeMap::new(),
             ended: None,

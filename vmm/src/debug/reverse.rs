@@ -2,7 +2,7 @@
 //! previous instruction or the previous breakpoint or watchpoint hit.
 
 use super::exec::{Ev, How};
-use super::{DebugError, Live, Op, Position, Session, Stop};
+use super::{DebugError, Op, Position, Session, Stop};
 
 impl Session {
     /// A fresh machine at the start of span `step`, counting hits of
@@ -13,8 +13,7 @@ impl Session {
         tracked: &[u64],
         count_all: bool,
     ) -> Result<(), DebugError> {
-        let k = self.origin.kernel_at(step)?;
-        self.live = Live::new(k);
+        self.travel(step)?;
         self.live.tracked = tracked.iter().copied().collect();
         self.live.count_all = count_all;
         self.span_started();

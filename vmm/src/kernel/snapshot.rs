@@ -227,6 +227,31 @@ impl Kernel<'_> {
                 new_pages.push((h, bytes));
             }
         }
+        let frames = clock.pages.iter().map(|(pa, h)| (*pa, *h)).collect();
+        let (kf, blobs) = self.keyframe_now(frames, &mut clock.blob_pages)?;
+        new_pages.extend(blobs.iter().map(|(h, b)| (*h, b.as_slice())));
+        self.rec.keyframe(&kf, &new_pages);
+        clock.last_step = self.step;
+        clock.last_wall = Instant::now();
+        clock.last_cost = thread_cpu_time().saturating_sub(started);
+        self.keyframes = Some(clock);
+        Ok(())
+    }
+}
+
+/// Pages of file contents, by hash (`kernel::blobs`).
+pub type BlobPages = Vec<(PageHash, Vec<u8>)>;
+
+impl Kernel<'_> {
+    /// The machine as it stands as a keyframe whose page map is `frames`
+    /// (every page with contents and its hash, kept by the caller), with
+    /// the pages of file contents not in `blob_pages` yet (now added).
+    /// For the disk's keyframes and a debug session's in-memory ones.
+    pub fn keyframe_now(
+        &self,
+        frames: Vec<(u64, PageHash)>,
+        blob_pages: &mut std::collections::HashSet<PageHash>,
+    ) -> Result<(Keyframe, BlobPages), EngineError> {
         let state = KernelState {
             procs: self.procs.clone(),
             threads: self.threads.clone(),
@@ -242,26 +267,19 @@ impl Kernel<'_> {
             points: self.points.clone(),
             zombies: self.zombies.clone(),
         };
-        let (kernel, blobs) =
-            super::blobs::saving(&mut clock.blob_pages, || postcard::to_allocvec(&state));
+        let (kernel, blobs) = super::blobs::saving(blob_pages, || postcard::to_allocvec(&state));
         let kernel = kernel
             .map_err(|e| EngineError::BadKeyframe(format!("cannot encode the kernel: {e}")))?;
-        new_pages.extend(blobs.new.iter().map(|(h, b)| (*h, b.as_slice())));
         let kf = Keyframe {
             step: self.step,
             recorded: self.recorded,
             vcpu: self.m.vcpu_state()?,
             allocator: self.m.ram.allocator(),
-            frames: clock.pages.iter().map(|(pa, h)| (*pa, *h)).collect(),
+            frames,
             file_pages: blobs.referenced,
             kernel,
         };
-        self.rec.keyframe(&kf, &new_pages);
-        clock.last_step = self.step;
-        clock.last_wall = Instant::now();
-        clock.last_cost = thread_cpu_time().saturating_sub(started);
-        self.keyframes = Some(clock);
-        Ok(())
+        Ok((kf, blobs.new))
     }
 }
 
@@ -290,62 +308,13 @@ impl<'r> Kernel<'r> {
         man.validate()?;
         let elf_bytes = super::elf::read_program(&inputs.image, &man.program)?;
         let mut m = Machine::new(man.mem)?;
-        let mut clock = KeyframeClock::new(kf.step);
-        let zero = zero_page_hash();
-        for (pa, h) in &kf.frames {
-            if *h == zero
-                && m.ram
-                    .slice(*pa, PAGE)
-                    .is_ok_and(|b| b.iter().all(|x| *x == 0))
-            {
-                clock.pages.insert(*pa, *h);
-                continue;
-            }
-            let bytes = pages
-                .page(h)
-                .map_err(|e| EngineError::BadKeyframe(format!("page {pa:#x}: {e}")))?;
-            if bytes.len() != PAGE {
-                return Err(EngineError::BadKeyframe(format!(
-                    "page {pa:#x} holds {} bytes",
-                    bytes.len()
-                )));
-            }
-            m.ram
-                .write(*pa, &bytes)
-                .map_err(|e| EngineError::BadKeyframe(format!("page {pa:#x}: {e}")))?;
-            clock.pages.insert(*pa, *h);
-        }
-        if !m.ram.set_allocator(kf.allocator.clone()) {
-            return Err(EngineError::BadKeyframe(
-                "frame allocator outside guest memory".into(),
-            ));
-        }
-        m.restore_vcpu(&kf.vcpu)?;
-        // What was just written is the keyframe, not news for the next one.
-        m.take_dirty_pages()?;
-        let st: KernelState =
-            super::blobs::restoring(pages, || postcard::from_bytes(&kf.kernel))
-                .map_err(|e| EngineError::BadKeyframe(format!("kernel state: {e}")))?;
-        st.check()
-            .map_err(|why| EngineError::BadKeyframe(format!("kernel state: {why}")))?;
-        let mut sched = st.sched;
-        if !same_run {
-            sched.perturber = crate::schedule::Perturber::from_manifest(man).map(|mut p| {
-                p.applied = man
-                    .perturb
-                    .iter()
-                    .filter(|q| q.step <= kf.step)
-                    .copied()
-                    .collect();
-                p
-            });
-        }
+        let st = restore_machine(&mut m, &kf.frames, kf, pages, inputs, same_run)?;
         let mut k = Kernel {
             m,
             procs: st.procs,
             zombies: st.zombies,
             threads: st.threads,
-            sched,
+            sched: st.sched,
             clock: st.clock,
             futexes: st.futexes,
             rng: st.rng,
@@ -360,9 +329,10 @@ impl<'r> Kernel<'r> {
             status: None,
             failure: None,
             recorded: kf.recorded,
-            keyframes: rec.wants_keyframes().then_some(clock),
+            keyframes: None,
             rec,
         };
+        k.keyframes = k.rec.wants_keyframes().then(|| keyframe_clock(kf));
         k.symbols = super::symbols::SymbolTable::from_elf(
             &inputs.manifest.program,
             &elf_bytes,
@@ -370,6 +340,114 @@ impl<'r> Kernel<'r> {
         );
         Ok(k)
     }
+
+    /// Puts this kernel, on its own machine, in the state `kf` (a keyframe
+    /// of its inputs' run, or of a parent's, as `restore`'s `same_run`)
+    /// saved, as `restore` would build it: of `kf`'s
+    /// pages only `write` are written, as the caller knows the others
+    /// already hold theirs (and has zeroed its pages with contents that
+    /// `kf` has not). The machine and the parsed symbols are kept: a debug
+    /// session goes back and forth this way without building a VM.
+    pub fn reset_to<P: PageSource + Clone + 'static>(
+        &mut self,
+        kf: &Keyframe,
+        write: &[(u64, PageHash)],
+        pages: &P,
+        same_run: bool,
+    ) -> Result<(), EngineError> {
+        let inputs = self.inputs.clone();
+        let st = restore_machine(&mut self.m, write, kf, pages, &inputs, same_run)?;
+        // The page tables were written behind the MMU's back.
+        self.m.flush_tlb()?;
+        self.m.take_dirty_pages()?;
+        self.procs = st.procs;
+        self.zombies = st.zombies;
+        self.threads = st.threads;
+        self.sched = st.sched;
+        self.clock = st.clock;
+        self.futexes = st.futexes;
+        self.rng = st.rng;
+        self.step = st.step;
+        self.vfs = st.vfs;
+        self.next_id = st.next_id;
+        self.points = st.points;
+        self.names = st.names;
+        self.writers = st.writers;
+        self.status = None;
+        self.failure = None;
+        self.recorded = kf.recorded;
+        self.keyframes = self.rec.wants_keyframes().then(|| keyframe_clock(kf));
+        Ok(())
+    }
+}
+
+/// The keyframe policy's state right after restoring `kf`.
+fn keyframe_clock(kf: &Keyframe) -> KeyframeClock {
+    let mut clock = KeyframeClock::new(kf.step);
+    clock.pages.extend(kf.frames.iter().copied());
+    clock
+}
+
+/// Writes `write` (pages of `kf`) into `m`'s memory, sets its allocator
+/// and vCPU as `kf` saved them, and decodes and checks `kf`'s kernel
+/// state, its schedule made `inputs`' when it is a fork's (`!same_run`).
+fn restore_machine<P: PageSource + Clone + 'static>(
+    m: &mut Machine,
+    write: &[(u64, PageHash)],
+    kf: &Keyframe,
+    pages: &P,
+    inputs: &RunInputs,
+    same_run: bool,
+) -> Result<KernelState, EngineError> {
+    let man = &inputs.manifest;
+    let zero = zero_page_hash();
+    for (pa, h) in write {
+        // A zero page where memory is zero already (a new machine's) needs no write.
+        if *h == zero
+            && m.ram
+                .slice(*pa, PAGE)
+                .is_ok_and(|b| b.iter().all(|x| *x == 0))
+        {
+            continue;
+        }
+        let bytes = pages
+            .page(h)
+            .map_err(|e| EngineError::BadKeyframe(format!("page {pa:#x}: {e}")))?;
+        if bytes.len() != PAGE {
+            return Err(EngineError::BadKeyframe(format!(
+                "page {pa:#x} holds {} bytes",
+                bytes.len()
+            )));
+        }
+        m.ram
+            .write(*pa, &bytes)
+            .map_err(|e| EngineError::BadKeyframe(format!("page {pa:#x}: {e}")))?;
+    }
+    if !m.ram.set_allocator(kf.allocator.clone()) {
+        return Err(EngineError::BadKeyframe(
+            "frame allocator outside guest memory".into(),
+        ));
+    }
+    m.restore_vcpu(&kf.vcpu)?;
+    // What was just written is the keyframe, not news for the next one.
+    m.take_dirty_pages()?;
+    let mut st: KernelState =
+        super::blobs::restoring(pages, || postcard::from_bytes(&kf.kernel))
+            .map_err(|e| EngineError::BadKeyframe(format!("kernel state: {e}")))?;
+    st.check()
+        .map_err(|why| EngineError::BadKeyframe(format!("kernel state: {why}")))?;
+    if !same_run {
+        st.sched.perturber = crate::schedule::Perturber::from_manifest(man).map(|mut p| {
+            p.applied = man
+                .perturb
+                .iter()
+                .filter(|q| q.step <= kf.step)
+                .copied()
+                .collect();
+            p
+        });
+    }
+    Ok(st)
 }
 
 /// Serde for fixed arrays longer than serde's 32 (signal dispositions), as a sequence.
