@@ -238,6 +238,7 @@ fn watchpoints_on_a_run_with_memory_points() {
     assert_eq!(s.position().unwrap(), at_clear);
     drop(s);
     home.replay_identical(&id);
+}
 
 /// What a session shows where it stands: the step, the thread on the CPU,
 /// every thread's registers and the counter the threads share.
