@@ -28,13 +28,14 @@ mod snapshots;
 
 use crate::kernel::task::{Pid, Tid};
 use crate::kernel::Kernel;
-use crate::record::keyframe::Keyframe;
+use crate::record::keyframe::{Keyframe, KeyframeFile};
 use crate::record::ExitStatus;
 use crate::session::RunInputs;
 use crate::store::pages::PageStore;
 use crate::EngineError;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
+use std::sync::Arc;
 
 pub use memory::ThreadRegs;
 pub use snapshots::{Stats as SnapshotStats, DEFAULT_BUDGET as DEFAULT_SNAPSHOT_BUDGET};
@@ -116,15 +117,24 @@ pub enum Stop {
 /// Where the session can start again: the run's inputs and keyframes.
 pub struct Origin {
     pub inputs: RunInputs,
-    /// Keyframes to restore from, in step order, each with whether it is
-    /// the run's own (`Kernel::restore`'s `same_run`).
-    pub keyframes: Vec<(Keyframe, bool)>,
+    /// Keyframes to restore from, in step order, decoded only when one is
+    /// restored: a long run has hundreds, and a session uses a few.
+    keyframes: Vec<KeyframeAt>,
     pub pages: PageStore,
+}
+
+/// One keyframe of an origin: its step, and where to decode it from.
+struct KeyframeAt {
+    step: u64,
+    file: Arc<KeyframeFile>,
+    index: usize,
+    /// It is the run's own (`Kernel::restore`'s `same_run`).
+    own: bool,
 }
 
 impl Origin {
     /// Every keyframe usable for `run` (its own, and its parents' up to the
-    /// fork), in step order.
+    /// fork), in step order; each keyframes file read once.
     pub fn of_run(
         run: &crate::store::Run,
         store: &crate::store::Store,
@@ -133,20 +143,51 @@ impl Origin {
             .inputs()
             .map_err(|e| EngineError::BadKeyframe(format!("the run's inputs: {e}")))?;
         let mut keyframes = Vec::new();
-        let mut step = run.meta.steps;
-        while let Ok(Some((kf, own))) = run.best_keyframe(store, step) {
-            let at = kf.step;
-            keyframes.push((kf, own));
-            if at == 0 {
-                break;
+        for (file, upto, own) in run.keyframe_chain(store) {
+            // A file whose steps cannot be read serves nothing: slower, as exact.
+            let Ok(steps) = file.steps() else { continue };
+            let file = Arc::new(file);
+            for (index, step) in steps.into_iter().enumerate() {
+                if step <= upto {
+                    keyframes.push(KeyframeAt {
+                        step,
+                        file: file.clone(),
+                        index,
+                        own,
+                    });
+                }
             }
-            step = at - 1;
         }
-        keyframes.reverse();
+        // The latest at or before a step wins; at one step, the run's own.
+        keyframes.sort_by_key(|k| (k.step, !k.own));
+        keyframes.dedup_by_key(|k| k.step);
         Ok(Origin {
             inputs,
             keyframes,
             pages: store.pages(),
+        })
+    }
+
+    /// The index of the last keyframe at or after step 1 and at or before
+    /// `step`.
+    fn last_keyframe_at_or_before(&self, step: u64) -> Option<usize> {
+        self.keyframes
+            .iter()
+            .rposition(|k| k.step <= step && k.step > 0)
+    }
+
+    /// The step of keyframe `i`.
+    fn keyframe_step(&self, i: usize) -> u64 {
+        self.keyframes[i].step
+    }
+
+    /// Keyframe `i` decoded, or the latest before it that this build can
+    /// restore (a keyframe it cannot decode is skipped, as seeks skip it),
+    /// with whether it is the run's own; None: boot.
+    fn keyframe(&self, i: usize) -> Option<(Keyframe, bool)> {
+        self.keyframes[..=i].iter().rev().find_map(|k| {
+            let kf = k.file.get(k.index).ok()?;
+            crate::kernel::snapshot::restorable(&kf, &self.pages).then_some((kf, k.own))
         })
     }
 
@@ -155,7 +196,7 @@ impl Origin {
         let mut v: Vec<u64> = self
             .keyframes
             .iter()
-            .map(|(k, _)| k.step)
+            .map(|k| k.step)
             .filter(|s| *s <= step && *s > 0)
             .collect();
         v.reverse();

@@ -328,8 +328,8 @@ enum Start {
     Here,
     /// The snapshot at this step.
     Memory(u64),
-    /// The origin's keyframe of this index.
-    Disk(usize),
+    /// A keyframe of the origin, with whether it is the run's own.
+    Disk(Box<Keyframe>, bool),
     Boot,
 }
 
@@ -337,17 +337,18 @@ enum Start {
 /// stands at, when it can go on from there.
 fn pick(origin: &Origin, snaps: &Snapshots, step: u64, here: Option<u64>) -> Start {
     let mem = snaps.kept.range(..=step).next_back().map(|(s, _)| *s);
-    let disk = origin
-        .keyframes
-        .iter()
-        .rposition(|(k, _)| k.step <= step && k.step > 0);
-    let disk_step = disk.map(|i| origin.keyframes[i].0.step);
+    let disk = origin.last_keyframe_at_or_before(step);
+    let disk_step = disk.map(|i| origin.keyframe_step(i));
     let best = [mem, disk_step, here].into_iter().flatten().max();
     match best {
         None => Start::Boot,
         Some(b) if here == Some(b) => Start::Here,
         Some(b) if mem == Some(b) => Start::Memory(b),
-        Some(_) => Start::Disk(disk.expect("the best is a keyframe")),
+        // One this build cannot restore gives way to the one before it.
+        Some(_) => match disk.and_then(|i| origin.keyframe(i)) {
+            Some((kf, own)) => Start::Disk(Box::new(kf), own),
+            None => Start::Boot,
+        },
     }
 }
 
@@ -372,10 +373,9 @@ impl Snapshots {
                 self.stale.clear();
                 k
             }
-            Start::Disk(i) => {
+            Start::Disk(kf, own) => {
                 self.stats.from_disk += 1;
-                let (kf, own) = &origin.keyframes[i];
-                let k = Kernel::restore(&origin.inputs, kf, &origin.pages, *own, rec)?;
+                let k = Kernel::restore(&origin.inputs, &kf, &origin.pages, own, rec)?;
                 self.known(&kf.frames);
                 k
             }
@@ -454,10 +454,9 @@ impl Session {
                 snaps.kept.insert(at, snap);
                 r?;
             }
-            Start::Disk(i) => {
+            Start::Disk(kf, own) => {
                 snaps.stats.from_disk += 1;
-                let (kf, own) = &origin.keyframes[i];
-                snaps.reset(k, kf, &origin.pages, *own)?;
+                snaps.reset(k, &kf, &origin.pages, own)?;
             }
             Start::Boot => {
                 snaps.stats.boots += 1;

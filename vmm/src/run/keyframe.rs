@@ -244,6 +244,20 @@ impl KeyframeFile {
         Ok(step)
     }
 
+    /// Every record's step, in file order, each decoded from the first
+    /// bytes of its body alone; steps that do not increase are an error.
+    pub fn steps(&self) -> Result<Vec<u64>, KeyframeError> {
+        let mut out: Vec<u64> = Vec::with_capacity(self.len());
+        for i in 0..self.len() {
+            let step = self.step_of(i)?;
+            if out.last().is_some_and(|p| *p >= step) {
+                return Err(corrupt(&self.path, "keyframes out of order"));
+            }
+            out.push(step);
+        }
+        Ok(out)
+    }
+
     /// Every record decoded, in step order.
     pub fn all(&self) -> Result<Vec<Keyframe>, KeyframeError> {
         let mut out: Vec<Keyframe> = Vec::with_capacity(self.len());
@@ -380,6 +394,7 @@ mod tests {
         assert_eq!(at(u64::MAX, &|_| true), steps.last().copied());
         let all = f.all().unwrap();
         assert_eq!(all.iter().map(|k| k.step).collect::<Vec<_>>(), steps);
+        assert_eq!(f.steps().unwrap(), steps);
         assert_eq!(all[3].kernel, keyframe_at(steps[3]).kernel);
 
         // A byte flipped in the first record's body is reported, though a

@@ -502,6 +502,41 @@ impl Run {
             .map_err(corrupt)
     }
 
+    /// The keyframes files along this run's fork chain, each read once
+    /// (every record's checksum checked), with the last step it may serve
+    /// and whether it is this run's own: this run's for every step, then
+    /// its parent's up to the fork step, and so on. A file that cannot be
+    /// read ends the chain there, as `best_keyframe` would fall back.
+    pub fn keyframe_chain(
+        &self,
+        store: &Store,
+    ) -> Vec<(crate::record::keyframe::KeyframeFile, u64, bool)> {
+        let mut chain = Vec::new();
+        let mut run = std::borrow::Cow::Borrowed(self);
+        let mut upto = u64::MAX;
+        let mut seen = vec![self.id.clone()];
+        loop {
+            let path = run.dir.join(crate::record::keyframe::KEYFRAMES_FILE);
+            match crate::record::keyframe::KeyframeFile::open(&path) {
+                Ok(f) => chain.push((f, upto, chain.is_empty())),
+                Err(_) => break,
+            }
+            let Some(f) = &run.manifest.fork_of else {
+                break;
+            };
+            upto = upto.min(f.step);
+            match store.resolve(&f.parent) {
+                // A store whose forks name each other in a ring ends here.
+                Ok(parent) if !seen.contains(&parent.id) => {
+                    seen.push(parent.id.clone());
+                    run = std::borrow::Cow::Owned(parent);
+                }
+                _ => break,
+            }
+        }
+        chain
+    }
+
     /// `best_keyframe`, but a keyframes file that cannot be read is not
     /// used: the run is then made from step 0, which is slower and as
     /// exact, and the warning says so (for the caller to show).
