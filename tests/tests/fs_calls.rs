@@ -38,6 +38,24 @@ fn flock_and_record_locks_exclude_as_on_linux() {
     assert_eq!(again.id, run.id);
 }
 
+/// `/proc/<pid>/environ` (`guest/tests/proc-environ.c`): a process's own,
+/// a child's after its execve with another environment, what the program
+/// wrote over its strings, a zombie's (empty): as natively.
+#[test]
+fn proc_environ_is_the_environment_execve_gave_as_natively() {
+    let (home, run) = same_as_native("proc-environ", &[], &[]);
+    assert_lines(
+        &run.out.stdout,
+        &[
+            "the child's own (33 bytes):A=1|BB=two words|EMPTY=|NOEQUALS|",
+            "after writing over A and setenv (33 bytes):Z=1|BB=two words|EMPTY=|NOEQUALS|",
+            "the parent reads the child's (33 bytes):Z=1|BB=two words|EMPTY=|NOEQUALS|",
+        ],
+    );
+    let events = home.events(&run.id);
+    assert!(events.contains("/environ"), "{events}");
+}
+
 #[test]
 fn proc_dev_and_cpu_files_agree_with_the_run() {
     let home = Home::new();

@@ -231,6 +231,7 @@ impl Kernel<'_> {
             argv: parent.argv.clone(),
             env: parent.env.clone(),
             nice: parent.nice,
+            env_area: parent.env_area,
         };
         // Every description gains a reference (the table itself is copied above).
         self.vfs.share_table(&child.files);

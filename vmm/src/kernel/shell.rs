@@ -156,6 +156,7 @@ impl Kernel<'_> {
                 argv: spec.argv.clone(),
                 env: env.clone(),
                 nice: 0,
+                env_area: (0, 0),
                 vfork_parent: None,
                 rlimits,
                 stopped: None,

@@ -65,10 +65,17 @@ impl Kernel<'_> {
         for a in argv {
             arg_at.push(push_bytes(self, &[a.as_bytes(), &[0]].concat())?);
         }
-        let mut envp: Vec<u64> = Vec::new();
+        // The environment's strings in order, one after another, as
+        // Linux's loader lays them (what /proc/<pid>/environ reads).
+        let env_block: Vec<u8> = env.iter().flat_map(|e| e.bytes().chain([0])).collect();
+        let env_at = push_bytes(self, &env_block)?;
+        let mut envp: Vec<u64> = Vec::with_capacity(env.len());
+        let mut at = env_at;
         for e in env {
-            envp.push(push_bytes(self, &[e.as_bytes(), &[0]].concat())?);
+            envp.push(at);
+            at += e.len() as u64 + 1;
         }
+        self.cur_proc().env_area = (env_at, env_at + env_block.len() as u64);
         let auxv = [
             (AT_PHDR, l.phdr),
             (AT_PHENT, ELF64_PHDR_SIZE),

@@ -133,6 +133,10 @@ pub struct Process {
     /// Its nice value (getpriority, setpriority; inherited by a fork).
     #[serde(default)]
     pub nice: i32,
+    /// Where its initial stack holds its environment's strings
+    /// (`/proc/<pid>/environ` reads that memory, as Linux's does).
+    #[serde(default)]
+    pub env_area: (u64, u64),
 }
 
 /// A job-control change a parent's wait reports.

@@ -88,6 +88,17 @@ impl Kernel<'_> {
         }
     }
 
+    /// The bytes at `va` in process `pid`'s memory, at most `len`, up to
+    /// the first page that cannot be read (`/proc/<pid>/environ`).
+    pub fn read_user_of(&mut self, pid: super::task::Pid, va: u64, len: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let _ = self.user_pages_of(pid, va, len, false, |ram, pa, _, n| {
+            out.extend_from_slice(ram.slice(pa, n)?);
+            Ok(())
+        });
+        out
+    }
+
     /// Writes `bytes` at `va` in process `pid`'s memory.
     pub fn write_user_of(&mut self, pid: super::task::Pid, va: u64, bytes: &[u8]) -> SysResult<()> {
         self.user_pages_of(pid, va, bytes.len(), true, |ram, pa, off, n| {

@@ -1,7 +1,7 @@
 //! The monitor's own files: `/dev/null`, `/dev/zero`, `/dev/full`,
 //! `/dev/random` and `/dev/urandom` (bytes of the run's seeded generator),
 //! `/dev/tty` (ENXIO: no controlling terminal), `/proc/cpuinfo`, and
-//! `/proc/<pid>/{exe,cwd,maps,cmdline,comm,stat,status,fd/N,task/<tid>/}`
+//! `/proc/<pid>/{exe,cwd,maps,cmdline,comm,environ,stat,status,fd/N,task/<tid>/}`
 //! for every live process, made from the kernel's process table when
 //! looked up (`/proc/self` links to the looking process's).
 
@@ -26,10 +26,10 @@ pub fn fd_node(tree: &mut Tree, dir: Ino, pid: Pid, n: i32) -> Ino {
 
 /// The entries of `/proc/<pid>` (and of `/proc/<pid>/task/<tid>`, which
 /// has no `fd`, `task`, `exe` or `cwd` here).
-const PID_ENTRIES: [&str; 9] = [
-    "cmdline", "comm", "cwd", "exe", "fd", "maps", "stat", "status", "task",
+const PID_ENTRIES: [&str; 10] = [
+    "cmdline", "comm", "cwd", "environ", "exe", "fd", "maps", "stat", "status", "task",
 ];
-const TID_ENTRIES: [&str; 5] = ["cmdline", "comm", "maps", "stat", "status"];
+const TID_ENTRIES: [&str; 6] = ["cmdline", "comm", "environ", "maps", "stat", "status"];
 
 /// The node of entry `name` of `/proc/<pid>` (`tid` None) or
 /// `/proc/<pid>/task/<tid>`, if it has one.
@@ -41,6 +41,8 @@ fn entry_node(pid: Pid, tid: Option<Tid>, name: &str) -> Option<Node> {
         "cmdline" => file(ProcFile::Cmdline),
         "comm" => file(ProcFile::Comm),
         "maps" => file(ProcFile::Maps),
+        // Only its owner (root) reads another's environment, as on Linux.
+        "environ" => Some((S_IFREG | 0o400, Proc::File(pid, tid, ProcFile::Environ))),
         _ if tid.is_some() => None,
         "exe" => Some((S_IFLNK | 0o777, Proc::Exe(pid))),
         "cwd" => Some((S_IFLNK | 0o777, Proc::Cwd(pid))),
@@ -73,7 +75,7 @@ pub struct Table<'a> {
 }
 
 /// What a zombie's directory holds.
-const ZOMBIE_ENTRIES: [&str; 4] = ["cmdline", "comm", "stat", "status"];
+const ZOMBIE_ENTRIES: [&str; 5] = ["cmdline", "comm", "environ", "stat", "status"];
 
 /// `name` as a number written the one way (`007` is no pid).
 fn number<T: std::str::FromStr + ToString>(name: &str) -> Option<T> {
@@ -180,6 +182,10 @@ pub fn generate(k: &mut Kernel, p: &Proc) -> SysResult<Vec<u8>> {
         _ => return Err(EINVAL),
     };
     if let (false, Some(z)) = (k.procs.contains_key(&pid), k.zombies.get(&pid)) {
+        if f == ProcFile::Environ {
+            // No memory to read it from: Linux's open fails as for one gone.
+            return Err(ESRCH);
+        }
         return Ok(zombie(pid, z, f).into_bytes());
     }
     let proc_ = k.procs.get(&pid).ok_or(ESRCH)?;
@@ -199,6 +205,12 @@ pub fn generate(k: &mut Kernel, p: &Proc) -> SysResult<Vec<u8>> {
                 v.push(0);
             }
             v
+        }
+        ProcFile::Environ => {
+            // The range its execve's stack gave the strings, read from its
+            // memory now: what the program has written there since shows.
+            let (start, end) = k.procs[&pid].env_area;
+            k.read_user_of(pid, start, end.saturating_sub(start) as usize)
         }
         ProcFile::Comm => format!("{}\n", comm(k, tid)).into_bytes(),
         ProcFile::Stat => stat(k, pid, tid).into_bytes(),
@@ -225,7 +237,7 @@ fn zombie(pid: Pid, z: &Zombie, f: ProcFile) -> String {
              Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nThreads:\t1\n",
             z.ppid
         ),
-        ProcFile::Cmdline | ProcFile::Maps => String::new(),
+        ProcFile::Cmdline | ProcFile::Maps | ProcFile::Environ => String::new(),
     }
 }
 

@@ -107,6 +107,8 @@ pub enum ProcFile {
     Cmdline,
     Comm,
     Maps,
+    /// The environment, as the process's memory holds it.
+    Environ,
 }
 
 impl Proc {
