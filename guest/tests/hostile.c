@@ -14,7 +14,9 @@
  *   fork-bomb   fork until fork fails (EAGAIN at the process cap), then
  *               kill them all (kill -1) and reap them
  *   descriptors pipes until EMFILE, huge lengths into pipes and sockets,
- *               absurd pipe sizes, socket buffers, poll/select/epoll counts */
+ *               absurd pipe sizes, socket buffers, poll/select/epoll counts,
+ *               descriptors in flight until the buffers are full, control
+ *               buffers of absurd lengths */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -243,6 +245,58 @@ static void fork_bomb(void)
     printf("reaped %d\n", reaped);
 }
 
+/* sendmsg with `n` SCM_RIGHTS copies of `fd` and one byte, non-blocking. */
+static long send_rights(int s, int fd, int n)
+{
+    static char ctl[CMSG_SPACE(sizeof(int) * 253)];
+    struct cmsghdr *c = (struct cmsghdr *)ctl;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    for (int i = 0; i < n; i++)
+        ((int *)CMSG_DATA(c))[i] = fd;
+    struct iovec iov = {"x", 1};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = CMSG_SPACE(sizeof(int) * n)};
+    return sendmsg(s, &m, MSG_DONTWAIT);
+}
+
+/* Descriptors in flight until the receivers' buffers are full, control
+ * buffers of absurd lengths and in memory that cannot be read or written. */
+static void rights_in_flight(char *hole, char *none)
+{
+    int kinds[2] = {SOCK_STREAM, SOCK_DGRAM};
+    const char *names[2] = {"stream", "datagram"};
+    for (int k = 0; k < 2; k++) {
+        int sv[2];
+        socketpair(AF_UNIX, kinds[k], 0, sv);
+        int sent = 0;
+        while (send_rights(sv[0], sv[0], 253) == 1)
+            sent++;
+        printf("%s: %d messages of 253 descriptors in flight, then %s\n", names[k], sent, strerrorname_np(errno));
+        close(sv[0]);
+        close(sv[1]);
+    }
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_DGRAM, 0, sv);
+    struct iovec iov = {"x", 1};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = hole, .msg_controllen = HUGE_LEN};
+    show("sendmsg(control unmapped, 2^46)", sendmsg(sv[0], &m, 0));
+    m.msg_control = none;
+    m.msg_controllen = 65536;
+    show("sendmsg(control PROT_NONE, 65536)", sendmsg(sv[0], &m, 0));
+    send_rights(sv[0], 0, 3);
+    char buf[4];
+    struct iovec in = {buf, sizeof buf};
+    struct msghdr r = {.msg_iov = &in, .msg_iovlen = 1, .msg_control = none, .msg_controllen = 4096};
+    show("recvmsg(control PROT_NONE, 4096)", recvmsg(sv[1], &r, 0));
+    printf("msg_flags %#x, msg_controllen %zu\n", r.msg_flags, r.msg_controllen);
+    send_rights(sv[0], 0, 3);
+    r.msg_control = hole;
+    r.msg_controllen = HUGE_LEN;
+    show("recvmsg(control unmapped, 2^46)", recvmsg(sv[1], &r, 0));
+    printf("lowest free descriptor: %d\n", dup(0));
+}
+
 static void descriptors(void)
 {
     int made = 0, fds[2];
@@ -285,6 +339,7 @@ static void descriptors(void)
     show("epoll_wait(INT_MAX events)", epoll_wait(ep, (struct epoll_event *)big, 0x7fffffff, 0));
     show("epoll_wait(unmapped, 1000 events)", epoll_wait(ep, (struct epoll_event *)hole, 1000, 0));
     show("epoll_wait(1 GiB, 2^26 events)", epoll_wait(ep, (struct epoll_event *)big, 1 << 26, 0));
+    rights_in_flight(hole, none);
 }
 
 int main(int argc, char **argv)

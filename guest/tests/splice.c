@@ -1,6 +1,8 @@
 /* splice: bytes moved by the kernel. splice from a pipe to a file (at the
  * file's offset and at a given one), from a file into a pipe, from a pipe
- * to a socket and to another pipe; tee leaving the bytes in the first pipe;
+ * to a socket and to another pipe, from a socket (stream and datagram)
+ * into a pipe; tee leaving the bytes in the first pipe; sendfile from a
+ * socket into a pipe (to a file: EINVAL);
  * sendfile to a socket, a large one blocking until a forked reader drains
  * it; a blocking splice waiting for a writer; SPLICE_F_NONBLOCK, end of
  * file, and the errors (no pipe, an offset on a pipe, the same pipe, bad
@@ -80,6 +82,35 @@ int main(void)
     socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
     CHECK(splice(p[0], NULL, sv[0], NULL, 10, 0) == 1 && read(sv[1], buf, 10) == 1 && buf[0] == 'z',
           "splice from a pipe to a socket");
+
+    /* A socket's bytes into a pipe, and sendfile from a socket. */
+    send(sv[1], "socket bytes", 12, 0);
+    CHECK(splice(sv[0], NULL, q[1], NULL, 6, 0) == 6 && read(q[0], buf, 20) == 6 && memcmp(buf, "socket", 6) == 0,
+          "splice 6 bytes from a socket into a pipe");
+    CHECK(splice(sv[0], NULL, q[1], NULL, 100, 0) == 6 && read(q[0], buf, 20) == 6 && memcmp(buf, " bytes", 6) == 0,
+          "then the rest it holds");
+    CHECK(splice(sv[0], NULL, q[1], NULL, 100, SPLICE_F_NONBLOCK) == -1 && errno == EAGAIN,
+          "an empty socket with SPLICE_F_NONBLOCK: EAGAIN");
+    off = 0;
+    CHECK(splice(sv[0], &off, q[1], NULL, 1, 0) == -1 && errno == EINVAL, "an offset for the socket: EINVAL");
+    int dv[2];
+    socketpair(AF_UNIX, SOCK_DGRAM, 0, dv);
+    send(dv[1], "datagram", 8, 0);
+    send(dv[1], "next", 4, 0);
+    CHECK(splice(dv[0], NULL, q[1], NULL, 4, 0) == 4 && read(q[0], buf, 20) == 4 && memcmp(buf, "data", 4) == 0,
+          "splice from a datagram socket takes a datagram, cut to the length");
+    CHECK(splice(dv[0], NULL, q[1], NULL, 100, 0) == 4 && read(q[0], buf, 20) == 4 && memcmp(buf, "next", 4) == 0,
+          "the rest of it is gone: then the next datagram");
+    close(dv[0]);
+    close(dv[1]);
+    /* sendfile from a socket goes into a pipe only (to a file: EINVAL). */
+    send(sv[1], "to a pipe", 9, 0);
+    CHECK(sendfile(f, sv[0], NULL, 100) == -1 && errno == EINVAL, "sendfile from a socket to a file: EINVAL");
+    off = 0;
+    CHECK(sendfile(f, sv[0], &off, 100) == -1 && errno == ESPIPE, "sendfile from a socket at an offset: ESPIPE");
+    CHECK(sendfile(q[1], sv[0], NULL, 100) == 9 && read(q[0], buf, 20) == 9 && memcmp(buf, "to a pipe", 9) == 0,
+          "sendfile from a socket to a pipe");
+    CHECK(sendfile(f, p[0], NULL, 1) == -1 && errno == EINVAL, "sendfile from a pipe: EINVAL");
 
     /* Errors. */
     CHECK(splice(f, NULL, sv[0], NULL, 1, 0) == -1 && errno == EINVAL, "no pipe on either side: EINVAL");

@@ -205,6 +205,47 @@ fn fifos_open_waiting_for_the_other_side_then_pipe_semantics() {
     assert!(has_event(&events, &["O_RDONLY) = -1 EINTR"]), "{events}");
 }
 
+/// Ancillary data on Unix sockets (`guest/tests/scm.c`): descriptors
+/// passed between processes (a child's pipe end to its parent, several at
+/// once, short control buffers and MSG_CTRUNC, rights in flight to a
+/// socket that closes), SCM_CREDENTIALS with SO_PASSCRED, and hostile
+/// records: the same lines as natively, and the run replays.
+#[test]
+fn scm_rights_and_credentials_as_natively() {
+    let home = Home::new();
+    let (run, log) = home.run_passing("scm");
+    assert_lines(
+        &log,
+        &[
+            "ok: a child's pipe end arrives with its byte, after the child exited",
+            "ok: it reads the child's bytes (21)",
+            "ok: three arrive (3)",
+            "ok: a receive takes the bytes before the rights and theirs, and stops (6)",
+            "ok: room for two of three: two, MSG_CTRUNC (2, 0x8)",
+            "ok: the third, a write end, was closed",
+            "ok: closing the chain closes it all",
+            "ok: SO_PASSCRED: the child's bytes alone, with its pid, uid 0, gid 0",
+            "ok: a pid that is no process's: ESRCH",
+            "ok: 254: EINVAL",
+        ],
+    );
+    same_lines_as_native("scm", &log, "");
+    let events = home.events(&run.id);
+    assert!(
+        has_event(&events, &["sendmsg(", "= -1 ENOBUFS"]),
+        "{events}"
+    );
+    // The events show what each message carried.
+    assert!(
+        has_event(&events, &["sendmsg(", "SCM_RIGHTS[", "= 3"]),
+        "{events}"
+    );
+    assert!(
+        has_event(&events, &["recvmsg(", "SCM_CREDENTIALS{pid="]),
+        "{events}"
+    );
+}
+
 /// Guest program `name` prints what it printed in a run (`log`) natively
 /// too, but for the lines that start with `but`.
 #[track_caller]
@@ -230,6 +271,9 @@ fn splice_tee_and_sendfile_to_a_socket() {
             "ok: splice from a pipe to a socket",
             "ok: a blocking splice waits for the writer's bytes",
             "ok: sendfile of 1 MiB to a socket",
+            "ok: splice 6 bytes from a socket into a pipe",
+            "ok: splice from a datagram socket takes a datagram, cut to the length",
+            "ok: sendfile from a socket to a pipe",
         ],
     );
     same_lines_as_native("splice", &log, "");

@@ -87,6 +87,7 @@ pub fn call_text_with(k: &mut Kernel, _tid: Tid, call: PendingCall, ret: Option<
                     Err(_) => format!("{v:#x}"),
                 }
             }
+            Arg::MsgHdr => super::net::cmsg::show(k, v),
         });
     }
     format!("{}({})", def.name, parts.join(", "))

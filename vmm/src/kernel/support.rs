@@ -60,11 +60,11 @@ const PARTIAL: &[(&str, &str)] = &[
     ),
     (
         "sendfile",
-        "from a regular file only: a pipe or socket to read from is EINVAL",
+        "from a regular file, or from a socket into a pipe (a pipe to read from, or a socket to anything else, is EINVAL, as on Linux); /proc's generated files to read from are EINVAL",
     ),
     (
         "splice",
-        "between a pipe and a pipe, a file, a socket or the run's output; a socket to read from is EINVAL",
+        "between a pipe and a pipe, a file, a socket or the run's output, and from a socket into a pipe; devices and /proc's files are EINVAL",
     ),
     (
         "msync",
@@ -103,11 +103,11 @@ const PARTIAL: &[(&str, &str)] = &[
     ),
     (
         "sendmsg",
-        "ancillary data (SCM_RIGHTS, SCM_CREDENTIALS) is not sent",
+        "AF_UNIX sockets' SCM_RIGHTS and SCM_CREDENTIALS; no SCM_PIDFD; internet sockets pass over the records they know (SCM_RIGHTS, SO_MARK, IP_TTL...), which change nothing",
     ),
     (
         "recvmsg",
-        "no ancillary data is received (msg_controllen is 0)",
+        "AF_UNIX sockets' SCM_RIGHTS and SCM_CREDENTIALS (SO_PASSCRED); no SCM_PIDFD or SCM_SECURITY, and internet sockets receive no ancillary data (timestamps, IP_PKTINFO...)",
     ),
     (
         "epoll_ctl",

@@ -35,6 +35,8 @@ pub enum Arg {
     Whence,
     /// A socket address; the next argument is its length (shown too).
     SockAddr,
+    /// A `struct msghdr` (sendmsg, recvmsg): its ancillary records shown.
+    MsgHdr,
 }
 
 type Simple = fn(&mut Kernel, [u64; 6]) -> SysResult<u64>;
@@ -153,8 +155,8 @@ static TABLE: &[Def] = &[
         B(net::sys_recvfrom),
         &[Fd, OutBuf, Hex, Hex, Hex],
     ),
-    def(46, "sendmsg", B(net::sys_sendmsg), &[Fd, Hex, Hex]),
-    def(47, "recvmsg", B(net::sys_recvmsg), &[Fd, Hex, Hex]),
+    def(46, "sendmsg", B(net::sys_sendmsg), &[Fd, MsgHdr, Hex]),
+    def(47, "recvmsg", B(net::sys_recvmsg), &[Fd, MsgHdr, Hex]),
     def(48, "shutdown", S(net::sys_shutdown), &[Fd, Int]),
     def(49, "bind", S(net::sys_bind), &[Fd, SockAddr, Int]),
     def(50, "listen", S(net::sys_listen), &[Fd, Int]),

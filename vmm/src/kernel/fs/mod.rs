@@ -254,8 +254,26 @@ impl Vfs {
         id
     }
 
-    /// Drops one reference to a description; the last one closes it.
+    /// Another reference to a description (a new descriptor, or one in
+    /// flight in a socket's message).
+    pub fn share(&mut self, id: DescId) {
+        if let Some(d) = self.descs.get_mut(&id) {
+            d.refs += 1;
+        }
+    }
+
+    /// Drops one reference to a description; the last one closes it, and
+    /// a socket that closes drops the descriptions in flight to it too
+    /// (a worklist, so a chain of sockets in flight is no deep recursion).
     pub fn release(&mut self, id: DescId) {
+        let mut work = vec![id];
+        while let Some(id) = work.pop() {
+            self.release_one(id);
+            work.append(&mut self.io.net.orphans);
+        }
+    }
+
+    fn release_one(&mut self, id: DescId) {
         let Some(d) = self.descs.get_mut(&id) else {
             return;
         };

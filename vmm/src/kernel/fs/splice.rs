@@ -1,14 +1,17 @@
 //! Bytes moved between descriptors by the monitor: `sendfile` (a regular
-//! file to a file, a pipe, a socket or the run's output), `splice` (a
-//! pipe's bytes to anything of those, or a file's into a pipe) and `tee`
+//! file's bytes to a file, a pipe, a socket or the run's output, a
+//! socket's into a pipe), `splice` (a pipe's bytes to anything of those, or a file's or
+//! a socket's into a pipe) and `tee`
 //! (a pipe's bytes into another pipe, left in the first). Writes go through
 //! the same paths as `write` (`io::Source::Bytes`), so a pipe's atomic
 //! writes, a socket's buffer and SIGPIPE hold alike. `splice` and `tee`
 //! move what the pipe holds and what fits now, as Linux's may: each waits
 //! only while nothing can move (for bytes in its input pipe, or for room),
-//! unless SPLICE_F_NONBLOCK, and a pipe's bytes leave it only once written.
+//! unless SPLICE_F_NONBLOCK, and a pipe's or a socket's bytes leave it
+//! only once written.
 
 use super::super::errno::*;
+use super::super::net;
 use super::super::sched::Sys;
 use super::super::task::PendingCall;
 use super::super::Kernel;
@@ -57,7 +60,10 @@ fn put(
             }
             match k.vfs.io.objs.get(&obj) {
                 Some(Obj::Pipe(_)) if write => super::pipe::write(k, obj, nonblock, src, c),
-                Some(Obj::Socket(_)) => crate::kernel::net::send(k, obj, nonblock, 0, src, None, c),
+                Some(Obj::Socket(_)) => {
+                    let anc = net::cmsg::Sent::default();
+                    net::send(k, obj, nonblock, 0, src, None, anc, c)
+                }
                 _ => Err(EINVAL),
             }
         }
@@ -83,6 +89,14 @@ fn moved(
             k.io_wait(&watch, nonblock, 0, c)
         }
         r => r,
+    }
+}
+
+/// The socket behind description `d`, if it is one.
+fn socket_of(k: &mut Kernel, d: &Description) -> Option<ObjId> {
+    match d.target {
+        Target::Io { obj, .. } if k.vfs.io.socket(obj).is_some() => Some(obj),
+        _ => None,
     }
 }
 
@@ -113,7 +127,7 @@ fn file_bytes(k: &mut Kernel, d: &Description, at: u64, max: u64) -> SysResult<V
 }
 
 /// Sendfile implements Linux syscall sendfile(2).
-/// Partial (sendfile): from a regular file only: a pipe or socket to read from is EINVAL.
+/// Partial (sendfile): from a regular file, or from a socket into a pipe (a pipe to read from, or a socket to anything else, is EINVAL, as on Linux); /proc's generated files to read from are EINVAL.
 pub fn sys_sendfile(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (out_fd, in_fd, offp, count) = (a[0], a[1], a[2], a[3]);
     let (in_id, d) = k.desc(in_fd)?;
@@ -127,9 +141,21 @@ pub fn sys_sendfile(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     if out.flags & O_APPEND != 0 {
         return Err(EINVAL);
     }
+    let nonblock = out.flags & O_NONBLOCK != 0;
+    if let Some(sin) = socket_of(k, &d) {
+        // A socket's bytes go into a pipe as splice's do; Linux's sendfile
+        // to anything else reads only what can seek (EINVAL).
+        if offp != 0 {
+            return Err(ESPIPE);
+        }
+        let Some(pout) = pipe_end(k, &out, true) else {
+            return Err(EINVAL);
+        };
+        let c = call(NR_SENDFILE, a);
+        return socket_to_pipe(k, sin, &d, 0, pout, count, nonblock, c);
+    }
     let start = offset_arg(k, offp)?.unwrap_or(d.offset);
     let bytes = file_bytes(k, &d, start, count)?;
-    let nonblock = out.flags & O_NONBLOCK != 0;
     let r = put(
         k,
         out_fd,
@@ -168,7 +194,7 @@ fn peek(k: &mut Kernel, obj: ObjId, max: u64) -> SysResult<Option<Vec<u8>>> {
 }
 
 /// Splice implements Linux syscall splice(2).
-/// Partial (splice): between a pipe and a pipe, a file, a socket or the run's output; a socket to read from is EINVAL.
+/// Partial (splice): between a pipe and a pipe, a file, a socket or the run's output, and from a socket into a pipe; devices and /proc's files are EINVAL.
 pub fn sys_splice(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (fd_in, off_in, fd_out, off_out, len, flags) = (a[0], a[1], a[2], a[3], a[4], a[5]);
     if flags & !SPLICE_FLAGS != 0 {
@@ -221,6 +247,9 @@ pub fn sys_splice(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     if off_out != 0 {
         return Err(ESPIPE);
     }
+    if let Some(sin) = socket_of(k, &din) {
+        return socket_to_pipe(k, sin, &din, off_in, pout, len, nonblock, c);
+    }
     let pos = offset_arg(k, off_in)?;
     let start = pos.unwrap_or(din.offset);
     let bytes = file_bytes(k, &din, start, len)?;
@@ -237,6 +266,37 @@ pub fn sys_splice(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         None => k.desc_mut(in_id).offset = start + n,
     }
     Ok(Sys::Ret(n))
+}
+
+/// splice from socket `sin` (description `din`) into pipe `pout`: at most
+/// what the pipe has room for, once it has some (Linux's wait_for_space),
+/// then what the socket holds, waiting for bytes unless either side's
+/// call is non-blocking.
+#[allow(clippy::too_many_arguments)]
+fn socket_to_pipe(
+    k: &mut Kernel,
+    sin: ObjId,
+    din: &Description,
+    off_in: u64,
+    pout: ObjId,
+    len: u64,
+    nonblock: bool,
+    c: PendingCall,
+) -> SysResult<Sys> {
+    if off_in != 0 {
+        // A socket cannot pread.
+        return Err(EINVAL);
+    }
+    let p = k.vfs.io.pipe(pout)?;
+    let room = p.cap.saturating_sub(p.buf.len());
+    if room == 0 && p.readers > 0 {
+        return k.io_wait(&[pout], nonblock, 0, c);
+    }
+    let max = (len as usize).min(room.max(1)).min(MAX_IO);
+    let in_nonblock = nonblock || din.flags & O_NONBLOCK != 0;
+    net::splice_out(k, sin, in_nonblock, max, c, |k, bytes| {
+        super::pipe::write(k, pout, true, Source::Bytes(bytes), c)
+    })
 }
 
 /// Tee implements Linux syscall tee(2).

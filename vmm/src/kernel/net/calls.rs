@@ -11,6 +11,7 @@ use super::super::signal::{self, SigInfo, SIGPIPE};
 use super::super::task::PendingCall;
 use super::super::Kernel;
 use super::addr::{self, Addr, AF_INET, AF_INET6, AF_UNIX, AF_UNSPEC};
+use super::cmsg::{self, Sent, SOL_SOCKET};
 use super::*;
 
 const SOCK_NONBLOCK: u64 = O_NONBLOCK as u64;
@@ -22,8 +23,9 @@ const MSG_PEEK: u64 = 0x2;
 const MSG_TRUNC: u64 = 0x20;
 const MSG_DONTWAIT: u64 = 0x40;
 const MSG_NOSIGNAL: u64 = 0x4000;
+const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
 
-const SOL_SOCKET: i32 = 1;
+const SO_PASSCRED: i32 = 16;
 const SO_TYPE: i32 = 3;
 const SO_ERROR: i32 = 4;
 const SO_SNDBUF: i32 = 7;
@@ -42,7 +44,7 @@ const KEPT: &[(i32, i32, usize)] = &[
     (SOL_SOCKET, 10, 4), // SO_OOBINLINE
     (SOL_SOCKET, 12, 4), // SO_PRIORITY
     (SOL_SOCKET, 15, 4), // SO_REUSEPORT
-    (SOL_SOCKET, 16, 4), // SO_PASSCRED
+    (SOL_SOCKET, SO_PASSCRED, 4),
     (SOL_SOCKET, 18, 4), // SO_RCVLOWAT
     (SOL_SOCKET, SO_LINGER, 8),
     (SOL_SOCKET, SO_RCVTIMEO, 16),
@@ -522,17 +524,43 @@ pub fn sys_shutdown(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
-/// What a receive got: its bytes' count, the message's whole length, whence.
+/// What a receive got: its bytes' count, the message's whole length,
+/// whence, and what came with it.
 struct Got {
     n: usize,
     full: usize,
     from: Option<Addr>,
+    /// The sender's credentials (for a stream, its first run's).
+    creds: Creds,
+    /// Descriptions that came with it, one reference each: recvmsg makes
+    /// them descriptors, any other receive closes them, as Linux's does.
+    rights: Vec<DescId>,
+}
+
+impl Got {
+    fn nothing(from: Option<Addr>) -> Got {
+        Got {
+            n: 0,
+            full: 0,
+            from,
+            creds: Creds::default(),
+            rights: Vec::new(),
+        }
+    }
+
+    /// Closes the descriptions a receive with no control buffer got.
+    fn drop_rights(&mut self, k: &mut Kernel) {
+        cmsg::close(k, std::mem::take(&mut self.rights));
+    }
 }
 
 enum Recv {
     Got(Got),
     Blocked(Sys),
 }
+
+/// Where a receive's bytes go: `put` takes them and says how many landed.
+type Put<'a> = &'a mut dyn FnMut(&mut Kernel, &[u8]) -> SysResult<usize>;
 
 /// Writes `bytes` to the guest's buffers; how many landed.
 fn put_out(k: &mut Kernel, bufs: &[(u64, usize)], bytes: &[u8]) -> SysResult<usize> {
@@ -550,13 +578,40 @@ fn put_out(k: &mut Kernel, bufs: &[(u64, usize)], bytes: &[u8]) -> SysResult<usi
     )
 }
 
-/// A receive from socket `obj` into the guest's buffers.
+/// How many of a stream's unread bytes one receive of at most `want`
+/// takes, and whose they are: up to the end of a run that carries rights,
+/// and with SO_PASSCRED only the first sender's runs (unix_stream_read_generic).
+fn stream_span(s: &Socket, want: usize, passcred: bool) -> (usize, Creds) {
+    if s.segs.is_empty() {
+        return (s.rx.len().min(want), Creds::default());
+    }
+    let mut take = 0usize;
+    let mut creds: Option<Creds> = None;
+    for seg in &s.segs {
+        if take == want {
+            break;
+        }
+        match creds {
+            Some(c) if passcred && c != seg.creds => break,
+            None => creds = Some(seg.creds),
+            _ => {}
+        }
+        take += seg.len.min(want - take);
+        if !seg.rights.is_empty() {
+            break;
+        }
+    }
+    (take, creds.unwrap_or_default())
+}
+
+/// A receive of at most `want` bytes from socket `obj`, handed to `put`.
 fn recv(
     k: &mut Kernel,
     obj: ObjId,
     nonblock: bool,
     flags: u64,
-    bufs: &[(u64, usize)],
+    want: usize,
+    put: Put,
     c: PendingCall,
 ) -> SysResult<Recv> {
     if flags & MSG_OOB != 0 {
@@ -564,7 +619,6 @@ fn recv(
     }
     let nonblock = nonblock || flags & MSG_DONTWAIT != 0;
     let peek = flags & MSG_PEEK != 0;
-    let want = io::total_len(bufs);
     let s = sock(k, obj)?;
     if let Some(e) = s.error.take() {
         return Err(Errno(e));
@@ -575,25 +629,28 @@ fn recv(
     if !s.stream() {
         let Some(m) = s.msgs.front().cloned() else {
             if s.shut_rd {
-                return Ok(Recv::Got(Got {
-                    n: 0,
-                    full: 0,
-                    from: None,
-                }));
+                return Ok(Recv::Got(Got::nothing(None)));
             }
             return blocked(k, &[obj]);
         };
-        let n = put_out(k, bufs, &m.bytes[..m.bytes.len().min(want)])?;
-        if !peek {
-            let s = sock(k, obj)?;
-            s.msgs.pop_front();
-            s.msg_bytes = s.msg_bytes.saturating_sub(m.bytes.len());
+        let n = put(k, &m.bytes[..m.bytes.len().min(want)])?;
+        let rights = if peek {
+            // A peek passes the rights too, and leaves them in flight.
+            for &d in &m.rights {
+                k.vfs.share(d);
+            }
+            m.rights
+        } else {
+            let taken = sock(k, obj)?.pop_datagram().map(|m| m.rights);
             k.vfs.io.touch(obj);
-        }
+            taken.unwrap_or_default()
+        };
         return Ok(Recv::Got(Got {
             n,
             full: m.bytes.len(),
             from: Some(m.from),
+            creds: m.creds,
+            rights,
         }));
     }
     let State::Connected { peer } = s.state else {
@@ -607,29 +664,92 @@ fn recv(
                 None => true,
             };
         if eof || want == 0 {
-            return Ok(Recv::Got(Got {
-                n: 0,
-                full: 0,
-                from: remote,
-            }));
+            return Ok(Recv::Got(Got::nothing(remote)));
         }
         return blocked(k, &[obj, peer]);
     }
-    let avail = s.rx.len().min(want);
+    let passcred = s.opt_int(SOL_SOCKET, SO_PASSCRED) != 0;
+    let (avail, creds) = stream_span(s, want, passcred);
     let bytes: Vec<u8> = s.rx.iter().take(avail).copied().collect();
-    let n = put_out(k, bufs, &bytes)?;
-    if !peek {
-        sock(k, obj)?.rx.drain(..n);
+    let n = put(k, &bytes)?;
+    let rights = if peek {
+        let s = sock(k, obj)?;
+        let mut seen = 0usize;
+        let mut rights = Vec::new();
+        for seg in &s.segs {
+            if seen >= n.max(1) {
+                break;
+            }
+            rights.extend(&seg.rights);
+            seen += seg.len;
+        }
+        for &d in &rights {
+            k.vfs.share(d);
+        }
+        rights
+    } else {
+        let r = sock(k, obj)?.consume_stream(n);
         k.vfs.io.touch(obj);
-    }
+        r
+    };
     Ok(Recv::Got(Got {
         n,
         full: n,
         from: remote,
+        creds,
+        rights,
     }))
 }
 
-/// A send of `src`'s bytes on socket `obj`, to `to` or its peer.
+/// Moves at most `max` bytes (or one datagram, cut to `max`) out of socket
+/// `obj` for splice and sendfile: `put` writes them and says how many it
+/// took, and only those leave the socket, so nothing is half-moved across
+/// a restart. Rights that come with them are closed, as Linux's splice
+/// closes them. With nothing to move the call waits (EAGAIN with `nonblock`).
+pub(crate) fn splice_out(
+    k: &mut Kernel,
+    obj: ObjId,
+    nonblock: bool,
+    max: usize,
+    c: PendingCall,
+    put: impl FnOnce(&mut Kernel, &[u8]) -> SysResult<Sys>,
+) -> SysResult<Sys> {
+    let mut bytes = Vec::new();
+    let mut grab = |_: &mut Kernel, b: &[u8]| {
+        bytes.extend_from_slice(b);
+        Ok(b.len())
+    };
+    let mut g = match recv(k, obj, nonblock, MSG_PEEK, max, &mut grab, c)? {
+        Recv::Blocked(s) => return Ok(s),
+        Recv::Got(g) => g,
+    };
+    g.drop_rights(k);
+    if g.n == 0 {
+        // End of file, or an empty datagram, which a read takes.
+        if let Some(m) = sock(k, obj)?.pop_datagram() {
+            k.vfs.io.touch(obj);
+            cmsg::close(k, m.rights);
+        }
+        return Ok(Sys::Ret(0));
+    }
+    let r = put(k, &bytes)?;
+    let Sys::Ret(moved) = r else {
+        return Ok(r);
+    };
+    let s = sock(k, obj)?;
+    let rights = if s.stream() {
+        s.consume_stream(moved as usize)
+    } else {
+        s.pop_datagram().map(|m| m.rights).unwrap_or_default()
+    };
+    k.vfs.io.touch(obj);
+    cmsg::close(k, rights);
+    Ok(Sys::Ret(moved))
+}
+
+/// A send of `src`'s bytes on socket `obj`, to `to` or its peer, carrying
+/// `anc` (whose references it hands on, or gives back).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn send(
     k: &mut Kernel,
     obj: ObjId,
@@ -637,6 +757,23 @@ pub(crate) fn send(
     flags: u64,
     src: io::Source,
     to: Option<Addr>,
+    mut anc: Sent,
+    c: PendingCall,
+) -> SysResult<Sys> {
+    let r = send_with(k, obj, nonblock, flags, src, to, &mut anc, c);
+    anc.drop_rights(k);
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn send_with(
+    k: &mut Kernel,
+    obj: ObjId,
+    nonblock: bool,
+    flags: u64,
+    src: io::Source,
+    to: Option<Addr>,
+    anc: &mut Sent,
     c: PendingCall,
 ) -> SysResult<Sys> {
     if flags & MSG_OOB != 0 {
@@ -649,7 +786,7 @@ pub(crate) fn send(
         return Err(Errno(e));
     }
     if !s.stream() {
-        return send_datagram(k, obj, nonblock, src, to, c);
+        return send_datagram(k, obj, nonblock, src, to, anc, c);
     }
     let Some(Obj::Socket(me)) = k.vfs.io.objs.get(&obj) else {
         return Err(EBADF);
@@ -666,28 +803,61 @@ pub(crate) fn send(
             return io::partial(done, EPIPE);
         }
     };
+    let creds = message_creds(k, anc, obj, peer);
     let space = room(&k.vfs.io, peer);
     let on = io::Blocking {
         watch: &[obj, peer],
         nonblock,
         call: c,
     };
-    k.io_write_some(on, src, done, space, |k, bytes| {
-        sock(k, peer)?.rx.extend(bytes);
+    // Rights go with the first bytes only (a restarted call's are sent).
+    let mut rights = if done == 0 {
+        std::mem::take(&mut anc.rights)
+    } else {
+        Vec::new()
+    };
+    let r = k.io_write_some(on, src, done, space, |k, bytes| {
+        let rights = std::mem::take(&mut rights);
+        sock(k, peer)?.push_stream(bytes, creds, rights);
         k.vfs.io.touch(peer);
         Ok(())
-    })
+    });
+    // Not sent (nothing was written, or no room yet): given back.
+    anc.rights = rights;
+    r
+}
+
+/// The credentials a message from socket `from` to `to` carries: those
+/// passed, else the sender's own when either side has SO_PASSCRED, else
+/// none (unix_maybe_add_creds).
+fn message_creds(k: &mut Kernel, anc: &Sent, from: ObjId, to: ObjId) -> Creds {
+    if let Some(c) = anc.creds {
+        return c;
+    }
+    let passcred = |k: &mut Kernel, id| {
+        k.vfs
+            .io
+            .socket(id)
+            .is_some_and(|s| s.opt_int(SOL_SOCKET, SO_PASSCRED) != 0)
+    };
+    if passcred(k, from) || passcred(k, to) {
+        cmsg::own_creds(k)
+    } else {
+        Creds::NONE
+    }
 }
 
 /// Largest UDP payload.
 const UDP_MAX: usize = 65_507;
 
+#[allow(clippy::too_many_arguments)]
 fn send_datagram(
     k: &mut Kernel,
     obj: ObjId,
     nonblock: bool,
     src: io::Source,
     to: Option<Addr>,
+    anc: &mut Sent,
     c: PendingCall,
 ) -> SysResult<Sys> {
     let total = src.total();
@@ -745,7 +915,14 @@ fn send_datagram(
     let Some(t) = target else {
         return Ok(Sys::Ret(total as u64));
     };
-    if room(&k.vfs.io, t) < total.max(1) {
+    let creds = message_creds(k, anc, obj, t);
+    let cost = total.max(1)
+        + if anc.rights.is_empty() {
+            0
+        } else {
+            RIGHTS_COST
+        };
+    if room(&k.vfs.io, t) < cost {
         if domain != AF_UNIX {
             // A full UDP receive buffer drops the datagram.
             return Ok(Sys::Ret(total as u64));
@@ -754,9 +931,12 @@ fn send_datagram(
     }
     let bytes = src.take(k, 0, total)?;
     let n = bytes.len();
-    let ts = sock(k, t)?;
-    ts.msg_bytes += n.max(1);
-    ts.msgs.push_back(Datagram { from, bytes });
+    sock(k, t)?.push_datagram(Datagram {
+        from,
+        bytes,
+        creds,
+        rights: std::mem::take(&mut anc.rights),
+    });
     k.vfs.io.touch(t);
     Ok(Sys::Ret(n as u64))
 }
@@ -769,8 +949,13 @@ pub fn read(
     bufs: &[(u64, usize)],
     c: PendingCall,
 ) -> SysResult<Sys> {
-    Ok(match recv(k, obj, nonblock, 0, bufs, c)? {
-        Recv::Got(g) => Sys::Ret(g.n as u64),
+    let want = io::total_len(bufs);
+    let mut put = |k: &mut Kernel, b: &[u8]| put_out(k, bufs, b);
+    Ok(match recv(k, obj, nonblock, 0, want, &mut put, c)? {
+        Recv::Got(mut g) => {
+            g.drop_rights(k);
+            Sys::Ret(g.n as u64)
+        }
         Recv::Blocked(s) => s,
     })
 }
@@ -783,7 +968,8 @@ pub fn write(
     bufs: &[(u64, usize)],
     c: PendingCall,
 ) -> SysResult<Sys> {
-    send(k, obj, nonblock, 0, io::Source::Guest(bufs), None, c)
+    let src = io::Source::Guest(bufs);
+    send(k, obj, nonblock, 0, src, None, Sent::default(), c)
 }
 
 /// Sendto implements Linux syscall sendto(2).
@@ -798,7 +984,16 @@ pub fn sys_sendto(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let bufs = [(a[1], (a[2] as usize).min(super::super::fs::MAX_IO))];
     let nonblock = d.flags & O_NONBLOCK != 0;
     let src = io::Source::Guest(&bufs);
-    send(k, obj, nonblock, a[3], src, to, call(NR_SENDTO, a))
+    send(
+        k,
+        obj,
+        nonblock,
+        a[3],
+        src,
+        to,
+        Sent::default(),
+        call(NR_SENDTO, a),
+    )
 }
 
 /// Recvfrom implements Linux syscall recvfrom(2).
@@ -806,9 +1001,12 @@ pub fn sys_recvfrom(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (obj, d) = sock_fd(k, a[0])?;
     let bufs = [(a[1], (a[2] as usize).min(super::super::fs::MAX_IO))];
     let nonblock = d.flags & O_NONBLOCK != 0;
-    match recv(k, obj, nonblock, a[3], &bufs, call(NR_RECVFROM, a))? {
+    let want = io::total_len(&bufs);
+    let mut put = |k: &mut Kernel, b: &[u8]| put_out(k, &bufs, b);
+    match recv(k, obj, nonblock, a[3], want, &mut put, call(NR_RECVFROM, a))? {
         Recv::Blocked(s) => Ok(s),
-        Recv::Got(g) => {
+        Recv::Got(mut g) => {
+            g.drop_rights(k);
             if let (Some(from), true) = (&g.from, a[4] != 0) {
                 write_addr(k, a[4], a[5], from)?;
             }
@@ -824,6 +1022,7 @@ struct MsgHdr {
     namelen: u32,
     iov: u64,
     iovlen: u64,
+    control: u64,
     controllen: u64,
 }
 
@@ -835,52 +1034,76 @@ fn read_msghdr(k: &mut Kernel, va: u64) -> SysResult<MsgHdr> {
         namelen: q(8) as u32,
         iov: q(16),
         iovlen: q(24),
+        control: q(32),
         controllen: q(40),
     })
 }
 
 /// Sendmsg implements Linux syscall sendmsg(2).
-/// Partial (sendmsg): ancillary data (SCM_RIGHTS, SCM_CREDENTIALS) is not sent.
+/// Partial (sendmsg): AF_UNIX sockets' SCM_RIGHTS and SCM_CREDENTIALS; no SCM_PIDFD; internet sockets pass over the records they know (SCM_RIGHTS, SO_MARK, IP_TTL...), which change nothing.
 pub fn sys_sendmsg(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (obj, d) = sock_fd(k, a[0])?;
     let m = read_msghdr(k, a[1])?;
     let domain = sock(k, obj)?.domain;
+    let bufs = super::super::fs::file_ops::iovecs(k, m.iov, m.iovlen)?;
+    let anc = cmsg::parse(k, m.control, m.controllen, domain == AF_UNIX)?;
     let to = if m.name != 0 && m.namelen != 0 {
-        Some(read_addr(k, m.name, m.namelen as u64, domain)?)
+        match read_addr(k, m.name, m.namelen as u64, domain) {
+            Ok(to) => Some(to),
+            Err(e) => {
+                let mut anc = anc;
+                anc.drop_rights(k);
+                return Err(e);
+            }
+        }
     } else {
         None
     };
-    let bufs = super::super::fs::file_ops::iovecs(k, m.iov, m.iovlen)?;
     let nonblock = d.flags & O_NONBLOCK != 0;
     let src = io::Source::Guest(&bufs);
-    send(k, obj, nonblock, a[2], src, to, call(NR_SENDMSG, a))
+    send(k, obj, nonblock, a[2], src, to, anc, call(NR_SENDMSG, a))
 }
 
 /// Recvmsg implements Linux syscall recvmsg(2).
-/// Partial (recvmsg): no ancillary data is received (msg_controllen is 0).
+/// Partial (recvmsg): AF_UNIX sockets' SCM_RIGHTS and SCM_CREDENTIALS (SO_PASSCRED); no SCM_PIDFD or SCM_SECURITY, and internet sockets receive no ancillary data (timestamps, IP_PKTINFO...).
 pub fn sys_recvmsg(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (obj, d) = sock_fd(k, a[0])?;
     let m = read_msghdr(k, a[1])?;
     let bufs = super::super::fs::file_ops::iovecs(k, m.iov, m.iovlen)?;
     let nonblock = d.flags & O_NONBLOCK != 0;
-    match recv(k, obj, nonblock, a[2], &bufs, call(NR_RECVMSG, a))? {
-        Recv::Blocked(s) => Ok(s),
-        Recv::Got(g) => {
-            if m.name != 0 {
-                let bytes = g.from.as_ref().map(|f| f.to_bytes()).unwrap_or_default();
-                let n = bytes.len().min(m.namelen as usize);
-                k.write_user(m.name, &bytes[..n])?;
-                k.write_u32(a[1] + 8, bytes.len() as u32)?;
-            }
-            if m.controllen != 0 {
-                k.write_u64(a[1] + 40, 0)?;
-            }
-            let trunc = if g.full > g.n { MSG_TRUNC as u32 } else { 0 };
-            k.write_u32(a[1] + 48, trunc)?;
-            let n = if a[2] & MSG_TRUNC != 0 { g.full } else { g.n };
-            Ok(Sys::Ret(n as u64))
-        }
+    let want = io::total_len(&bufs);
+    let mut put = |k: &mut Kernel, b: &[u8]| put_out(k, &bufs, b);
+    let g = match recv(k, obj, nonblock, a[2], want, &mut put, call(NR_RECVMSG, a))? {
+        Recv::Blocked(s) => return Ok(s),
+        Recv::Got(g) => g,
+    };
+    let (passcred, unix) = {
+        let s = sock(k, obj)?;
+        (s.opt_int(SOL_SOCKET, SO_PASSCRED) != 0, s.domain == AF_UNIX)
+    };
+    let mut out = cmsg::Out::new(m.control, m.controllen);
+    if passcred && unix {
+        out.creds(k, g.creds);
     }
+    out.rights(k, g.rights, a[2] & MSG_CMSG_CLOEXEC != 0);
+    if m.name != 0 {
+        let bytes = g.from.as_ref().map(|f| f.to_bytes()).unwrap_or_default();
+        let n = bytes.len().min(m.namelen as usize);
+        k.write_user(m.name, &bytes[..n])?;
+        k.write_u32(a[1] + 8, bytes.len() as u32)?;
+    }
+    // As Linux's: MSG_CMSG_CLOEXEC stays in msg_flags.
+    let mut flags = (a[2] & MSG_CMSG_CLOEXEC) as u32;
+    if g.full > g.n {
+        flags |= MSG_TRUNC as u32;
+    }
+    if out.truncated {
+        flags |= cmsg::MSG_CTRUNC;
+    }
+    k.write_u32(a[1] + 48, flags)?;
+    k.write_u64(a[1] + 40, out.used())?;
+    let n = if a[2] & MSG_TRUNC != 0 { g.full } else { g.n };
+    Ok(Sys::Ret(n as u64))
 }
 
 /// Setsockopt implements Linux syscall setsockopt(2).

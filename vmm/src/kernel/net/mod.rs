@@ -17,6 +17,7 @@
 
 pub mod addr;
 mod calls;
+pub(crate) mod cmsg;
 
 pub use calls::*;
 
@@ -24,6 +25,7 @@ use super::errno::*;
 use super::fs::io::{
     Obj, ObjId, Objects, POLLERR, POLLHUP, POLLOUT, POLLRDHUP, READABLE, WRITABLE,
 };
+use super::fs::DescId;
 use addr::Addr;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -31,6 +33,11 @@ use std::collections::{BTreeMap, VecDeque};
 pub const SOCK_STREAM: u32 = 1;
 pub const SOCK_DGRAM: u32 = 2;
 pub const SOCK_SEQPACKET: u32 = 5;
+
+/// What a message carrying rights costs of its receiver's buffer besides
+/// its bytes (Linux charges a message's sk_buff, about this), so the
+/// references a guest keeps in flight are bounded by the buffers it fills.
+pub(crate) const RIGHTS_COST: usize = 1024;
 
 /// A new stream socket's receive buffer (Linux's tcp_rmem default).
 const STREAM_RCVBUF: usize = 131_072;
@@ -56,10 +63,58 @@ pub enum State {
     Connected { peer: ObjId },
 }
 
+/// Who sent a message, as SCM_CREDENTIALS shows it: the sender's pid,
+/// uid and gid, or those it passed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Creds {
+    pub pid: i32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Creds {
+    /// A message that carries none (no side had SO_PASSCRED when it was
+    /// sent): pid 0 and the overflow ids, as Linux shows an invalid id.
+    pub const NONE: Creds = Creds {
+        pid: 0,
+        uid: 65534,
+        gid: 65534,
+    };
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Datagram {
     pub from: Addr,
     pub bytes: Vec<u8>,
+    #[serde(default)]
+    pub creds: Creds,
+    /// Descriptions in flight (SCM_RIGHTS), one reference each.
+    #[serde(default)]
+    pub rights: Vec<DescId>,
+}
+
+impl Datagram {
+    /// What it takes of its receiver's buffer.
+    fn cost(&self) -> usize {
+        self.bytes.len().max(1)
+            + if self.rights.is_empty() {
+                0
+            } else {
+                RIGHTS_COST
+            }
+    }
+}
+
+/// A run of a stream's unread bytes from one sender: a receive does not
+/// go past one that carries rights, nor (with SO_PASSCRED) join runs of
+/// different senders, as Linux's does not.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Seg {
+    pub len: usize,
+    pub creds: Creds,
+    /// Descriptions in flight, one reference each; they go with the
+    /// receive that reads the run's first byte.
+    pub rights: Vec<DescId>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -72,6 +127,12 @@ pub struct Socket {
     pub remote: Option<Addr>,
     /// Stream bytes received and not yet read.
     pub rx: VecDeque<u8>,
+    /// `rx` in runs by sender (their lengths add up to its length).
+    #[serde(default)]
+    pub segs: VecDeque<Seg>,
+    /// What the runs carrying rights take of the buffer besides their bytes.
+    #[serde(default)]
+    pub charge: usize,
     /// Datagrams received and not yet read.
     pub msgs: VecDeque<Datagram>,
     /// Bytes held in `msgs`.
@@ -96,6 +157,8 @@ impl Socket {
             local: None,
             remote: None,
             rx: VecDeque::new(),
+            segs: VecDeque::new(),
+            charge: 0,
             msgs: VecDeque::new(),
             msg_bytes: 0,
             rcvbuf: if kind == SOCK_DGRAM {
@@ -120,6 +183,81 @@ impl Socket {
 
     pub fn stream(&self) -> bool {
         self.kind != SOCK_DGRAM
+    }
+
+    /// Appends stream bytes from a sender, with the rights they carry.
+    pub fn push_stream(&mut self, bytes: Vec<u8>, creds: Creds, rights: Vec<DescId>) {
+        let len = bytes.len();
+        self.rx.extend(bytes);
+        if !rights.is_empty() {
+            self.charge += RIGHTS_COST;
+        }
+        match self.segs.back_mut() {
+            Some(last) if last.creds == creds && last.rights.is_empty() && rights.is_empty() => {
+                last.len += len;
+            }
+            _ => self.segs.push_back(Seg { len, creds, rights }),
+        }
+    }
+
+    /// Drops the first `n` stream bytes; the rights of every run they
+    /// reach, which the caller now holds.
+    pub fn consume_stream(&mut self, n: usize) -> Vec<DescId> {
+        let n = n.min(self.rx.len());
+        self.rx.drain(..n);
+        let mut left = n;
+        let mut rights = Vec::new();
+        while left > 0 {
+            let Some(seg) = self.segs.front_mut() else {
+                break;
+            };
+            if !seg.rights.is_empty() {
+                self.charge = self.charge.saturating_sub(RIGHTS_COST);
+            }
+            rights.append(&mut seg.rights);
+            let k = left.min(seg.len);
+            seg.len -= k;
+            left -= k;
+            if seg.len == 0 {
+                self.segs.pop_front();
+            }
+        }
+        rights
+    }
+
+    /// Queues a datagram.
+    pub fn push_datagram(&mut self, d: Datagram) {
+        self.msg_bytes += d.cost();
+        self.msgs.push_back(d);
+    }
+
+    /// Takes the first datagram (its rights go to the caller).
+    pub fn pop_datagram(&mut self) -> Option<Datagram> {
+        let d = self.msgs.pop_front()?;
+        self.msg_bytes = self.msg_bytes.saturating_sub(d.cost());
+        Some(d)
+    }
+
+    /// Bytes of its receive buffer in use.
+    pub fn held(&self) -> usize {
+        if self.stream() {
+            self.rx.len() + self.charge
+        } else {
+            self.msg_bytes
+        }
+    }
+
+    /// Every description in flight to this socket (its rights, as it closes).
+    fn take_rights(&mut self) -> Vec<DescId> {
+        self.charge = 0;
+        let mut out = Vec::new();
+        for s in self.segs.iter_mut() {
+            out.append(&mut s.rights);
+        }
+        for m in self.msgs.iter_mut() {
+            out.append(&mut m.rights);
+        }
+        out
     }
 
     fn opt_int(&self, level: i32, name: i32) -> i32 {
@@ -147,15 +285,21 @@ pub struct Names {
     /// Where each bound AF_UNIX socket is, to unbind it.
     pub unix_of: BTreeMap<ObjId, UnixKey>,
     pub next_port: u16,
+    /// Descriptions that were in flight to sockets that closed: the file
+    /// state releases them (`Vfs::release`).
+    #[serde(default)]
+    pub orphans: Vec<DescId>,
 }
 
 /// The last reference to socket `id` went: it closes, unbinds, and its
 /// peer sees end of file (a listener's queued connections close too).
 pub fn close(io: &mut Objects, id: ObjId) {
-    let Some(Obj::Socket(s)) = io.remove(id) else {
+    let Some(Obj::Socket(mut s)) = io.remove(id) else {
         return;
     };
     unbind(&mut io.net, id, &s);
+    let rights = s.take_rights();
+    io.net.orphans.extend(rights);
     match s.state {
         State::Listening { queue, .. } => {
             for q in queue {
@@ -216,7 +360,7 @@ pub fn ready(io: &Objects, s: &Socket) -> u16 {
             match p {
                 None => r |= WRITABLE | POLLHUP,
                 Some(p) => {
-                    if !s.shut_wr && !p.shut_rd && p.rx.len() < p.rcvbuf {
+                    if !s.shut_wr && !p.shut_rd && p.held() < p.rcvbuf {
                         r |= WRITABLE;
                     }
                     if s.shut_wr && (p.shut_wr || s.shut_rd) {
@@ -355,8 +499,7 @@ fn stream_peer(io: &Objects, s: &Socket) -> SysResult<Option<ObjId>> {
 /// Bytes socket `id` may take into its receive buffer now.
 fn room(io: &Objects, id: ObjId) -> usize {
     match io.objs.get(&id) {
-        Some(Obj::Socket(s)) if s.stream() => s.rcvbuf.saturating_sub(s.rx.len()),
-        Some(Obj::Socket(s)) => s.rcvbuf.saturating_sub(s.msg_bytes),
+        Some(Obj::Socket(s)) => s.rcvbuf.saturating_sub(s.held()),
         _ => 0,
     }
 }
