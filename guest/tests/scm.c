@@ -6,7 +6,9 @@
  * them), short control buffers (MSG_CTRUNC, and what did not fit closed),
  * rights in flight to a socket that closes. SCM_CREDENTIALS with
  * SO_PASSCRED: the sender's own, others passed by root, ESRCH and EINVAL,
- * and a stream receive that does not join two senders' bytes. Hostile
+ * and a stream receive that does not join two senders' bytes. SO_PEERCRED
+ * of a socketpair, a client and an accepted socket (which inherits the
+ * listener's SO_PASSCRED). Hostile
  * records: bad lengths, bad descriptors, too many, ENOBUFS, EFAULT, and a
  * pseudo-random mix whose outcomes are summed. Prints `ok: ...` lines and
  * values, then `all passed`; the same natively and inside Rewind. */
@@ -19,7 +21,9 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -475,6 +479,66 @@ static void credentials(void)
     close(sv[1]);
 }
 
+static struct ucred peercred(int s)
+{
+    struct ucred c = {-1, 0, 0};
+    socklen_t len = sizeof c;
+    getsockopt(s, SOL_SOCKET, SO_PEERCRED, &c, &len);
+    return c;
+}
+
+static void peer_credentials(void)
+{
+    int sv[2];
+    pid_t me = getpid();
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    struct ucred c = peercred(sv[0]);
+    CHECK(c.pid == me && c.uid == 0 && c.gid == 0 && peercred(sv[1]).pid == me,
+          "SO_PEERCRED of a socketpair's ends: its maker, uid %u, gid %u", c.uid, c.gid);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(peercred(sv[1]).pid == me ? 0 : 1);
+    int st;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a child that inherits an end sees its maker too");
+    close(sv[0]);
+    close(sv[1]);
+
+    int l = socket(AF_UNIX, SOCK_STREAM, 0);
+    c = peercred(l);
+    CHECK(c.pid == 0 && c.uid == (uid_t)-1 && c.gid == (gid_t)-1, "an unconnected socket's: pid %d, uid %d, gid %d", c.pid, (int)c.uid, (int)c.gid);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    memcpy(a.sun_path, "\0rewind-scm-peer", 16);
+    socklen_t alen = offsetof(struct sockaddr_un, sun_path) + 16;
+    bind(l, (struct sockaddr *)&a, alen);
+    setsockopt(l, SOL_SOCKET, SO_PASSCRED, &(int){1}, sizeof(int));
+    listen(l, 1);
+    pid = fork();
+    if (pid == 0) {
+        int s = socket(AF_UNIX, SOCK_STREAM, 0);
+        connect(s, (struct sockaddr *)&a, alen);
+        int ok = peercred(s).pid == me;
+        send(s, "c", 1, 0);
+        _exit(ok ? 0 : 1);
+    }
+    int conn = accept(l, NULL, NULL);
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a client's: the listener's");
+    CHECK(peercred(conn).pid == pid, "the accepted socket's: the client's");
+    int on = 0;
+    socklen_t len = sizeof on;
+    getsockopt(conn, SOL_SOCKET, SO_PASSCRED, &on, &len);
+    CHECK(on == 1, "which has the listener's SO_PASSCRED");
+    char buf[4];
+    struct got g = recv_fds(conn, buf, sizeof buf, CMSG_SPACE(sizeof(struct ucred)), 0);
+    CHECK(g.n == 1 && g.has_creds && g.creds.pid == pid, "and so gets the client's credentials");
+    close(conn);
+    close(l);
+    int t = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(peercred(t).pid == 0 && peercred(t).uid == (uid_t)-1, "a TCP socket's: none");
+    close(t);
+}
+
 /* sendmsg with a control buffer of `len` bytes at `ctl`: the result or -errno. */
 static long send_ctl(int s, void *ctl, size_t len)
 {
@@ -633,6 +697,7 @@ int main(void)
     short_control();
     in_flight_to_a_closed_socket();
     credentials();
+    peer_credentials();
     hostile();
     if (!failures)
         printf("all passed\n");

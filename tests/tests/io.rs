@@ -208,8 +208,8 @@ fn fifos_open_waiting_for_the_other_side_then_pipe_semantics() {
 /// Ancillary data on Unix sockets (`guest/tests/scm.c`): descriptors
 /// passed between processes (a child's pipe end to its parent, several at
 /// once, short control buffers and MSG_CTRUNC, rights in flight to a
-/// socket that closes), SCM_CREDENTIALS with SO_PASSCRED, and hostile
-/// records: the same lines as natively, and the run replays.
+/// socket that closes), SCM_CREDENTIALS with SO_PASSCRED, SO_PEERCRED,
+/// and hostile records: the same lines as natively, and the run replays.
 #[test]
 fn scm_rights_and_credentials_as_natively() {
     let home = Home::new();
@@ -226,6 +226,7 @@ fn scm_rights_and_credentials_as_natively() {
             "ok: closing the chain closes it all",
             "ok: SO_PASSCRED: the child's bytes alone, with its pid, uid 0, gid 0",
             "ok: a pid that is no process's: ESRCH",
+            "ok: the accepted socket's: the client's",
             "ok: 254: EINVAL",
         ],
     );

@@ -26,6 +26,7 @@ const MSG_NOSIGNAL: u64 = 0x4000;
 const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
 
 const SO_PASSCRED: i32 = 16;
+const SO_PEERCRED: i32 = 17;
 const SO_TYPE: i32 = 3;
 const SO_ERROR: i32 = 4;
 const SO_SNDBUF: i32 = 7;
@@ -152,9 +153,11 @@ pub fn sys_socketpair(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
             return Err(e);
         }
     };
+    let own = cmsg::own_creds(k);
     for (me, peer) in [(x, y), (y, x)] {
         let s = sock(k, me)?;
         s.state = State::Connected { peer };
+        s.peercred = Some(own);
         s.local = Some(Addr::Unix(Vec::new()));
         s.remote = Some(Addr::Unix(Vec::new()));
     }
@@ -288,10 +291,16 @@ pub fn sys_listen(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         };
         bind_inet(&mut k.vfs.io, obj, any)?;
     }
-    sock(k, obj)?.state = State::Listening {
+    let own = cmsg::own_creds(k);
+    let s = sock(k, obj)?;
+    s.state = State::Listening {
         backlog,
         queue: VecDeque::new(),
     };
+    // What its connections' clients see as SO_PEERCRED (Unix sockets').
+    if s.domain == AF_UNIX {
+        s.peercred = Some(own);
+    }
     Ok(0)
 }
 
@@ -467,6 +476,22 @@ pub fn sys_connect(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     // The accepting side's socket, queued for accept.
     let mut srv = Socket::new(ldomain, lkind);
     srv.rcvbuf = lrcvbuf;
+    // Each side's SO_PEERCRED is the other's (the listener's from its
+    // listen), and the new socket has the listener's SO_PASSCRED.
+    let (lcred, lpass) = {
+        let ls = sock(k, l)?;
+        (
+            ls.peercred,
+            ls.opts.get(&(SOL_SOCKET, SO_PASSCRED)).cloned(),
+        )
+    };
+    if ldomain == AF_UNIX {
+        srv.peercred = Some(cmsg::own_creds(k));
+        sock(k, obj)?.peercred = lcred;
+    }
+    if let Some(v) = lpass {
+        srv.opts.insert((SOL_SOCKET, SO_PASSCRED), v);
+    }
     srv.local = match (&to, llocal) {
         (Addr::Inet { .. }, Some(l)) if l.is_wildcard() || to.is_wildcard() => {
             Some(any_local(ldomain).with_port(to.port()))
@@ -1167,6 +1192,20 @@ pub fn sys_getsockopt(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         (SOL_SOCKET, SO_RCVBUF) => int(s.rcvbuf as i64),
         (SOL_SOCKET, SO_SNDBUF) => int(s.sndbuf as i64),
         (SOL_SOCKET, SO_DOMAIN) => int(s.domain as i64),
+        (SOL_SOCKET, SO_PEERCRED) => {
+            // No peer: pid 0, ids -1.
+            let c = s.peercred.unwrap_or(Creds {
+                pid: 0,
+                uid: u32::MAX,
+                gid: u32::MAX,
+            });
+            [
+                c.pid.to_le_bytes(),
+                c.uid.to_le_bytes(),
+                c.gid.to_le_bytes(),
+            ]
+            .concat()
+        }
         (SOL_SOCKET, SO_ACCEPTCONN) => int(matches!(s.state, State::Listening { .. }) as i64),
         (SOL_SOCKET, SO_PROTOCOL) => int(match (s.domain, s.kind) {
             (AF_UNIX, _) => 0,

@@ -146,6 +146,10 @@ pub struct Socket {
     pub error: Option<i32>,
     /// Options set and read back as they were (SO_REUSEADDR, TCP_NODELAY...).
     pub opts: BTreeMap<(i32, i32), Vec<u8>>,
+    /// SO_PEERCRED: who made the other end (a socketpair's maker, a
+    /// listener's listen, a connect), as the kernel took them then.
+    #[serde(default)]
+    pub peercred: Option<Creds>,
 }
 
 impl Socket {
@@ -171,6 +175,7 @@ impl Socket {
             shut_wr: false,
             error: None,
             opts: BTreeMap::new(),
+            peercred: None,
         }
     }
 
