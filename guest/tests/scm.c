@@ -4,7 +4,8 @@
  * and in two records, MSG_CMSG_CLOEXEC, a datagram's rights and a peek's,
  * where rights sit in a stream (a receive stops after the bytes that carry
  * them), short control buffers (MSG_CTRUNC, and what did not fit closed),
- * rights in flight to a socket that closes. SCM_CREDENTIALS with
+ * rights in flight to a socket that closes, a long send that blocks
+ * while its sender closes what it passed. SCM_CREDENTIALS with
  * SO_PASSCRED: the sender's own, others passed by root, ESRCH and EINVAL,
  * and a stream receive that does not join two senders' bytes. SO_PEERCRED
  * of a socketpair, a client and an accepted socket (which inherits the
@@ -16,6 +17,7 @@
 #include "check.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,6 +481,50 @@ static void credentials(void)
     close(sv[1]);
 }
 
+static int big_sv[2], victim;
+
+static void *send_big(void *arg)
+{
+    static char big[1 << 20];
+    memset(big, 'b', sizeof big);
+    return (void *)send_fds(big_sv[0], big, sizeof big, &victim, 1);
+}
+
+/* A long stream sendmsg blocks after its first bytes; the sender closes
+ * the descriptor it passed meanwhile; the receiver still gets it. */
+static void long_send(void)
+{
+    int p[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, big_sv);
+    pipe(p);
+    victim = p[1];
+    pthread_t t;
+    pthread_create(&t, NULL, send_big, NULL);
+    usleep(20000);
+    close(victim);
+    static char buf[65536];
+    long got = 0;
+    int fds = 0, fd = -1;
+    while (got < (1 << 20)) {
+        struct got g = recv_fds(big_sv[1], buf, sizeof buf, CMSG_SPACE(sizeof(int)), 0);
+        if (g.n <= 0)
+            break;
+        got += g.n;
+        fds += g.nfds;
+        if (g.nfds)
+            fd = g.fds[0];
+    }
+    void *sent;
+    pthread_join(t, &sent);
+    CHECK((long)sent == 1 << 20 && got == 1 << 20, "a 1 MiB sendmsg with rights that blocks midway sends it all (%ld)", (long)sent);
+    CHECK(fds == 1 && write(fd, "w", 1) == 1 && read(p[0], buf, 1) == 1 && buf[0] == 'w',
+          "its rights arrive once, though the sender closed the descriptor while it waited");
+    close(fd);
+    close(p[0]);
+    close(big_sv[0]);
+    close(big_sv[1]);
+}
+
 static struct ucred peercred(int s)
 {
     struct ucred c = {-1, 0, 0};
@@ -698,6 +744,7 @@ int main(void)
     in_flight_to_a_closed_socket();
     credentials();
     peer_credentials();
+    long_send();
     hostile();
     if (!failures)
         printf("all passed\n");

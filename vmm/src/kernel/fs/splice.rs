@@ -61,8 +61,8 @@ fn put(
             match k.vfs.io.objs.get(&obj) {
                 Some(Obj::Pipe(_)) if write => super::pipe::write(k, obj, nonblock, src, c),
                 Some(Obj::Socket(_)) => {
-                    let anc = net::cmsg::Sent::default();
-                    net::send(k, obj, nonblock, 0, src, None, anc, c)
+                    let ctl = net::cmsg::Control::NONE;
+                    net::send(k, obj, nonblock, 0, src, None, ctl, c)
                 }
                 _ => Err(EINVAL),
             }

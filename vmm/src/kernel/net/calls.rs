@@ -773,7 +773,10 @@ pub(crate) fn splice_out(
 }
 
 /// A send of `src`'s bytes on socket `obj`, to `to` or its peer, carrying
-/// `anc` (whose references it hands on, or gives back).
+/// the records of control buffer `ctl`. They are read as the send starts:
+/// a stream send restarted after some of its bytes went has sent its
+/// rights with them, so it reads them no more (its descriptors may be
+/// closed by now, which Linux's, holding them, would not notice).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send(
     k: &mut Kernel,
@@ -782,10 +785,18 @@ pub(crate) fn send(
     flags: u64,
     src: io::Source,
     to: Option<Addr>,
-    mut anc: Sent,
+    ctl: cmsg::Control,
     c: PendingCall,
 ) -> SysResult<Sys> {
-    let r = send_with(k, obj, nonblock, flags, src, to, &mut anc, c);
+    let done = k.io_resume(c.nr).done as usize;
+    let mut anc = if done > 0 {
+        Sent::default()
+    } else {
+        let unix = sock(k, obj)?.domain == AF_UNIX;
+        cmsg::parse(k, ctl, unix)?
+    };
+    let r = send_with(k, obj, nonblock, flags, src, to, &mut anc, done, c);
+    // What it did not hand on (nothing sent, or no room yet) is given back.
     anc.drop_rights(k);
     r
 }
@@ -799,13 +810,13 @@ fn send_with(
     src: io::Source,
     to: Option<Addr>,
     anc: &mut Sent,
+    done: usize,
     c: PendingCall,
 ) -> SysResult<Sys> {
     if flags & MSG_OOB != 0 {
         return Err(EOPNOTSUPP);
     }
     let nonblock = nonblock || flags & MSG_DONTWAIT != 0;
-    let done = k.io_resume(c.nr).done as usize;
     let s = sock(k, obj)?;
     if let Some(e) = s.error.take() {
         return Err(Errno(e));
@@ -835,19 +846,14 @@ fn send_with(
         nonblock,
         call: c,
     };
-    // Rights go with the first bytes only (a restarted call's are sent).
-    let mut rights = if done == 0 {
-        std::mem::take(&mut anc.rights)
-    } else {
-        Vec::new()
-    };
+    // Rights go with the first bytes only.
+    let mut rights = std::mem::take(&mut anc.rights);
     let r = k.io_write_some(on, src, done, space, |k, bytes| {
         let rights = std::mem::take(&mut rights);
         sock(k, peer)?.push_stream(bytes, creds, rights);
         k.vfs.io.touch(peer);
         Ok(())
     });
-    // Not sent (nothing was written, or no room yet): given back.
     anc.rights = rights;
     r
 }
@@ -994,7 +1000,7 @@ pub fn write(
     c: PendingCall,
 ) -> SysResult<Sys> {
     let src = io::Source::Guest(bufs);
-    send(k, obj, nonblock, 0, src, None, Sent::default(), c)
+    send(k, obj, nonblock, 0, src, None, cmsg::Control::NONE, c)
 }
 
 /// Sendto implements Linux syscall sendto(2).
@@ -1016,7 +1022,7 @@ pub fn sys_sendto(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         a[3],
         src,
         to,
-        Sent::default(),
+        cmsg::Control::NONE,
         call(NR_SENDTO, a),
     )
 }
@@ -1071,22 +1077,18 @@ pub fn sys_sendmsg(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let m = read_msghdr(k, a[1])?;
     let domain = sock(k, obj)?.domain;
     let bufs = super::super::fs::file_ops::iovecs(k, m.iov, m.iovlen)?;
-    let anc = cmsg::parse(k, m.control, m.controllen, domain == AF_UNIX)?;
     let to = if m.name != 0 && m.namelen != 0 {
-        match read_addr(k, m.name, m.namelen as u64, domain) {
-            Ok(to) => Some(to),
-            Err(e) => {
-                let mut anc = anc;
-                anc.drop_rights(k);
-                return Err(e);
-            }
-        }
+        Some(read_addr(k, m.name, m.namelen as u64, domain)?)
     } else {
         None
     };
     let nonblock = d.flags & O_NONBLOCK != 0;
     let src = io::Source::Guest(&bufs);
-    send(k, obj, nonblock, a[2], src, to, anc, call(NR_SENDMSG, a))
+    let ctl = cmsg::Control {
+        va: m.control,
+        len: m.controllen,
+    };
+    send(k, obj, nonblock, a[2], src, to, ctl, call(NR_SENDMSG, a))
 }
 
 /// Recvmsg implements Linux syscall recvmsg(2).

@@ -29,6 +29,18 @@ fn align(n: u64) -> u64 {
     n.saturating_add(7) & !7
 }
 
+/// A sendmsg's control buffer: where, and its length.
+#[derive(Debug, Clone, Copy)]
+pub struct Control {
+    pub va: u64,
+    pub len: u64,
+}
+
+impl Control {
+    /// No control buffer (write, sendto, splice).
+    pub const NONE: Control = Control { va: 0, len: 0 };
+}
+
 /// What a sendmsg's control buffer carries.
 #[derive(Debug, Default)]
 pub struct Sent {
@@ -62,14 +74,15 @@ pub fn own_creds(k: &Kernel) -> Creds {
     }
 }
 
-/// Reads the control buffer `[control, control+len)` of a sendmsg on a
+/// Reads the control buffer `ctl` of a sendmsg on a
 /// socket (`unix`: an AF_UNIX one, which alone takes SCM_RIGHTS and
 /// SCM_CREDENTIALS; others pass over what they know). Errors
 /// are Linux's: ENOBUFS past optmem_max, EINVAL for a record whose length
 /// does not fit or a type it does not know, EBADF for a descriptor that is
 /// not open, EINVAL past SCM_MAX_FD descriptors, ESRCH for a pid that is no
 /// process's. A record's references are given back on any error.
-pub fn parse(k: &mut Kernel, control: u64, len: u64, unix: bool) -> SysResult<Sent> {
+pub fn parse(k: &mut Kernel, ctl: Control, unix: bool) -> SysResult<Sent> {
+    let (control, len) = (ctl.va, ctl.len);
     let mut sent = Sent::default();
     if len == 0 {
         return Ok(sent);
