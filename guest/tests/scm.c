@@ -564,7 +564,10 @@ static void peer_credentials(void)
         int s = socket(AF_UNIX, SOCK_STREAM, 0);
         connect(s, (struct sockaddr *)&a, alen);
         int ok = peercred(s).pid == me;
-        send(s, "c", 1, 0);
+        int q[2];
+        pipe(q);
+        write(q[1], "via connect", 11);
+        send_fds(s, "c", 1, &q[0], 1);
         _exit(ok ? 0 : 1);
     }
     int conn = accept(l, NULL, NULL);
@@ -576,9 +579,43 @@ static void peer_credentials(void)
     getsockopt(conn, SOL_SOCKET, SO_PASSCRED, &on, &len);
     CHECK(on == 1, "which has the listener's SO_PASSCRED");
     char buf[4];
-    struct got g = recv_fds(conn, buf, sizeof buf, CMSG_SPACE(sizeof(struct ucred)), 0);
+    struct got g = recv_fds(conn, buf, sizeof buf, CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int)), 0);
     CHECK(g.n == 1 && g.has_creds && g.creds.pid == pid, "and so gets the client's credentials");
+    char text[16] = {0};
+    CHECK(g.nfds == 1 && read(g.fds[0], text, sizeof text) == 11 && !strcmp(text, "via connect"),
+          "and the pipe end it passed over the connection");
+    close(g.fds[0]);
     close(conn);
+
+    /* A datagram socket bound to a name, and a child's sendto with rights. */
+    int d = socket(AF_UNIX, SOCK_DGRAM, 0);
+    memcpy(a.sun_path, "\0rewind-scm-dgrm", 16);
+    bind(d, (struct sockaddr *)&a, alen);
+    pid = fork();
+    if (pid == 0) {
+        int s = socket(AF_UNIX, SOCK_DGRAM, 0);
+        int q[2];
+        pipe(q);
+        write(q[1], "via sendto", 10);
+        char ctl[CMSG_SPACE(sizeof(int))] = {0};
+        struct iovec iov = {"d", 1};
+        struct msghdr m = {.msg_name = &a, .msg_namelen = alen, .msg_iov = &iov, .msg_iovlen = 1,
+                           .msg_control = ctl, .msg_controllen = sizeof ctl};
+        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &q[0], sizeof(int));
+        _exit(sendmsg(s, &m, 0) == 1 ? 0 : 1);
+    }
+    waitpid(pid, &st, 0);
+    g = recv_fds(d, buf, sizeof buf, CMSG_SPACE(sizeof(int)), 0);
+    memset(text, 0, sizeof text);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && g.nfds == 1 && read(g.fds[0], text, sizeof text) == 10 &&
+              !strcmp(text, "via sendto"),
+          "a child's sendto to a bound datagram socket passes a pipe end");
+    close(g.fds[0]);
+    close(d);
     close(l);
     int t = socket(AF_INET, SOCK_STREAM, 0);
     CHECK(peercred(t).pid == 0 && peercred(t).uid == (uid_t)-1, "a TCP socket's: none");

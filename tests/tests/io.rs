@@ -207,9 +207,10 @@ fn fifos_open_waiting_for_the_other_side_then_pipe_semantics() {
 
 /// Ancillary data on Unix sockets (`guest/tests/scm.c`): descriptors
 /// passed between processes (a child's pipe end to its parent, several at
-/// once, short control buffers and MSG_CTRUNC, rights in flight to a
-/// socket that closes), SCM_CREDENTIALS with SO_PASSCRED, SO_PEERCRED,
-/// and hostile records: the same lines as natively, and the run replays.
+/// once, over a connection and a sendto to a bound name, short control
+/// buffers and MSG_CTRUNC, rights in flight to a socket that closes),
+/// SCM_CREDENTIALS with SO_PASSCRED, SO_PEERCRED, and hostile records: the
+/// same lines as natively, and the run replays.
 #[test]
 fn scm_rights_and_credentials_as_natively() {
     let home = Home::new();
