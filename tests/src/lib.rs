@@ -186,6 +186,18 @@ pub fn parse_status(out: &Output) -> Option<Run> {
     })
 }
 
+/// The run a `rewind check`'s output names on its `failing: run ID` line:
+/// panics when there is none.
+#[track_caller]
+pub fn failing_run_in(out: &Output) -> String {
+    out.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("failing: run "))
+        .unwrap_or_else(|| panic!("no failing run in:\n{out}"))
+        .trim()
+        .to_string()
+}
+
 /// A temporary `REWIND_HOME`, removed when dropped, and the commands that use it.
 ///
 /// Every run recorded in it is replayed and must be identical (the promise of
@@ -299,12 +311,7 @@ impl Home {
     pub fn failing_example(&self, example: &str, points: &str) -> String {
         let out = self.rewind(&["check", "--points", points, "--example", example]);
         assert_eq!(out.code, 1, "check finds {example}'s failure:\n{out}");
-        out.stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("failing: run "))
-            .unwrap_or_else(|| panic!("no failing run in:\n{out}"))
-            .trim()
-            .to_string()
+        failing_run_in(&out)
     }
 
     /// `rewind ARGS` with this home, standard input empty.

@@ -9,7 +9,7 @@
 //! (`guest/tests/proc-net.c`). The guest programs
 //! check themselves and print `all passed`; every run recorded here replays.
 
-use rewind_tests::{assert_lines, Home};
+use rewind_tests::{assert_lines, failing_run_in, Home};
 
 #[test]
 fn fork_wait_statuses_sigchld_orphans_and_groups() {
@@ -168,12 +168,7 @@ fn waiter_deadlocks_in_the_parents_pause_and_its_fix_passes() {
         .find(|l| l.contains(" decides it: "))
         .unwrap_or_else(|| panic!("not narrowed:\n{out}"));
     assert!(decides.contains("waiter.c:"), "{decides}");
-    let failing = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("failing: run "))
-        .unwrap_or_else(|| panic!("{out}"))
-        .trim()
-        .to_string();
+    let failing = failing_run_in(&out);
     // Made again as `rewind show` says, its report names the parent's pause.
     let show = home.ok(&["show", &failing]);
     let again = show

@@ -2,7 +2,7 @@
 //! `import`, `remove` and `gc`, `prune`, bookmarks, `ls` filters, and
 //! several commands on one store at once.
 
-use rewind_tests::{guest_arg, rewind_bin, run_command, Home, Output, DEADLINE};
+use rewind_tests::{failing_run_in, guest_arg, rewind_bin, run_command, Home, Output, DEADLINE};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -170,12 +170,8 @@ fn show_gives_commands_that_recreate_the_same_ids_in_a_fresh_home() {
         "--schedules",
         "16",
     ]);
-    let failing = out
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("failing: run "))
-        .map(str::to_string)
-        .unwrap_or_else(|| panic!("bank is found within 16 schedules:\n{out}"));
+    // bank is found within 16 schedules.
+    let failing = failing_run_in(&out);
     home.replay_identical(&failing);
     let v = show_json(&home, &failing);
     let perturb = &v["inputs"]["perturb"];

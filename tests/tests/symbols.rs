@@ -2,7 +2,7 @@
 //! right line with the source shown, skips the C library and Rust std, and
 //! reports name source lines. Every recorded run also replays identically.
 
-use rewind_tests::Home;
+use rewind_tests::{failing_run_in, Home};
 use serde_json::Value;
 use std::path::Path;
 
@@ -224,12 +224,7 @@ fn the_narrowing_sentence_and_check_where_name_source_lines() {
                 && l.contains(&format!("teller (bank.c:{ledger})"))),
         "{out}"
     );
-    let failing = out
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("failing: run "))
-        .unwrap_or_else(|| panic!("{out}"));
-    h.replay_identical(failing.trim());
+    h.replay_identical(&failing_run_in(&out));
 }
 
 #[test]
