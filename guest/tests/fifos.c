@@ -22,18 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failed;
-static char dir[] = "/tmp/fifosXXXXXX";
+#include "check.h"
 
-#define CHECK(cond, what)                                                                  \
-    do {                                                                                   \
-        int ok_ = (cond);                                                                  \
-        printf("%s: %s\n", ok_ ? "ok" : "FAIL", what);                                     \
-        if (!ok_)                                                                          \
-            printf("  errno %d (%s)\n", errno, strerror(errno));                           \
-        fflush(stdout);                                                                    \
-        failed |= !ok_;                                                                    \
-    } while (0)
+static char dir[] = "/tmp/fifosXXXXXX";
 
 static const char *at(const char *name)
 {
@@ -186,7 +177,7 @@ int main(void)
     unlink(at("s"));
     unlink(at("c"));
     CHECK(rmdir(dir) == 0, "the directory is empty again");
-    if (!failed)
+    if (failures == 0)
         printf("all passed\n");
-    return failed;
+    return failures != 0;
 }

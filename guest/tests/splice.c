@@ -19,17 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int failed;
-
-#define CHECK(cond, what)                                                                  \
-    do {                                                                                   \
-        int ok_ = (cond);                                                                  \
-        printf("%s: %s\n", ok_ ? "ok" : "FAIL", what);                                     \
-        if (!ok_)                                                                          \
-            printf("  errno %d (%s)\n", errno, strerror(errno));                           \
-        fflush(stdout);                                                                    \
-        failed |= !ok_;                                                                    \
-    } while (0)
+#include "check.h"
 
 static int file_is(const char *path, const char *want)
 {
@@ -163,7 +153,7 @@ int main(void)
     CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the reader got every byte in order");
 
     unlink(path);
-    if (!failed)
+    if (failures == 0)
         printf("all passed\n");
-    return failed;
+    return failures != 0;
 }
