@@ -40,6 +40,36 @@ fn assert_has(out: &Output, want: &str) {
     );
 }
 
+/// Asserts that gdb's output has each of `wants`, each one at or after
+/// where the one before it starts.
+#[track_caller]
+fn assert_in_order(out: &Output, wants: &[&str]) {
+    let text = &out.stdout;
+    let mut from = 0;
+    for want in wants {
+        from = text[from..]
+            .find(want)
+            .map(|i| i + from)
+            .unwrap_or_else(|| panic!("no `{want}` after byte {from}:\n{out}"));
+    }
+}
+
+/// gdb on pool's failing run `id` from where main starts shutting down:
+/// `watch -l pool.queue` and `continue` (to where main clears the queue
+/// pointer), then `then`; `bt 1` after each command that runs, to show
+/// where it stopped.
+fn watch_the_queue(home: &Home, id: &str, then: &[&str]) -> Output {
+    let at = step_of(home, id, "main: shutting down");
+    let mut cmds = Vec::new();
+    for c in ["watch -l pool.queue", "continue"].iter().chain(then) {
+        cmds.push(*c);
+        if c.ends_with("continue") {
+            cmds.push("bt 1");
+        }
+    }
+    gdb(home, id, &at, &cmds)
+}
+
 #[test]
 fn breakpoint_backtraces_and_values() {
     let home = Home::new();
@@ -88,42 +118,32 @@ fn breakpoint_backtraces_and_values() {
 fn watchpoints_and_reverse_execution() {
     let home = Home::new();
     let id = failing_pool(&home);
-    let at = step_of(&home, &id, "main: shutting down");
-    let out = gdb(
+    let out = watch_the_queue(
         &home,
         &id,
-        &at,
         &[
-            "watch -l pool.queue",
-            "continue",
-            "bt 1",
             "rwatch -l pool.queue",
             "continue",
-            "bt 1",
             "delete",
             "continue",
-            "bt 1",
             "rwatch -l pool.queue",
             "reverse-continue",
-            "bt 1",
         ],
     );
-    let text = &out.stdout;
-    // main clears the pointer, then the worker reads it, then dies.
-    let cleared = text.find("New value = (struct job *) 0x0").expect(text);
-    let main_frame = text[cleared..].find("#0  main () at").expect(text) + cleared;
-    let read = text[main_frame..]
-        .find("Value = (struct job *) 0x0")
-        .expect(text)
-        + main_frame;
-    let worker_frame = text[read..].find("worker (arg=0x1)").expect(text) + read;
-    let segv = text[worker_frame..]
-        .find("received signal SIGSEGV")
-        .expect(text)
-        + worker_frame;
-    // reverse-continue is back at the read in the worker.
-    let back = text[segv..].find("Value = (struct job *) 0x0").expect(text) + segv;
-    assert!(text[back..].contains("in worker (arg=0x1)"), "{out}");
+    assert_in_order(
+        &out,
+        &[
+            // main clears the pointer, then the worker reads it, then dies.
+            "New value = (struct job *) 0x0",
+            "#0  main () at",
+            "Value = (struct job *) 0x0",
+            "worker (arg=0x1)",
+            "received signal SIGSEGV",
+            // reverse-continue is back at the read in the worker.
+            "Value = (struct job *) 0x0",
+            "in worker (arg=0x1)",
+        ],
+    );
     home.replay_identical(&id);
 }
 
@@ -137,43 +157,32 @@ fn watchpoints_and_reverse_execution() {
 fn watchpoints_on_a_run_with_memory_points() {
     let home = Home::new();
     let id = home.failing_example("pool", "memory");
-    let at = step_of(&home, &id, "main: shutting down");
-    let out = gdb(
+    let out = watch_the_queue(
         &home,
         &id,
-        &at,
         &[
-            "watch -l pool.queue",
-            "continue",
-            "bt 1",
             "awatch -l pool.queue",
             "continue",
-            "bt 1",
             "continue",
-            "bt 1",
             "reverse-continue",
-            "bt 1",
             "reverse-continue",
-            "bt 1",
         ],
     );
-    let text = &out.stdout;
-    let after = |from: usize, what: &str| {
-        text[from..]
-            .find(what)
-            .map(|i| i + from)
-            .unwrap_or_else(|| panic!("no `{what}` after byte {from}:\n{out}"))
-    };
-    let cleared = after(0, "New value = (struct job *) 0x0");
-    let main_frame = after(cleared, "#0  main () at");
-    let read = after(main_frame, "Value = (struct job *) 0x0");
-    let worker_frame = after(read, "in worker (arg=");
-    let segv = after(worker_frame, "received signal SIGSEGV");
-    // reverse-continue: the worker's read, then main's write (an access too).
-    let back = after(segv, "Value = (struct job *) 0x0");
-    let back_in_worker = after(back, "in worker (arg=");
-    let again = after(back_in_worker, "Value = (struct job *) 0x0");
-    after(again, "#0  main () at");
+    assert_in_order(
+        &out,
+        &[
+            "New value = (struct job *) 0x0",
+            "#0  main () at",
+            "Value = (struct job *) 0x0",
+            "in worker (arg=",
+            "received signal SIGSEGV",
+            // reverse-continue: the worker's read, then main's write (an access too).
+            "Value = (struct job *) 0x0",
+            "in worker (arg=",
+            "Value = (struct job *) 0x0",
+            "#0  main () at",
+        ],
+    );
     home.replay_identical(&id);
 }
 
@@ -492,22 +501,21 @@ fn step_finish_and_awatch_go_forward() {
             "continue",
         ],
     );
-    let text = &out.stdout;
-    let into = text.find("add (a=0, b=0) at ").expect(text);
-    assert!(text[into..].contains("11\t    return a + b;"), "{out}");
-    let back = text[into..].find(" in main () at ").expect(text) + into;
-    let ret = text[back..].find("Value returned is $1 = 0").expect(text) + back;
-    // total = cost at 19, total = cost * 2 at 21, then the read at 22.
-    let first = text[ret..]
-        .find("Old value = 0\nNew value = 135")
-        .expect(text)
-        + ret;
-    let second = text[first..]
-        .find("Old value = 135\nNew value = 270")
-        .expect(text)
-        + first;
-    let read = text[second..].find("Value = 270").expect(text) + second;
-    assert!(text[read..].contains("lines.c:22"), "{out}");
+    let into = "add (a=0, b=0) at ";
+    assert_in_order(&out, &[into, "11\t    return a + b;"]);
+    assert_in_order(
+        &out,
+        &[
+            into,
+            " in main () at ",
+            "Value returned is $1 = 0",
+            // total = cost at 19, total = cost * 2 at 21, then the read at 22.
+            "Old value = 0\nNew value = 135",
+            "Old value = 135\nNew value = 270",
+            "Value = 270",
+            "lines.c:22",
+        ],
+    );
     home.replay_identical(&run.id);
 }
 
