@@ -47,16 +47,20 @@ async function feed(page, messages) {
 	await page.evaluate(() => new Promise((r) => setTimeout(r, 0)));
 }
 
+/** Feeds the page a run: its timeline, lanes and position, as the extension sends them. */
+const feedRun = (page, { timeline, lanes, position }) =>
+	feed(page, [
+		{ type: 'timeline', timeline },
+		{ type: 'lanes', lanes },
+		{ type: 'position', position },
+	]);
+
 const data = (page, key) => page.$eval('#timeline', (c, k) => c.dataset[k], key);
 
 test('the timeline shows the recorded run with its deciding and divergence marks', async () => {
 	const { timeline, position, lanes } = recorded;
 	const page = await openTimeline();
-	await feed(page, [
-		{ type: 'timeline', timeline },
-		{ type: 'lanes', lanes },
-		{ type: 'position', position },
-	]);
+	await feedRun(page, recorded);
 	assert.equal(await data(page, 'playhead'), String(position.step));
 	assert.equal(typeof timeline.deciding, 'number', 'a check opens at its deciding step');
 	assert.equal(position.step, timeline.deciding);
@@ -76,13 +80,9 @@ test('the timeline shows the recorded run with its deciding and divergence marks
 });
 
 test('a click sends the rewind/goto of the step under the pointer', async () => {
-	const { timeline, position, lanes } = recorded;
+	const { timeline } = recorded;
 	const page = await openTimeline();
-	await feed(page, [
-		{ type: 'timeline', timeline },
-		{ type: 'lanes', lanes },
-		{ type: 'position', position },
-	]);
+	await feedRun(page, recorded);
 	const box = await page.$eval('#timeline', (c) => ({ w: c.clientWidth, h: c.clientHeight }));
 	const gutter = 150;
 	for (const target of [0, 10, timeline.steps]) {
@@ -122,14 +122,11 @@ function synthetic(steps, threads, events) {
 }
 
 test('zooming keeps the playhead in view; a 1,000,000-step run draws quickly', async () => {
-	const { timeline, lanes, position } = synthetic(1_000_000, 8, 20_000);
+	const run = synthetic(1_000_000, 8, 20_000);
+	const { position } = run;
 	const page = await openTimeline(1200);
 	const t0 = Date.now();
-	await feed(page, [
-		{ type: 'timeline', timeline },
-		{ type: 'lanes', lanes },
-		{ type: 'position', position },
-	]);
+	await feedRun(page, run);
 	const firstMs = Date.now() - t0;
 	const renderMs = Number(await data(page, 'renderMs'));
 	// In the page: from a wheel event's creation to the next frame after its

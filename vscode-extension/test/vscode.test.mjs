@@ -187,6 +187,13 @@ async function cursorLine() {
 /** `rewind ARGS...` in the tests' store. */
 const rewind = (...args) => execFileSync(process.env.REWIND_BIN, args, { env: process.env }).toString();
 
+/** `rewind ARGS... --json`, parsed: one object per line. */
+const rewindJson = (...args) =>
+	rewind(...args, '--json')
+		.split('\n')
+		.filter((l) => l.trim() !== '')
+		.map((l) => JSON.parse(l));
+
 let timelineFrame;
 let opened;
 /** The fork Restart Frame made. */
@@ -216,6 +223,59 @@ async function sessionAt(run, step, what) {
 	}
 	assert.equal(await statusStep(), step, `${what}: the status bar's step`);
 	return timelineData();
+}
+
+/** The item `label` of the context menu open now (a screenshot `failed-WHAT-menu` when it never shows). */
+async function menuItemOf(label, what) {
+	const item = page.locator('.monaco-menu .action-item', { hasText: label }).first();
+	try {
+		await item.waitFor({ timeout: 10000 });
+	} catch (e) {
+		await shot(`failed-${what}-menu`);
+		throw e;
+	}
+	return item;
+}
+
+/** Clicks a context menu's item; waits for the menu to close. */
+async function clickMenuItem(item) {
+	// A click that lands while the menu is still opening is lost (the menu
+	// stays up with the item highlighted): then Enter takes the item.
+	await item.hover();
+	await item.click();
+	const menu = page.locator('.monaco-menu').first();
+	try {
+		await menu.waitFor({ state: 'hidden', timeout: 3000 });
+	} catch {
+		await page.keyboard.press('Enter');
+		await menu.waitFor({ state: 'hidden', timeout: 10000 });
+	}
+}
+
+/** Clicks `label` in the context menu open now. */
+async function menuItem(label, what) {
+	await clickMenuItem(await menuItemOf(label, what));
+}
+
+/**
+ * Waits (`timeout` ms) for the session to go on in a new run, a fork of
+ * `parent` at `step`, and for `rewind ls --forks-of` to list it; its
+ * Timeline data.
+ */
+async function forkedAt(parent, step, what, timeout) {
+	timelineFrame = await webviewFrame('#timeline');
+	try {
+		await timelineFrame.waitForFunction((p) => /^[0-9a-f]{16}$/.test(document.querySelector('#timeline').dataset.run) && document.querySelector('#timeline').dataset.run !== p, parent, { timeout });
+	} catch (e) {
+		await shot(`failed-${what}`);
+		throw e;
+	}
+	const d = await timelineData();
+	assert.match(d.marks, new RegExp(`fork of ${parent.slice(0, 8)} at step ${step}`));
+	assert.equal(d.playhead, String(step), 'the session goes on at the same step');
+	const forks = rewindJson('ls', '--forks-of', parent).map((r) => r.id);
+	assert.ok(forks.includes(d.run), `rewind ls --forks-of ${parent}: ${forks}`);
+	return d;
 }
 
 test('a rewind session opens the failing run: the toolbar has Step Back and Reverse', async () => {
@@ -437,10 +497,7 @@ test('Add Bookmark keeps a note at the step, with the run', async () => {
 	await page.keyboard.press('Enter');
 	timelineFrame = await webviewFrame('#timeline');
 	await timelineFrame.waitForFunction((m) => document.querySelector('#marks').textContent.includes(m), `bookmark ${step}: alice still reads 1000`, { timeout: 30000 });
-	const kept = rewind('bookmarks', opened.compare, '--json')
-		.split('\n')
-		.filter((l) => l.trim() !== '')
-		.map((l) => JSON.parse(l));
+	const kept = rewindJson('bookmarks', opened.compare);
 	assert.deepEqual(
 		kept.map((b) => [b.step, b.note]),
 		[[step, 'alice still reads 1000']],
@@ -454,42 +511,12 @@ test('Restart Frame forks the run at the step and goes on in the fork', async ()
 	const frame = page.locator('.debug-call-stack .monaco-list-row .stack-frame').first();
 	await frame.waitFor({ timeout: 30000 });
 	await frame.click({ button: 'right' });
-	const item = page.locator('.monaco-menu .action-item', { hasText: 'Restart Frame' }).first();
-	try {
-		await item.waitFor({ timeout: 10000 });
-	} catch (e) {
-		await shot('failed-restart-frame-menu');
-		throw e;
-	}
+	const item = await menuItemOf('Restart Frame', 'restart-frame');
 	const t = Date.now();
-	// A click that lands while the menu is still opening is lost (the menu
-	// stays up with the item highlighted): then Enter takes the item.
-	await item.hover();
-	await item.click();
-	const menu = page.locator('.monaco-menu').first();
-	try {
-		await menu.waitFor({ state: 'hidden', timeout: 3000 });
-	} catch {
-		await page.keyboard.press('Enter');
-		await menu.waitFor({ state: 'hidden', timeout: 10000 });
-	}
-	timelineFrame = await webviewFrame('#timeline');
-	try {
-		await timelineFrame.waitForFunction((p) => /^[0-9a-f]{16}$/.test(document.querySelector('#timeline').dataset.run) && document.querySelector('#timeline').dataset.run !== p, parent, { timeout: 30000 });
-	} catch (e) {
-		await shot('failed-restart-frame');
-		throw e;
-	}
+	await clickMenuItem(item);
+	const d = await forkedAt(parent, step, 'restart-frame', 30000);
 	figures.forkMs = Date.now() - t;
-	const d = await timelineData();
 	restartFork = d.run;
-	assert.match(d.marks, new RegExp(`fork of ${parent.slice(0, 8)} at step ${step}`));
-	assert.equal(d.playhead, String(step), 'the session goes on at the same step');
-	const forks = rewind('ls', '--forks-of', parent, '--json')
-		.split('\n')
-		.filter((l) => l.trim() !== '')
-		.map((l) => JSON.parse(l).id);
-	assert.ok(forks.includes(d.run), `rewind ls --forks-of ${parent}: ${forks}`);
 	// The Runs view shows the fork under its parent.
 	const runsView = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Rewind Runs' }) });
 	const parentRow = runsView.locator('.monaco-list-row[aria-expanded]', { hasText: parent.slice(0, 8) }).first();
@@ -505,43 +532,14 @@ test('Fork from Here from the palette forks at the step and goes on in the fork'
 	const parent = (await timelineData()).run;
 	const step = await statusStep();
 	await palette('Rewind: Fork from Here');
-	timelineFrame = await webviewFrame('#timeline');
-	try {
-		await timelineFrame.waitForFunction((p) => /^[0-9a-f]{16}$/.test(document.querySelector('#timeline').dataset.run) && document.querySelector('#timeline').dataset.run !== p, parent, { timeout: 60000 });
-	} catch (e) {
-		await shot('failed-fork-from-here');
-		throw e;
-	}
-	const d = await timelineData();
-	assert.match(d.marks, new RegExp(`fork of ${parent.slice(0, 8)} at step ${step}`));
-	assert.equal(d.playhead, String(step), 'the session goes on at the same step');
-	const forks = rewind('ls', '--forks-of', parent, '--json')
-		.split('\n')
-		.filter((l) => l.trim() !== '')
-		.map((l) => JSON.parse(l).id);
-	assert.ok(forks.includes(d.run), `rewind ls --forks-of ${parent}: ${forks}`);
+	await forkedAt(parent, step, 'fork-from-here', 60000);
 	await shot('10b-fork-from-here');
 });
 
 test('Open Run in the timeline\'s context menu opens the run picked', async () => {
 	timelineFrame = await webviewFrame('#timeline');
 	await timelineFrame.click('#timeline', { button: 'right', position: { x: 200, y: 10 } });
-	const item = page.locator('.monaco-menu .action-item', { hasText: 'Open Run…' }).first();
-	try {
-		await item.waitFor({ timeout: 10000 });
-	} catch (e) {
-		await shot('failed-timeline-context-menu');
-		throw e;
-	}
-	await item.hover();
-	await item.click();
-	const menu = page.locator('.monaco-menu').first();
-	try {
-		await menu.waitFor({ state: 'hidden', timeout: 3000 });
-	} catch {
-		await page.keyboard.press('Enter');
-		await menu.waitFor({ state: 'hidden', timeout: 10000 });
-	}
+	await menuItem('Open Run…', 'timeline-context');
 	// The passing run the session was opened beside: not a fork, so it opens at step 0.
 	const input = page.locator('.quick-input-widget input');
 	await input.waitFor({ state: 'visible' });
@@ -592,33 +590,10 @@ test('opening a .rwd file imports its run and opens it', async () => {
 	figures.importMs = Date.now() - t;
 	assert.match(await timelineFrame.textContent('#header'), /write-twice/);
 	assert.equal((await timelineFrame.$$('#cells .cell')).length, 0, 'no check cells of another run');
-	const runs = rewind('ls', '--json')
-		.split('\n')
-		.filter((l) => l.trim() !== '')
-		.map((l) => JSON.parse(l).id);
+	const runs = rewindJson('ls').map((r) => r.id);
 	assert.ok(runs.includes(rwdRun), 'the run is in the store');
 	await shot('12-rwd-imported');
 });
-
-/** Clicks `label` in the context menu open now (Enter when the click is lost as the menu opens). */
-async function menuItem(label, what) {
-	const item = page.locator('.monaco-menu .action-item', { hasText: label }).first();
-	try {
-		await item.waitFor({ timeout: 10000 });
-	} catch (e) {
-		await shot(`failed-${what}-menu`);
-		throw e;
-	}
-	await item.hover();
-	await item.click();
-	const menu = page.locator('.monaco-menu').first();
-	try {
-		await menu.waitFor({ state: 'hidden', timeout: 3000 });
-	} catch {
-		await page.keyboard.press('Enter');
-		await menu.waitFor({ state: 'hidden', timeout: 10000 });
-	}
-}
 
 test('Export Run in the timeline\'s context menu writes a .rwd that imports elsewhere', async () => {
 	const run = (await timelineData()).run;
@@ -657,10 +632,7 @@ test('Export Run in the timeline\'s context menu writes a .rwd that imports else
 
 test('Remove Run in the Runs view removes a fork with the runs forked from it', async () => {
 	assert.ok(restartFork, 'Restart Frame made a fork');
-	const below = rewind('ls', '--forks-of', restartFork, '--json')
-		.split('\n')
-		.filter((l) => l.trim() !== '')
-		.map((l) => JSON.parse(l).id);
+	const below = rewindJson('ls', '--forks-of', restartFork).map((r) => r.id);
 	assert.ok(below.length > 0, 'Fork from Here forked the fork');
 	const runsView = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Rewind Runs' }) });
 	await page.locator('.activitybar [aria-label^="Run and Debug"]').first().click();
