@@ -88,7 +88,10 @@ int main(void)
     CHECK(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP), "poll: POLLHUP once the writer closed");
     close(fd);
 
-    /* A blocking reader waits for a writer that comes later. */
+    /* A blocking reader waits for a writer that comes later. The clock
+     * starts before the fork: natively, a parent scheduled late could find
+     * the writer already waiting, and its open would not wait. */
+    double t0 = now();
     pid = fork();
     if (pid == 0) {
         usleep(20000);
@@ -98,7 +101,6 @@ int main(void)
         usleep(20000);
         _exit(0);
     }
-    double t0 = now();
     fd = open(p, O_RDONLY);
     CHECK(fd >= 0 && now() - t0 >= 0.015, "a blocking read-only open waits for the writer's open");
     n = read(fd, buf, sizeof buf);
@@ -108,6 +110,7 @@ int main(void)
     CHECK(reaped_ok(pid), "the writer exited 0");
 
     /* A blocking writer waits for a reader that comes later. */
+    t0 = now();
     pid = fork();
     if (pid == 0) {
         usleep(20000);
@@ -115,7 +118,6 @@ int main(void)
         int got = r < 0 ? -1 : (int)read(r, buf, sizeof buf);
         _exit(got == 4 && memcmp(buf, "ping", 4) == 0 ? 0 : 1);
     }
-    t0 = now();
     wfd = open(p, O_WRONLY);
     CHECK(wfd >= 0 && now() - t0 >= 0.015, "a blocking write-only open waits for the reader's open");
     CHECK(write(wfd, "ping", 4) == 4, "write to the reader");
