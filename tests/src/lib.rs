@@ -198,6 +198,12 @@ pub fn failing_run_in(out: &Output) -> String {
         .to_string()
 }
 
+/// Where a home is: a temporary directory, or one that stays.
+enum HomeDir {
+    Temp(tempfile::TempDir),
+    Kept(PathBuf),
+}
+
 /// A temporary `REWIND_HOME`, removed when dropped, and the commands that use it.
 ///
 /// Every run recorded in it is replayed and must be identical (the promise of
@@ -208,12 +214,6 @@ pub fn failing_run_in(out: &Output) -> String {
 /// home is dropped at the end of a test that passed, every noted run not yet
 /// replayed is. Runs that `import` added are not noted: replaying them is the
 /// import tests' own business, and only `--replayable` exports can be.
-/// Where a home is: a temporary directory, or one that stays.
-enum HomeDir {
-    Temp(tempfile::TempDir),
-    Kept(PathBuf),
-}
-
 pub struct Home {
     dir: HomeDir,
     /// Runs present in `runs/` at the last look.
