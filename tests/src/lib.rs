@@ -685,6 +685,28 @@ pub fn tool(cmd: &str, args: &[&std::ffi::OsStr]) {
 }
 
 impl Home {
+    /// Makes RUN again with the last `rewind run` command that plain
+    /// `rewind show` prints for it: the run made, which must be RUN.
+    #[track_caller]
+    pub fn run_as_shown(&self, run: &str) -> Run {
+        let show = self.ok(&["show", run]);
+        let again = show
+            .stdout
+            .lines()
+            .map(str::trim)
+            .rfind(|l| l.starts_with("rewind run "))
+            .unwrap_or_else(|| panic!("{show}"))
+            .to_string();
+        let args: Vec<&str> = again
+            .trim_end_matches("< /dev/null")
+            .split_whitespace()
+            .skip(2)
+            .collect();
+        let made = self.run(&args);
+        assert_eq!(made.id, run);
+        made
+    }
+
     /// The step of the first event of a run that is this system call.
     pub fn first_call(&self, run: &str, name: &str) -> u64 {
         self.events_json(run)

@@ -170,21 +170,7 @@ fn waiter_deadlocks_in_the_parents_pause_and_its_fix_passes() {
     assert!(decides.contains("waiter.c:"), "{decides}");
     let failing = failing_run_in(&out);
     // Made again as `rewind show` says, its report names the parent's pause.
-    let show = home.ok(&["show", &failing]);
-    let again = show
-        .stdout
-        .lines()
-        .map(str::trim)
-        .rfind(|l| l.starts_with("rewind run "))
-        .unwrap_or_else(|| panic!("{show}"))
-        .to_string();
-    let args: Vec<&str> = again
-        .trim_end_matches("< /dev/null")
-        .split_whitespace()
-        .skip(2)
-        .collect();
-    let made = home.run(&args);
-    assert_eq!(made.id, failing);
+    let made = home.run_as_shown(&failing);
     assert_eq!(made.status, "deadlocked", "{}", made.out);
     assert!(
         made.out

@@ -156,21 +156,7 @@ fn the_deadlock_report_of_philosophers_names_source_lines() {
     let h = Home::new();
     let run = failing_run(&h, "philosophers");
     // Make it again as `rewind show` says, to see its report.
-    let show = h.ok(&["show", &run]);
-    let again = show
-        .stdout
-        .lines()
-        .map(str::trim)
-        .rfind(|l| l.starts_with("rewind run "))
-        .unwrap_or_else(|| panic!("{show}"))
-        .to_string();
-    let args: Vec<&str> = again
-        .trim_end_matches("< /dev/null")
-        .split_whitespace()
-        .skip(2)
-        .collect();
-    let made = h.run(&args);
-    assert_eq!(made.id, run);
+    let made = h.run_as_shown(&run);
     assert_eq!(made.status, "deadlocked", "{}", made.out);
     let take = line_of(
         "guest/examples/philosophers.c",
