@@ -198,6 +198,23 @@ pub fn failing_run_in(out: &Output) -> String {
         .to_string()
 }
 
+/// The run of the two a `rewind check --json` report narrowed between
+/// that a signal killed: the crash the check found.
+#[track_caller]
+pub fn killed_narrowed_run(report: &serde_json::Value) -> String {
+    ["with", "without"]
+        .iter()
+        .map(|k| &report["narrowed"][k])
+        .find(|r| {
+            r["status"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("killed"))
+        })
+        .and_then(|r| r["run"].as_str())
+        .unwrap_or_else(|| panic!("no narrowed run was killed:\n{report:#}"))
+        .to_string()
+}
+
 /// Where a home is: a temporary directory, or one that stays.
 enum HomeDir {
     Temp(tempfile::TempDir),

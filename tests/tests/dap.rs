@@ -84,12 +84,9 @@ fn open_prints_what_opens_a_run() {
     }
 }
 
-/// The same adapter driven by Emacs dap-mode (Debian's elpa-dap-mode, in
-/// batch mode): the failing pool run stops at the crash, a stack trace,
-/// stepBack to an earlier step, rewind/lanes, disconnect.
-#[test]
-fn emacs_dap_mode_session() {
-    let home = rewind_tests::Home::new();
+/// The run of the two `rewind check --points syscalls --example pool`
+/// narrowed between that crashed.
+fn crashed_pool(home: &rewind_tests::Home) -> String {
     let check = home.rewind(&[
         "check",
         "--points",
@@ -100,17 +97,16 @@ fn emacs_dap_mode_session() {
     ]);
     let report: serde_json::Value = serde_json::from_str(&check.stdout)
         .unwrap_or_else(|e| panic!("check --json: {e}\n{check}"));
-    let run = ["with", "without"]
-        .iter()
-        .map(|k| &report["narrowed"][k])
-        .find(|r| {
-            r["status"]
-                .as_str()
-                .is_some_and(|s| s.starts_with("killed"))
-        })
-        .and_then(|r| r["run"].as_str())
-        .unwrap_or_else(|| panic!("a narrowed failing run:\n{check}"))
-        .to_string();
+    rewind_tests::killed_narrowed_run(&report)
+}
+
+/// The same adapter driven by Emacs dap-mode (Debian's elpa-dap-mode, in
+/// batch mode): the failing pool run stops at the crash, a stack trace,
+/// stepBack to an earlier step, rewind/lanes, disconnect.
+#[test]
+fn emacs_dap_mode_session() {
+    let home = rewind_tests::Home::new();
+    let run = crashed_pool(&home);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("dap-client/dap-mode-test.el");
     let mut cmd = Command::new("emacs");
     cmd.arg("--batch")
@@ -151,27 +147,7 @@ fn nvim_dap_session() {
     );
     let home = rewind_tests::Home::new();
     // System-call points: the scenario sets a data breakpoint.
-    let check = home.rewind(&[
-        "check",
-        "--points",
-        "syscalls",
-        "--example",
-        "pool",
-        "--json",
-    ]);
-    let report: serde_json::Value = serde_json::from_str(&check.stdout)
-        .unwrap_or_else(|e| panic!("check --json: {e}\n{check}"));
-    let run = ["with", "without"]
-        .iter()
-        .map(|k| &report["narrowed"][k])
-        .find(|r| {
-            r["status"]
-                .as_str()
-                .is_some_and(|s| s.starts_with("killed"))
-        })
-        .and_then(|r| r["run"].as_str())
-        .unwrap_or_else(|| panic!("a failing run:\n{check}"))
-        .to_string();
+    let run = crashed_pool(&home);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("dap-client/nvim-dap-test.lua");
     let mut cmd = Command::new(nvim);
     cmd.args(["--headless", "-u", "NONE", "-i", "NONE", "-l"])

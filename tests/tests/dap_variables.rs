@@ -5,7 +5,7 @@
 //! its crash. Home replays every run when it is dropped.
 
 use rewind_tests::dap::{debug_client, guest_source};
-use rewind_tests::Home;
+use rewind_tests::{killed_narrowed_run, Home};
 
 /// `run:step` of a run of guest `name`, the step being its `mark` write.
 fn recorded(home: &Home, name: &str) -> String {
@@ -29,17 +29,7 @@ fn debug_client_reads_variables() {
     assert_eq!(check.code, 1, "{check}");
     let report: serde_json::Value = serde_json::from_str(check.stdout.trim()).expect("JSON");
     // The run of the two that crashed (check labels them by outcome).
-    let pool = ["with", "without"]
-        .iter()
-        .map(|k| &report["narrowed"][k])
-        .find(|r| {
-            r["status"]
-                .as_str()
-                .is_some_and(|s| s.starts_with("killed"))
-        })
-        .and_then(|r| r["run"].as_str())
-        .expect("the failing run")
-        .to_string();
+    let pool = killed_narrowed_run(&report);
     debug_client(
         "variables.test.mjs",
         &[
