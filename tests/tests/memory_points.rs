@@ -207,17 +207,12 @@ fn forked_id(out: &rewind_tests::Output) -> String {
         .to_string()
 }
 
-/// `rewind fork --points`: a fork of a syscall-point run with memory points
-/// from its step on (and back): equal to its parent up to the step, with
-/// points only after it, made again by the command `rewind show` prints, and
-/// replayed identically. Without `--points` a fork keeps its parent's.
-#[test]
-fn a_fork_changes_points_at_its_step() {
-    let h = Home::new();
+/// `counter 20` recorded with system-call points, its events, and the step
+/// of its second clone (after both workers exist).
+fn counter_to_its_second_clone(h: &Home) -> (rewind_tests::Run, Vec<serde_json::Value>, u64) {
     let prog = guest_arg("counter");
     let parent = h.run(&["-q", "--epoch", EPOCH, "--", &prog, "20"]);
     assert_eq!(parent.status, "exited:0", "{}", parent.out);
-    // After both workers exist: the step of the second clone.
     let events = h.events_json(&parent.id);
     let step = events
         .iter()
@@ -225,6 +220,17 @@ fn a_fork_changes_points_at_its_step() {
         .nth(1)
         .and_then(|e| e["step"].as_u64())
         .unwrap_or_else(|| panic!("two clones: {events:?}"));
+    (parent, events, step)
+}
+
+/// `rewind fork --points`: a fork of a syscall-point run with memory points
+/// from its step on (and back): equal to its parent up to the step, with
+/// points only after it, made again by the command `rewind show` prints, and
+/// replayed identically. Without `--points` a fork keeps its parent's.
+#[test]
+fn a_fork_changes_points_at_its_step() {
+    let h = Home::new();
+    let (parent, events, step) = counter_to_its_second_clone(&h);
     let at = step.to_string();
     let out = h.ok(&[
         "fork",
@@ -282,7 +288,7 @@ fn a_fork_changes_points_at_its_step() {
         "{show:#}"
     );
     let fresh = Home::new();
-    let again = fresh.run(&["-q", "--epoch", EPOCH, "--", &prog, "20"]);
+    let again = fresh.run(&["-q", "--epoch", EPOCH, "--", &guest_arg("counter"), "20"]);
     assert_eq!(again.id, parent.id);
     let remade = fresh.ok(&[&last[1..], &["-q"][..]].concat());
     assert_eq!(forked_id(&remade), mem, "{remade}");
@@ -323,17 +329,8 @@ fn a_fork_changes_points_at_its_step() {
 #[test]
 fn a_check_from_a_syscall_run_with_memory_points_finds_the_race() {
     let h = Home::new();
-    let prog = guest_arg("counter");
-    let parent = h.run(&["-q", "--epoch", EPOCH, "--", &prog, "20"]);
-    assert_eq!(parent.status, "exited:0", "{}", parent.out);
-    let events = h.events_json(&parent.id);
-    let step = events
-        .iter()
-        .filter(|e| e["kind"] == "syscall" && e["name"] == "clone3")
-        .nth(1)
-        .and_then(|e| e["step"].as_u64())
-        .unwrap_or_else(|| panic!("two clones: {events:?}"))
-        .to_string();
+    let (parent, _, step) = counter_to_its_second_clone(&h);
+    let step = step.to_string();
     let out = h.rewind(&[
         "check",
         "--json",
