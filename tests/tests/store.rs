@@ -53,9 +53,9 @@ fn sh(home: &Home, line: &str) -> Output {
     run_command(cmd, DEADLINE)
 }
 
-/// The id on the last `rewind: run <id> ...` line of stderr.
-fn last_run_id(out: &Output) -> Option<String> {
-    out.stderr
+/// The id on the last `rewind: run <id> ...` line of `stderr`.
+fn last_run_id(stderr: &str) -> Option<String> {
+    stderr
         .lines()
         .rev()
         .find_map(|l| l.strip_prefix("rewind: run "))
@@ -75,7 +75,8 @@ fn fork(home: &Home, args: &[&str]) -> String {
     full.extend_from_slice(args);
     full.push("--quiet");
     let out = home.rewind(&full);
-    last_run_id(&out).unwrap_or_else(|| panic!("`rewind {}` made no run:\n{out}", full.join(" ")))
+    last_run_id(&out.stderr)
+        .unwrap_or_else(|| panic!("`rewind {}` made no run:\n{out}", full.join(" ")))
 }
 
 #[test]
@@ -118,13 +119,7 @@ fn show_gives_commands_that_recreate_the_same_ids_in_a_fresh_home() {
     // run_command sets standard input to null: run this one by hand.
     let out = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let flagged = stderr
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("rewind: run "))
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no run:\n{stderr}"))
-        .to_string();
+    let flagged = last_run_id(&stderr).unwrap_or_else(|| panic!("no run:\n{stderr}"));
     home.replay_identical(&flagged);
     let by_schedule = fork(&home, &[&bank.id, "20", "--schedule", "2"]);
     home.replay_identical(&by_schedule);
@@ -152,7 +147,7 @@ fn show_gives_commands_that_recreate_the_same_ids_in_a_fresh_home() {
         for c in cmds {
             let line = c["shell"].as_str().unwrap();
             let out = sh(&fresh, line);
-            made = last_run_id(&out);
+            made = last_run_id(&out.stderr);
             assert!(made.is_some(), "`{line}` made no run:\n{out}");
         }
         assert_eq!(made.as_deref(), Some(id.as_str()), "{v:#}");
@@ -189,7 +184,7 @@ fn show_gives_commands_that_recreate_the_same_ids_in_a_fresh_home() {
             line.contains("--reschedule-at") || line.contains("--stall-at"),
             "{line}"
         );
-        made = last_run_id(&sh(&fresh, line));
+        made = last_run_id(&sh(&fresh, line).stderr);
     }
     assert_eq!(made.as_deref(), Some(failing.as_str()), "{v:#}");
     fresh.replay_identical(&failing);
@@ -287,13 +282,7 @@ fn export_replayable_then_import_elsewhere_replays_identically_with_bookmarks() 
     child.stdin.take().unwrap().write_all(b"input\n").unwrap();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let rooted = stderr
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("rewind: run "))
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no run:\n{stderr}"))
-        .to_string();
+    let rooted = last_run_id(&stderr).unwrap_or_else(|| panic!("no run:\n{stderr}"));
     home.replay_identical(&rooted);
     let rfile = home.path().join("rooted.rwd");
     home.ok(&[
@@ -809,7 +798,7 @@ fn concurrent_runs_and_gc_leave_a_consistent_store() {
         match i % 4 {
             0 | 1 => {
                 assert_eq!(out.code, 0, "{out}");
-                made.push(last_run_id(out).expect("a run"));
+                made.push(last_run_id(&out.stderr).expect("a run"));
             }
             2 => assert_eq!(out.code, 0, "gc: {out}"),
             _ => {} // the first remove wins; the others find nothing
