@@ -16,7 +16,7 @@
 //!
 //!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench where
 
-use rewind_tests::debuginfod::{build_id, Server};
+use rewind_tests::debuginfod::{build_id, client_env, Server};
 use rewind_tests::{children_cpu, guest, guest_arg, parse_status, Home, Output};
 use std::time::{Duration, Instant};
 
@@ -94,10 +94,7 @@ fn main() {
     let mut warm_at = Vec::new();
     for step in [MARGIN, steps - MARGIN, worst] {
         let cache = tempfile::tempdir().unwrap();
-        let env = [
-            ("DEBUGINFOD_URLS", url.as_str()),
-            ("DEBUGINFOD_CACHE_PATH", cache.path().to_str().unwrap()),
-        ];
+        let env = client_env(&url, cache.path());
         let st = step.to_string();
         let (cold, out) = timed(|| h.rewind_env(&["where", &run.id, &st], &env));
         assert_eq!(out.code, 0, "{out}");

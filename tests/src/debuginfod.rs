@@ -93,6 +93,27 @@ pub fn build_id(exe: &Path) -> String {
         .expect("the split program keeps its build id")
 }
 
+/// The environment that has a debuginfod client ask the server at `url`
+/// and keep what it downloads in `cache`.
+pub fn client_env<'a>(url: &'a str, cache: &'a Path) -> [(&'static str, &'a str); 2] {
+    [
+        ("DEBUGINFOD_URLS", url),
+        (
+            "DEBUGINFOD_CACHE_PATH",
+            cache.to_str().expect("a UTF-8 path"),
+        ),
+    ]
+}
+
+/// [`split_mark_program`] in `dir`, served by a [`Server`] that answers for
+/// it already: the stripped program and the server.
+pub fn served_mark_program(dir: &Path) -> (std::path::PathBuf, Server) {
+    let (exe, served) = split_mark_program(dir);
+    let server = Server::start(&served);
+    server.wait_for(&build_id(&exe));
+    (exe, server)
+}
+
 /// `MARK_PROGRAM` built in `dir` (`prog.c`, `-static -g -O0`), its debug
 /// info split off into `served/prog.debug` (the directory a [`Server`]
 /// serves) and the program stripped, build id kept, made older than its

@@ -5,7 +5,7 @@
 //! is downloaded once, and with the server stopped there is a clear message
 //! and frames named by symbol.
 
-use rewind_tests::debuginfod::{build_id, split_mark_program, Server};
+use rewind_tests::debuginfod::{build_id, client_env, served_mark_program, Server};
 use rewind_tests::{guest, guest_arg, Home, Output};
 use std::path::Path;
 
@@ -23,12 +23,8 @@ fn split_debug_info_comes_from_debuginfod_once_and_its_absence_is_said() {
     let server = Server::start(&guest("split-debug"));
     server.wait_for(&id);
     let cache = tempfile::tempdir().unwrap();
-    let cache_path = cache.path().to_str().unwrap().to_string();
     let url = server.url();
-    let env = [
-        ("DEBUGINFOD_URLS", url.as_str()),
-        ("DEBUGINFOD_CACHE_PATH", cache_path.as_str()),
-    ];
+    let env = client_env(&url, cache.path());
     let h = Home::new();
     let prog = guest_arg("deadlock-split");
 
@@ -68,10 +64,7 @@ fn split_debug_info_comes_from_debuginfod_once_and_its_absence_is_said() {
     // The server stopped and nothing cached: a clear message, frames by symbol.
     server.stop();
     let empty = tempfile::tempdir().unwrap();
-    let env = [
-        ("DEBUGINFOD_URLS", url.as_str()),
-        ("DEBUGINFOD_CACHE_PATH", empty.path().to_str().unwrap()),
-    ];
+    let env = client_env(&url, empty.path());
     let w = h.rewind_env(&["where", &run, &step, "--tid", "1001"], &env);
     assert_eq!(w.code, 0, "{w}");
     assert!(
@@ -100,15 +93,10 @@ fn line_of(needle: &str) -> u32 {
 fn the_source_comes_from_debuginfod_when_the_hosts_copy_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     // The program is older than its source here: the host's copy is refused.
-    let (exe, served) = split_mark_program(dir.path());
-    let server = Server::start(&served);
-    server.wait_for(&build_id(&exe));
+    let (exe, server) = served_mark_program(dir.path());
     let cache = tempfile::tempdir().unwrap();
     let url = server.url();
-    let env = [
-        ("DEBUGINFOD_URLS", url.as_str()),
-        ("DEBUGINFOD_CACHE_PATH", cache.path().to_str().unwrap()),
-    ];
+    let env = client_env(&url, cache.path());
     let h = Home::new();
     let out = h.rewind_env(
         &["run", "--", exe.to_str().unwrap()],

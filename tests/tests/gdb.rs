@@ -409,17 +409,12 @@ fn located_in(out: &Output) -> &str {
 /// `-fdebug-prefix-map`) shows that source.
 #[test]
 fn gdb_gets_the_split_debug_info_and_the_sources_where_finds() {
-    use rewind_tests::debuginfod::{build_id, split_mark_program, Server};
+    use rewind_tests::debuginfod::{client_env, served_mark_program};
     let dir = tempfile::tempdir().unwrap();
-    let (exe, served) = split_mark_program(dir.path());
-    let server = Server::start(&served);
-    server.wait_for(&build_id(&exe));
+    let (exe, server) = served_mark_program(dir.path());
     let cache = tempfile::tempdir().unwrap();
     let url = server.url();
-    let env = [
-        ("DEBUGINFOD_URLS", url.as_str()),
-        ("DEBUGINFOD_CACHE_PATH", cache.path().to_str().unwrap()),
-    ];
+    let env = client_env(&url, cache.path());
     let home = Home::new();
     let run = home.run(&["--", exe.to_str().unwrap()]);
     assert_eq!(run.status, "exited:0", "{}", run.out);
