@@ -1,9 +1,12 @@
-/* proc-environ: /proc/<pid>/environ. A process's own is its environ
+/* proc-environ: /proc/<pid>/environ and cmdline. A process's own environ is its environ
  * strings as execve gave them, NUL-separated; a parent reads a child's
  * after the child's execve with an environment of its choosing; what the
  * program writes over those strings shows (the file reads its memory),
  * setenv's new strings do not; the thread's file is the process's; a
- * zombie's does not open (ESRCH); the file is 0400. Prints `ok: ...` lines, then `all
+ * zombie's does not open (ESRCH); the file is 0400. cmdline too reads
+ * the process's memory: what it writes over an argument shows, and a
+ * title written over the whole area runs on into the environment's
+ * (setproctitle), as Linux's get_mm_cmdline reads it. Prints `ok: ...` lines, then `all
  * passed`; the same natively and inside Rewind. */
 #define _GNU_SOURCE
 #include "check.h"
@@ -57,10 +60,31 @@ static void show(const char *what, const char *b, long len)
     fflush(stdout);
 }
 
-static int child(int ready)
+/* argv's strings, NUL-separated, as they are in memory now. */
+static long args_now(char **argv, int argc, char *out)
 {
-    long len;
-    char *b = slurp("/proc/self/environ", &len);
+    long at = 0;
+    for (int i = 0; i < argc; i++) {
+        size_t n = strlen(argv[i]) + 1;
+        memcpy(out + at, argv[i], n);
+        at += n;
+    }
+    return at;
+}
+
+static int child(int ready, int argc, char **argv)
+{
+    static char want[4096];
+    long len, wlen = args_now(argv, argc, want);
+    char *b = slurp("/proc/self/cmdline", &len);
+    CHECK(len == wlen && memcmp(b, want, len) == 0, "/proc/self/cmdline is argv's strings");
+    argv[1][0] = 'C';
+    wlen = args_now(argv, argc, want);
+    b = slurp("/proc/self/cmdline", &len);
+    CHECK(len == wlen && memcmp(b, want, len) == 0 && memcmp(b + strlen(argv[0]) + 1, "Child", 5) == 0,
+          "what the program writes over an argument shows in it");
+
+    b = slurp("/proc/self/environ", &len);
     show("the child's own", b, len);
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/environ", gettid());
@@ -71,6 +95,11 @@ static int child(int ready)
     setenv("LATER", "1", 1);
     b = slurp("/proc/self/environ", &len);
     show("after writing over A and setenv", b, len);
+    /* setproctitle: the arguments' area written over, its last NUL too. */
+    memset(argv[0], 'x', wlen);
+    b = slurp("/proc/self/cmdline", &len);
+    CHECK(len == wlen + 4 && b[0] == 'x' && b[wlen - 1] == 'x' && memcmp(b + wlen, "Z=1", 4) == 0,
+          "cmdline over a title that covers its last NUL runs on into the environment, to its first NUL");
     write(ready, "r", 1);
     pause();
     return 0;
@@ -79,7 +108,7 @@ static int child(int ready)
 int main(int argc, char **argv)
 {
     if (argc > 2 && !strcmp(argv[1], "child"))
-        return child(atoi(argv[2]));
+        return child(atoi(argv[2]), argc, argv);
 
     long len;
     char *b = slurp("/proc/self/environ", &len);

@@ -215,7 +215,7 @@ impl Kernel<'_> {
                 argv: man.argv.clone(),
                 env: man.env.clone(),
                 nice: 0,
-                env_area: (0, 0),
+                strings: Default::default(),
             },
         );
         self.threads

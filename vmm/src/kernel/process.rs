@@ -231,7 +231,7 @@ impl Kernel<'_> {
             argv: parent.argv.clone(),
             env: parent.env.clone(),
             nice: parent.nice,
-            env_area: parent.env_area,
+            strings: parent.strings,
         };
         // Every description gains a reference (the table itself is copied above).
         self.vfs.share_table(&child.files);

@@ -156,7 +156,7 @@ impl Kernel<'_> {
                 argv: spec.argv.clone(),
                 env: env.clone(),
                 nice: 0,
-                env_area: (0, 0),
+                strings: Default::default(),
                 vfork_parent: None,
                 rlimits,
                 stopped: None,

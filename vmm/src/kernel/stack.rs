@@ -61,21 +61,31 @@ impl Kernel<'_> {
         let execfn = push_bytes(self, &[execfn.as_bytes(), &[0]].concat())?;
         let platform = push_bytes(self, &[PLATFORM.as_bytes(), &[0]].concat())?;
         let random_at = push_bytes(self, &random)?;
-        let mut arg_at = Vec::new();
-        for a in argv {
-            arg_at.push(push_bytes(self, &[a.as_bytes(), &[0]].concat())?);
-        }
-        // The environment's strings in order, one after another, as
-        // Linux's loader lays them (what /proc/<pid>/environ reads).
-        let env_block: Vec<u8> = env.iter().flat_map(|e| e.bytes().chain([0])).collect();
+        // The arguments' strings in order, then the environment's, one
+        // after another, as Linux's loader lays them (what /proc/<pid>/
+        // cmdline and environ read).
+        let block = |strings: &[String]| -> Vec<u8> {
+            strings.iter().flat_map(|s| s.bytes().chain([0])).collect()
+        };
+        let pointers = |start: u64, strings: &[String]| -> Vec<u64> {
+            let mut at = start;
+            strings
+                .iter()
+                .map(|s| {
+                    let p = at;
+                    at += s.len() as u64 + 1;
+                    p
+                })
+                .collect()
+        };
+        let (env_block, arg_block) = (block(env), block(argv));
         let env_at = push_bytes(self, &env_block)?;
-        let mut envp: Vec<u64> = Vec::with_capacity(env.len());
-        let mut at = env_at;
-        for e in env {
-            envp.push(at);
-            at += e.len() as u64 + 1;
-        }
-        self.cur_proc().env_area = (env_at, env_at + env_block.len() as u64);
+        let args_at = push_bytes(self, &arg_block)?;
+        let (arg_at, envp) = (pointers(args_at, argv), pointers(env_at, env));
+        self.cur_proc().strings = super::task::StackStrings {
+            args: (args_at, env_at),
+            env: (env_at, env_at + env_block.len() as u64),
+        };
         let auxv = [
             (AT_PHDR, l.phdr),
             (AT_PHENT, ELF64_PHDR_SIZE),

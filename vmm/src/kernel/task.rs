@@ -133,10 +133,18 @@ pub struct Process {
     /// Its nice value (getpriority, setpriority; inherited by a fork).
     #[serde(default)]
     pub nice: i32,
-    /// Where its initial stack holds its environment's strings
-    /// (`/proc/<pid>/environ` reads that memory, as Linux's does).
+    /// Where its initial stack holds its arguments' and environment's
+    /// strings (`/proc/<pid>/cmdline` and `environ` read that memory).
     #[serde(default)]
-    pub env_area: (u64, u64),
+    pub strings: StackStrings,
+}
+
+/// The ranges `[start, end)` of the initial stack's argument strings and,
+/// right after them, its environment strings, as Linux's mm keeps them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackStrings {
+    pub args: (u64, u64),
+    pub env: (u64, u64),
 }
 
 /// A job-control change a parent's wait reports.

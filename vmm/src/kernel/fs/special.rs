@@ -198,18 +198,11 @@ pub fn generate(k: &mut Kernel, p: &Proc) -> SysResult<Vec<u8>> {
     };
     Ok(match f {
         ProcFile::Maps => maps(k, pid).into_bytes(),
-        ProcFile::Cmdline => {
-            let mut v = Vec::new();
-            for a in &k.procs[&pid].argv {
-                v.extend_from_slice(a.as_bytes());
-                v.push(0);
-            }
-            v
-        }
+        ProcFile::Cmdline => cmdline(k, pid),
         ProcFile::Environ => {
             // The range its execve's stack gave the strings, read from its
             // memory now: what the program has written there since shows.
-            let (start, end) = k.procs[&pid].env_area;
+            let (start, end) = k.procs[&pid].strings.env;
             k.read_user_of(pid, start, end.saturating_sub(start) as usize)
         }
         ProcFile::Comm => format!("{}\n", comm(k, tid)).into_bytes(),
@@ -239,6 +232,32 @@ fn zombie(pid: Pid, z: &Zombie, f: ProcFile) -> String {
         ),
         ProcFile::Cmdline | ProcFile::Maps | ProcFile::Environ => String::new(),
     }
+}
+
+/// `/proc/<pid>/cmdline`, read from the process's memory as Linux's
+/// get_mm_cmdline reads it: its argument strings, or, when the byte that
+/// ended them is no longer NUL (setproctitle wrote over them), one string
+/// from their start to its first NUL (with it), running on into the
+/// environment's.
+fn cmdline(k: &mut Kernel, pid: Pid) -> Vec<u8> {
+    let s = k.procs[&pid].strings;
+    let ((start, end), env_end) = (s.args, s.env.1);
+    if end <= start {
+        return Vec::new();
+    }
+    if k.read_user_of(pid, end - 1, 1)
+        .first()
+        .is_some_and(|&c| c != 0)
+    {
+        let all = k.read_user_of(pid, start, env_end.saturating_sub(start) as usize);
+        // Up to and with the NUL, if there is one.
+        let n = all
+            .iter()
+            .position(|&b| b == 0)
+            .map_or(all.len(), |i| i + 1);
+        return all[..n].to_vec();
+    }
+    k.read_user_of(pid, start, (end - start) as usize)
 }
 
 /// A thread's name (`comm`, PR_SET_NAME).
