@@ -3,19 +3,11 @@
 //! what is missing in the very words of the support table
 //! (`kernel/support.rs`, which `rewind doctor --syscalls` prints).
 
-use std::path::{Path, PathBuf};
-use vmm::kernel::support::{table, Support};
+mod common;
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
+use common::rust_files;
+use std::path::Path;
+use vmm::kernel::support::{table, Support};
 
 #[test]
 fn every_handler_says_what_it_implements_and_what_is_missing() {

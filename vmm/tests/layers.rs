@@ -10,6 +10,9 @@
 //! y}`, `super::…` resolved against the file's module) and fails on any
 //! that names a module of a later layer.
 
+mod common;
+
+use common::rust_files;
 use std::path::{Path, PathBuf};
 
 /// The layers of `vmm`'s top-level modules, lowest first.
@@ -25,17 +28,6 @@ const LAYERS: &[&[&str]] = &[
 /// The crate's one error type, which every layer returns (`EngineError`). It
 /// is placed in its layer like any module: it names only lower layers' errors.
 const USED_BY_ALL: &[&str] = &["error"];
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
