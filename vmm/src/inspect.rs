@@ -172,7 +172,7 @@ impl Kernel<'_> {
         if node.is_dir() {
             return None;
         }
-        self.vfs.tree.contents(ino).ok().map(|b| b.to_vec())
+        self.file_data(ino).ok().map(|b| b.to_vec())
     }
 
     /// A line per process, then its threads' lines; then the zombies.

@@ -146,7 +146,7 @@ impl Session {
                     let pid = self.pid;
                     let k = &mut self.live.k;
                     let p = k.procs.get_mut(&pid).ok_or(DebugError::NoProcess(pid))?;
-                    p.mm.fault_in(&mut k.m.ram, page, false, false)
+                    p.mm.fault_in(&mut k.m.ram, &mut k.vfs, page, false, false)
                         .map_err(|_| DebugError::BadAddress(a))?
                 }
             };

@@ -336,7 +336,7 @@ impl Kernel<'_> {
         if self.vfs.tree.node(ino)?.file_type() != S_IFREG {
             return Err(super::errno::EACCES);
         }
-        let bytes = self.vfs.tree.contents(ino)?;
+        let bytes = self.file_data(ino)?;
         // Loaded whole; the tree keeps no copy of an image file nothing has open.
         let n = self.vfs.tree.node_mut(ino)?;
         if let (0, Kind::File(f)) = (n.opens, &mut n.kind) {

@@ -27,6 +27,7 @@ const ILL_ILLOPN: i32 = 2;
 const TRAP_BRKPT: i32 = 1;
 const TRAP_TRACE: i32 = 2;
 const BUS_ADRALN: i32 = 1;
+const BUS_ADRERR: i32 = 2;
 /// si_code of a signal the kernel sent (a #GP has no address).
 const SI_KERNEL: i32 = 0x80;
 
@@ -42,7 +43,10 @@ impl Kernel<'_> {
                 let p = self.procs.get_mut(&pid).unwrap();
                 let write = error_code & PF_WRITE != 0;
                 let exec = error_code & PF_FETCH != 0;
-                match p.mm.fault_in(&mut self.m.ram, cr2, write, exec) {
+                match p
+                    .mm
+                    .fault_in(&mut self.m.ram, &mut self.vfs, cr2, write, exec)
+                {
                     Ok(_) => {
                         self.points_fresh_page(cr2);
                         return;
@@ -50,6 +54,7 @@ impl Kernel<'_> {
                     // No mapping is MAPERR even where the monitor's own pages are present.
                     Err(Fault::Unmapped) => (SIGSEGV, SEGV_MAPERR, cr2),
                     Err(Fault::Denied) => (SIGSEGV, SEGV_ACCERR, cr2),
+                    Err(Fault::PastEnd) => (SIGBUS, BUS_ADRERR, cr2),
                     Err(Fault::NoMemory) => {
                         // Guest memory is exhausted: Linux's OOM killer.
                         self.exit_process(pid, ExitStatus::Killed(SIGKILL));

@@ -54,7 +54,7 @@ impl Kernel<'_> {
         }
         let pid = self.cur_pid();
         let p = self.procs.get_mut(&pid).unwrap();
-        p.mm.translate(&mut self.m.ram, uaddr, false)
+        p.mm.translate(&mut self.m.ram, &mut self.vfs, uaddr, false)
             .map_err(|_| EFAULT)
     }
 

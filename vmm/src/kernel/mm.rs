@@ -2,12 +2,14 @@
 //! mprotect, mremap, madvise.
 
 use super::errno::*;
+use super::fs::shared_pages::{self, ObjId, SharedPages};
+use super::fs::Vfs;
 use super::Kernel;
 use crate::machine::layout::{MMAP_TOP, MONITOR_END, PAGE_SIZE, USER_END};
 use crate::machine::memory::GuestRam;
 use crate::machine::{PageTables, Perm};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub const PROT_READ: u64 = 1;
 pub const PROT_WRITE: u64 = 2;
@@ -90,6 +92,28 @@ pub struct Vma {
     pub prot: Prot,
     /// What a person calls it in a fault report (`[heap]`, `[stack]`, a path).
     pub name: String,
+    /// A MAP_SHARED mapping: whose pages it maps (None: its own, private).
+    pub share: Option<Share>,
+}
+
+/// What a MAP_SHARED mapping maps: pages of a shared object
+/// (`fs::shared_pages`), from page `pgoff` of it at the mapping's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Share {
+    pub obj: ObjId,
+    pub pgoff: u64,
+    /// Whether it may be made writable (a file opened for writing, or anonymous).
+    pub may_write: bool,
+}
+
+impl Vma {
+    /// The share of the part of this mapping (starting at `start`) from `a` on.
+    fn share_from(&self, start: u64, a: u64) -> Option<Share> {
+        self.share.map(|s| Share {
+            pgoff: s.pgoff + (a - start) / PAGE_SIZE,
+            ..s
+        })
+    }
 }
 
 /// Why an access to user memory failed.
@@ -101,6 +125,8 @@ pub enum Fault {
     Denied,
     /// Guest memory is exhausted.
     NoMemory,
+    /// A page of a shared file mapping wholly past the file's end (SIGBUS).
+    PastEnd,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -164,7 +190,8 @@ impl Mm {
     fn split_at(&mut self, a: u64) {
         if let Some((start, v)) = self.vma_at(a).map(|(s, v)| (s, v.clone())) {
             if start < a {
-                self.vmas.insert(a, v.clone());
+                let share = v.share_from(start, a);
+                self.vmas.insert(a, Vma { share, ..v });
                 self.vmas.get_mut(&start).unwrap().end = a;
             }
         }
@@ -204,6 +231,19 @@ impl Mm {
         prot: Prot,
         name: &str,
     ) -> bool {
+        self.map_shared(ram, start, end, prot, name, None)
+    }
+
+    /// [`Mm::map_range`] of the pages of a shared object (`share`), or private ones.
+    pub fn map_shared(
+        &mut self,
+        ram: &mut GuestRam,
+        start: u64,
+        end: u64,
+        prot: Prot,
+        name: &str,
+        share: Option<Share>,
+    ) -> bool {
         let flushed = self.unmap_range(ram, start, end);
         self.vmas.insert(
             start,
@@ -211,6 +251,7 @@ impl Mm {
                 end,
                 prot,
                 name: name.to_string(),
+                share,
             },
         );
         flushed
@@ -226,6 +267,16 @@ impl Mm {
     ) -> SysResult<bool> {
         if !self.covered(start, end) {
             return Err(ENOMEM);
+        }
+        // A shared mapping of a file opened read-only never becomes writable.
+        let read_only = self
+            .vmas
+            .range(..end)
+            .rev()
+            .take_while(|(_, v)| v.end > start)
+            .any(|(_, v)| v.share.is_some_and(|s| !s.may_write));
+        if prot.write && read_only {
+            return Err(EACCES);
         }
         if prot.write && !self.unshare(ram, start, end) {
             return Err(ENOMEM);
@@ -270,26 +321,34 @@ impl Mm {
         (top >= MONITOR_END + len).then(|| top - len)
     }
 
-    /// Makes the page at `va` present for this access, as a page fault would.
+    /// Makes the page at `va` present for this access, as a page fault
+    /// would: a fresh frame, or for a shared mapping the shared object's
+    /// (`vfs` keeps them).
     pub fn fault_in(
         &mut self,
         ram: &mut GuestRam,
+        vfs: &mut Vfs,
         va: u64,
         write: bool,
         exec: bool,
     ) -> Result<u64, Fault> {
         let page = page_down(va);
-        let (_, v) = self.vma_at(va).ok_or(Fault::Unmapped)?;
+        let (start, v) = self.vma_at(va).ok_or(Fault::Unmapped)?;
         let prot = v.prot;
         if !prot.allows(write, exec) {
             return Err(Fault::Denied);
         }
+        let share = v.share_from(start, page);
         if let Some((frame, _)) = self.pt.lookup(ram, page) {
             // Present already: a stale TLB entry (after an upgrade), or a hidden page.
             self.pt.protect(ram, page, prot.perm());
             return Ok(frame);
         }
-        let frame = ram.alloc_frame().ok_or(Fault::NoMemory)?;
+        let frame = match share {
+            // The object keeps its frame; this mapping holds one more reference.
+            Some(s) => SharedPages::frame(vfs, ram, s.obj, s.pgoff)?,
+            None => ram.alloc_frame().ok_or(Fault::NoMemory)?,
+        };
         if !self.pt.map(ram, page, frame, prot.perm()) {
             ram.free_frame(frame);
             return Err(Fault::NoMemory);
@@ -298,7 +357,13 @@ impl Mm {
     }
 
     /// Frame for `va` for a monitor access, faulting it in if the mapping allows.
-    pub fn translate(&mut self, ram: &mut GuestRam, va: u64, write: bool) -> Result<u64, Fault> {
+    pub fn translate(
+        &mut self,
+        ram: &mut GuestRam,
+        vfs: &mut Vfs,
+        va: u64,
+        write: bool,
+    ) -> Result<u64, Fault> {
         if !(MONITOR_END..USER_END).contains(&va) {
             return Err(Fault::Unmapped);
         }
@@ -309,16 +374,18 @@ impl Mm {
         match self.pt.lookup(ram, page_down(va)) {
             Some((frame, w)) if w || !write => Ok(frame + (va & (PAGE_SIZE - 1))),
             _ => self
-                .fault_in(ram, va, write, false)
+                .fault_in(ram, vfs, va, write, false)
                 .map(|f| f + (va & (PAGE_SIZE - 1))),
         }
     }
 
     /// A copy of this address space for a child process (fork): the same
-    /// mappings; every present page of a writable mapping copied into a
-    /// fresh frame, so neither process sees the other's writes, and the
-    /// frames of read-only ones (code, constants) shared, counted by
+    /// mappings; every present page of a writable private mapping copied
+    /// into a fresh frame, so neither process sees the other's writes, and
+    /// the frames of read-only ones (code, constants) shared, counted by
     /// `GuestRam::share_frame` until `protect_range` makes one writable.
+    /// The pages of MAP_SHARED mappings are left to the child's faults,
+    /// which map the shared object's frames.
     /// The parent's page tables are not touched: no access is taken away
     /// from the host, which PVM's shadow MMU would not see. None when guest
     /// memory runs out, with every frame taken given back.
@@ -332,6 +399,9 @@ impl Mm {
             let (Some((src, _)), Some((_, v))) = (self.pt.lookup(ram, va), self.vma_at(va)) else {
                 continue;
             };
+            if v.share.is_some() {
+                continue;
+            }
             let prot = v.prot;
             let frame = if prot.write {
                 match copy_frame(ram, src) {
@@ -358,14 +428,15 @@ impl Mm {
     }
 
     /// Gives the present pages of `[start, end)` whose frames other address
-    /// spaces map a frame of their own (before they become writable).
+    /// spaces map a frame of their own (before they become writable), but
+    /// those of MAP_SHARED mappings, whose frames are meant to be shared.
     /// False when guest memory runs out.
     fn unshare(&mut self, ram: &mut GuestRam, start: u64, end: u64) -> bool {
         for va in self.pt.present(ram, start, end) {
             let Some((src, _)) = self.pt.lookup(ram, va) else {
                 continue;
             };
-            if !ram.is_shared(src) {
+            if !ram.is_shared(src) || self.vma_at(va).is_some_and(|(_, v)| v.share.is_some()) {
                 continue;
             }
             let Some(frame) = copy_frame(ram, src) else {
@@ -382,6 +453,25 @@ impl Mm {
             ram.free_frame(src);
         }
         true
+    }
+
+    /// Unmaps pages `idxs` of shared object `obj` wherever this address
+    /// space maps them (a file shrunk under its mappings).
+    pub fn unmap_share_pages(&mut self, ram: &mut GuestRam, obj: ObjId, idxs: &[u64]) {
+        for (start, v) in &self.vmas {
+            let Some(s) = v.share.filter(|s| s.obj == obj) else {
+                continue;
+            };
+            let pages = (v.end - start) / PAGE_SIZE;
+            for idx in idxs
+                .iter()
+                .filter(|i| (s.pgoff..s.pgoff + pages).contains(i))
+            {
+                if let Some(frame) = self.pt.unmap(ram, start + (idx - s.pgoff) * PAGE_SIZE) {
+                    ram.free_frame(frame);
+                }
+            }
+        }
     }
 
     /// Frees every frame of the address space, page tables included.
@@ -437,6 +527,7 @@ pub fn sys_brk(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     } else if new_end < old_end {
         let f = mm.unmap_range(&mut k.m.ram, new_end, old_end);
         mm.brk = want;
+        k.collect_shared();
         k.flush_if(f)?;
         return Ok(want);
     }
@@ -452,7 +543,9 @@ fn free_range(mm: &Mm, start: u64, end: u64) -> bool {
 }
 
 /// Mmap implements Linux syscall mmap(2).
-/// Partial (mmap): MAP_SHARED file mappings are private copies.
+/// MAP_SHARED mappings of anonymous memory, /dev/zero and regular files
+/// map the same frames in every process (`fs/shared_pages.rs`).
+/// Partial (mmap): MAP_SHARED of a generated file (/proc) is a private copy; a private file mapping reads zeros past the file's end, where Linux gives SIGBUS; stores through a shared file mapping leave the file's times; MAP_SHARED_VALIDATE does not refuse unknown flags.
 pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2], a[3], a[4] as i32, a[5]);
     if len == 0 || off & (PAGE_SIZE - 1) != 0 {
@@ -463,7 +556,13 @@ pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if flags & (MAP_SHARED | MAP_PRIVATE) == 0 {
         return Err(EINVAL);
     }
-    let contents = if anon {
+    // MAP_SHARED_VALIDATE has both bits: shared.
+    let backing = if flags & MAP_SHARED != 0 {
+        shared_pages::mmap_backing(k, fd, anon, prot)?
+    } else {
+        None
+    };
+    let contents = if anon || backing.is_some() {
         None
     } else {
         Some(super::fs::mmap_contents(k, fd, off, len)?)
@@ -494,11 +593,14 @@ pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
             .map_or_else(|_| "[file]".to_string(), |(_, d)| d.path)
     };
     let prot = Prot::from_bits(prot);
+    let share = backing.map(|b| shared_pages::share_of(&mut k.vfs, &b, off));
     let f = {
         let pid = k.cur_pid();
         let p = k.procs.get_mut(&pid).unwrap();
-        p.mm.map_range(&mut k.m.ram, start, start + len, prot, &name)
+        p.mm.map_shared(&mut k.m.ram, start, start + len, prot, &name, share)
     };
+    // MAP_FIXED may have replaced the last mapping of a shared object.
+    k.collect_shared();
     k.flush_if(f)?;
     if let Some(bytes) = contents {
         k.fill_pages(start, &bytes).map_err(|_| ENOMEM)?;
@@ -554,6 +656,7 @@ pub fn sys_munmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let p = k.procs.get_mut(&pid).unwrap();
     p.mm.room()?;
     let f = p.mm.unmap_range(&mut k.m.ram, addr.max(MONITOR_END), end);
+    k.collect_shared();
     k.flush_if(f)?;
     Ok(0)
 }
@@ -607,8 +710,8 @@ fn mapped(k: &mut Kernel, start: u64, end: u64) -> SysResult<()> {
     }
 }
 
-/// Msync implements Linux syscall msync(2).
-/// Partial (msync): MAP_SHARED file mappings are private copies, so there is nothing to write back.
+/// Msync implements Linux syscall msync(2): the files mapped shared in the
+/// range get their pages' stores (as every read of them does anyway).
 pub fn sys_msync(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let flags = a[2];
     if flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
@@ -622,6 +725,22 @@ pub fn sys_msync(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         ENOMEM
     })?;
     mapped(k, start, end)?;
+    let objs: BTreeSet<ObjId> = k
+        .cur_proc()
+        .mm
+        .vmas
+        .range(..end)
+        .rev()
+        .take_while(|(_, v)| v.end > start)
+        .filter_map(|(_, v)| v.share.map(|s| s.obj))
+        .collect();
+    let files: Vec<_> = objs
+        .into_iter()
+        .filter_map(|o| k.vfs.shared.file_of(o))
+        .collect();
+    for ino in files {
+        k.write_back(ino)?;
+    }
     Ok(0)
 }
 
@@ -700,18 +819,24 @@ pub fn sys_mremap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let pid = k.cur_pid();
     let p = k.procs.get_mut(&pid).unwrap();
     p.mm.room()?;
-    let (_, v) = p.mm.vma_at(old).ok_or(EFAULT)?;
+    let (start, v) = p.mm.vma_at(old).ok_or(EFAULT)?;
     if old_end > v.end && !p.mm.covered(old, old_end) {
         return Err(EFAULT);
     }
-    let (prot, name) = (v.prot, v.name.clone());
+    // A shared mapping stays one, of the same pages, grown or moved.
+    let (prot, name, share) = (v.prot, v.name.clone(), v.share_from(start, old));
     if new_len <= old_len {
         let f = p.mm.unmap_range(&mut k.m.ram, old + new_len, old_end);
+        k.collect_shared();
         k.flush_if(f)?;
         return Ok(old);
     }
     if flags & MREMAP_FIXED == 0 && free_range(&p.mm, old_end, old + new_len) {
-        p.mm.map_range(&mut k.m.ram, old_end, old + new_len, prot, &name);
+        let grown = share.map(|s| Share {
+            pgoff: s.pgoff + old_len / PAGE_SIZE,
+            ..s
+        });
+        p.mm.map_shared(&mut k.m.ram, old_end, old + new_len, prot, &name, grown);
         return Ok(old);
     }
     if flags & MREMAP_MAYMOVE == 0 {
@@ -733,6 +858,7 @@ pub fn sys_mremap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
             end: dest + new_len,
             prot,
             name,
+            share,
         },
     );
     // Move the frames, not the bytes.
@@ -746,6 +872,7 @@ pub fn sys_mremap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         }
     }
     p.mm.unmap_range(&mut k.m.ram, old, old_end);
+    k.collect_shared();
     k.flush_if(true)?;
     Ok(dest)
 }

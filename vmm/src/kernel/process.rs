@@ -570,7 +570,7 @@ impl Kernel<'_> {
         if node.file_type() != super::fs::vfs::S_IFREG || node.mode & 0o111 == 0 {
             return Err(EACCES);
         }
-        Ok(self.vfs.tree.contents(ino)?.to_vec())
+        Ok(self.file_data(ino)?.to_vec())
     }
 
     /// A NULL-terminated array of strings in user memory (argv, envp).
@@ -689,6 +689,7 @@ impl Kernel<'_> {
             let end = crate::machine::layout::USER_END;
             p.mm.unmap_range(&mut self.m.ram, 0, end);
         }
+        self.collect_shared();
         let p = self.procs.get_mut(&pid).unwrap();
         let closing: Vec<i32> = p
             .files

@@ -96,7 +96,7 @@ impl Kernel<'_> {
         }
         let bytes = self
             .lookup_at(super::fs::AT_FDCWD as u64, path, true)
-            .and_then(|ino| self.vfs.tree.contents(ino))
+            .and_then(|ino| self.file_data(ino))
             .map_err(|e| problem(format!("cannot read it ({})", e.name())))?;
         let bytes = &bytes[..];
         // Its libraries are not in the run's image.

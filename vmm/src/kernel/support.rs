@@ -44,7 +44,10 @@ const PARTIAL: &[(&str, &str)] = &[
         "futex",
         "no priority-inheritance operations (FUTEX_LOCK_PI...): ENOSYS, as from a Linux built without them (CONFIG_FUTEX_PI), and as Linux answers an operation it does not know",
     ),
-    ("mmap", "MAP_SHARED file mappings are private copies"),
+    (
+        "mmap",
+        "MAP_SHARED of a generated file (/proc) is a private copy; a private file mapping reads zeros past the file's end, where Linux gives SIGBUS; stores through a shared file mapping leave the file's times; MAP_SHARED_VALIDATE does not refuse unknown flags",
+    ),
     (
         "madvise",
         "only MADV_DONTNEED does anything; other advice is accepted and ignored",
@@ -65,10 +68,6 @@ const PARTIAL: &[(&str, &str)] = &[
     (
         "splice",
         "between a pipe and a pipe, a file, a socket or the run's output, and from a socket into a pipe; devices and /proc's files are EINVAL",
-    ),
-    (
-        "msync",
-        "MAP_SHARED file mappings are private copies, so there is nothing to write back",
     ),
     (
         "mincore",

@@ -293,7 +293,7 @@ impl Kernel<'_> {
         let super::fs::Target::Node(ino) = d.target else {
             return;
         };
-        let Ok(bytes) = self.vfs.tree.contents(ino) else {
+        let Ok(bytes) = self.file_data(ino) else {
             return;
         };
         let Some(bias) = super::elf::bias_of_mapping(&bytes, off, start) else {

@@ -172,6 +172,7 @@ impl Kernel<'_> {
         self.sched.posix.forget_process(pid);
         let mut p = self.procs.remove(&pid).unwrap();
         p.mm.release(&mut self.m.ram);
+        self.collect_shared();
         self.vfs.close_table(&mut p.files);
         self.points_forget_process(pid);
         if pid == super::FIRST_PID {

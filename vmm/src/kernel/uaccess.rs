@@ -54,7 +54,7 @@ impl Kernel<'_> {
             let a = va + done as u64;
             let n = ((PAGE_SIZE - (a & (PAGE_SIZE - 1))) as usize).min(len - done);
             let pa =
-                p.mm.translate(&mut self.m.ram, a, write)
+                p.mm.translate(&mut self.m.ram, &mut self.vfs, a, write)
                     .map_err(|_| (done, EFAULT))?;
             f(&mut self.m.ram, pa, done, n).map_err(|_| (done, EFAULT))?;
             done += n;

@@ -139,14 +139,14 @@ fn open(k: &mut Kernel, dirfd: u64, path: &str, how: (u32, u32), c: PendingCall)
         }
         Kind::File(_) => {
             if flags & O_TRUNC != 0 && acc != O_RDONLY && !created {
-                k.vfs.tree.modify(ino, now, 0, |v| {
+                k.file_modify(ino, now, 0, |v| {
                     v.clear();
                     v.shrink_to_fit();
                     Ok(())
                 })?;
             } else if acc == O_RDONLY || !created {
                 // Read the image's file now: the guest sees it as of its open.
-                k.vfs.tree.contents(ino)?;
+                k.file_data(ino)?;
             }
             Target::Node(ino)
         }
@@ -302,7 +302,7 @@ fn read_into(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -
         Target::Io { .. } => return Err(ESPIPE),
         Target::Gen { data, .. } => data.clone(),
         Target::Node(ino) => match k.vfs.tree.node(*ino)?.kind.clone() {
-            Kind::File(_) => k.vfs.tree.contents(*ino)?,
+            Kind::File(_) => k.file_data(*ino)?,
             Kind::Dir(_) => return Err(EISDIR),
             Kind::Proc(p) if p.is_dir() => return Err(EISDIR),
             Kind::Dev(dev) => {
@@ -396,7 +396,7 @@ pub(crate) fn write_source(
                 _ => return Err(EINVAL),
             }
             let at = if d.flags & O_APPEND != 0 {
-                k.vfs.tree.contents(ino)?.len() as u64
+                k.file_data(ino)?.len() as u64
             } else {
                 pos.unwrap_or(d.offset)
             };
@@ -411,7 +411,7 @@ pub(crate) fn write_source(
                 }
                 let now = k.fs_now();
                 let max = to.max(k.vfs.tree.node(ino)?.size);
-                k.vfs.tree.modify(ino, now, max, |v| {
+                k.file_modify(ino, now, max, |v| {
                     if (v.len() as u64) < to {
                         v.resize(to as usize, 0);
                     }
@@ -459,7 +459,7 @@ pub fn sys_copy_file_range(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     };
     let start_in = offset(k, off_in, din.offset)?;
     let start_out = offset(k, off_out, dout.offset)?;
-    let data = k.vfs.tree.contents(from)?;
+    let data = k.file_data(from)?;
     let at = start_in.min(data.len() as u64) as usize;
     let n = (len as usize).min(data.len() - at).min(MAX_IO);
     let overlap = start_in < start_out.saturating_add(n as u64)
@@ -831,8 +831,8 @@ fn truncate_node(k: &mut Kernel, ino: Ino, len: u64) -> SysResult<u64> {
         return Err(EFBIG);
     }
     let now = k.fs_now();
-    k.vfs.tree.contents(ino)?;
-    k.vfs.tree.modify(ino, now, len, |v| {
+    k.file_data(ino)?;
+    k.file_modify(ino, now, len, |v| {
         v.resize(len as usize, 0);
         if v.capacity() > 2 * v.len() + 4096 {
             v.shrink_to_fit();
@@ -883,7 +883,7 @@ pub fn sys_fallocate(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     }
     let end = (off as u64).checked_add(len as u64).ok_or(EFBIG)?;
     let size = match &k.vfs.tree.node(ino)?.kind {
-        Kind::File(_) => k.vfs.tree.contents(ino)?.len() as u64,
+        Kind::File(_) => k.file_data(ino)?.len() as u64,
         Kind::Dir(_) => return Err(EISDIR),
         _ => return Err(ENODEV),
     };
@@ -956,7 +956,7 @@ pub fn mmap_contents(k: &mut Kernel, fd: i32, off: u64, len: u64) -> SysResult<V
         Target::Gen { data, .. } => Ok(slice_at(data, off, len)),
         Target::Node(ino) => match k.vfs.tree.node(*ino)?.kind.clone() {
             Kind::File(_) => {
-                let data = k.vfs.tree.contents(*ino)?;
+                let data = k.file_data(*ino)?;
                 Ok(slice_at(&data, off, len))
             }
             Kind::Dev(vfs::Device::Zero) => Ok(Vec::new()),

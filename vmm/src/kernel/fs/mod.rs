@@ -12,6 +12,7 @@
 //!   timerfds, epoll instances): the objects behind them, and how a thread
 //!   blocks on them; `pipe`, `eventfd`, `epoll` and `kernel/net` serve them.
 //! - `xattr`: the extended-attribute calls (none are kept).
+//! - `shared_pages`: the pages of MAP_SHARED mappings (shared memory, files).
 //!
 //! A process's descriptor table maps numbers to open file descriptions,
 //! which the kernel keeps (so that `dup` shares an offset, as on Linux);
@@ -31,6 +32,7 @@ pub mod io;
 pub mod locks;
 pub mod pipe;
 pub mod poll;
+pub mod shared_pages;
 pub mod show;
 pub mod special;
 pub mod splice;
@@ -193,6 +195,9 @@ pub struct Vfs {
     /// flock, record and open-file-description locks.
     #[serde(default)]
     pub locks: locks::Locks,
+    /// The pages of MAP_SHARED mappings.
+    #[serde(default)]
+    pub shared: shared_pages::SharedPages,
 }
 
 /// Shared bytes, saved as plain bytes.
@@ -229,6 +234,7 @@ impl Vfs {
             stdin: Arc::new(stdin),
             io: io::Objects::default(),
             locks: locks::Locks::default(),
+            shared: shared_pages::SharedPages::default(),
         }
     }
 
@@ -288,18 +294,23 @@ impl Vfs {
         }
         self.locks.drop_owner(locks::Owner::Desc(id), None);
         if let Some(ino) = d.ino() {
-            if let Some(n) = self.tree.nodes.get_mut(&ino) {
-                n.opens = n.opens.saturating_sub(1);
-                // An image file nobody has open and the guest never changed:
-                // its bytes are read from the image again when next needed.
-                if let (0, Kind::File(f)) = (n.opens, &mut n.kind) {
-                    if !f.dirty && f.host.is_some() {
-                        f.bytes = None;
-                    }
+            self.drop_open(ino);
+        }
+    }
+
+    /// Gives back one open of a node (a description's, a shared mapping's).
+    pub fn drop_open(&mut self, ino: Ino) {
+        if let Some(n) = self.tree.nodes.get_mut(&ino) {
+            n.opens = n.opens.saturating_sub(1);
+            // An image file nobody has open and the guest never changed:
+            // its bytes are read from the image again when next needed.
+            if let (0, Kind::File(f)) = (n.opens, &mut n.kind) {
+                if !f.dirty && f.host.is_some() {
+                    f.bytes = None;
                 }
             }
-            self.tree.collect(ino);
         }
+        self.tree.collect(ino);
     }
 
     /// A copy of a table for a new process: every description gains a reference.

@@ -287,12 +287,13 @@ fn maps(k: &mut Kernel, pid: Pid) -> String {
     for (start, v) in p.mm.vmas() {
         let p = v.prot;
         let mut line = format!(
-            "{:08x}-{:08x} {}{}{}p 00000000 00:00 0",
+            "{:08x}-{:08x} {}{}{}{} 00000000 00:00 0",
             start,
             v.end,
             if p.read { 'r' } else { '-' },
             if p.write { 'w' } else { '-' },
             if p.exec { 'x' } else { '-' },
+            if v.share.is_some() { 's' } else { 'p' },
         );
         // The program, the files mapped (the interpreter, libraries), and
         // Linux's bracketed names.

@@ -120,7 +120,7 @@ fn file_bytes(k: &mut Kernel, d: &Description, at: u64, max: u64) -> SysResult<V
         Kind::Dir(_) => return Err(EISDIR),
         _ => return Err(EINVAL),
     }
-    let data = k.vfs.tree.contents(ino)?;
+    let data = k.file_data(ino)?;
     let from = at.min(data.len() as u64) as usize;
     let n = (max as usize).min(data.len() - from).min(MAX_IO);
     Ok(data[from..from + n].to_vec())

@@ -1,0 +1,77 @@
+//! MAP_SHARED memory shared between processes as on Linux (issue 13):
+//! anonymous shared memory across fork (a counter under a process-shared
+//! mutex, a process-shared semaphore, /dev/zero, munmap, MADV_DONTNEED,
+//! mremap), MAP_PRIVATE staying private, and a file mapped shared by two
+//! processes, coherent with read() and write() and written back to the
+//! overlay (`guest/tests/shared-maps.c`, the same lines as natively). A
+//! seek and a fork inside a child, after its stores to shared pages,
+//! restore the sharing from a keyframe.
+
+use rewind_tests::{assert_lines, native_passing, Home};
+
+#[test]
+fn shared_mappings_behave_as_on_linux() {
+    let home = Home::new();
+    let (_, log) = home.run_passing("shared-maps");
+    assert_lines(
+        &log,
+        &[
+            "ok: parent and child counted under a process-shared mutex: 4000",
+            "ok: a MAP_PRIVATE page stays the parent's after the child's store: 1",
+            "ok: the child's sem_post wakes the parent's sem_wait",
+            "ok: MADV_DONTNEED keeps shared data: 7",
+            "ok: a store through the child's mapping is seen at the new place: after",
+            "ok: MAP_SHARED of /dev/zero is shared with a child",
+            "ok: the parent sees the child's store in its own mapping",
+            "ok: read() sees a store: from the child",
+            "ok: a write() is seen through the mapping",
+            "ok: the file holds every store after munmap and close",
+            "ok: a MAP_PRIVATE store does not reach the file",
+        ],
+    );
+    assert_eq!(
+        log,
+        native_passing("shared-maps"),
+        "the same lines natively"
+    );
+}
+
+/// A run long enough for keyframes inside the child, after its stores:
+/// `rewind cat` there reads the store made only through the mapping, and
+/// a fork there (restored from a keyframe holding the shared pages) runs
+/// to the same end, the parent seeing the child's later stores.
+#[test]
+fn a_seek_and_a_fork_after_shared_stores_keep_the_sharing() {
+    let home = Home::new();
+    let run = home.run_guest("shared-maps", &["keyframes", "30000"]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    assert_lines(
+        &home.log(&run.id),
+        &[
+            "ok: the child's stores to shared memory: 2",
+            "ok: the child's stores to the file: after the calls",
+        ],
+    );
+    let steps = run.steps.expect("a step count");
+    let inside = (steps - 100).to_string();
+    let cat = home.ok(&["cat", &run.id, &inside, "/tmp/held"]).stdout;
+    assert!(cat.starts_with("stored through the mapping\n"), "{cat:?}");
+    assert!(!cat.contains("after the calls"), "{cat:?}");
+    let fork = home.rewind(&["fork", &run.id, &inside, "--seed", "5", "-q"]);
+    assert_eq!(fork.code, 0, "{fork}");
+    assert!(
+        fork.stderr.contains("forking from the keyframe at step "),
+        "{fork}"
+    );
+    assert!(
+        fork.stderr
+            .contains(&format!(" exited:0 after {steps} steps")),
+        "{fork}"
+    );
+    assert!(
+        fork.stderr
+            .contains("the fork does not differ from its parent"),
+        "{fork}"
+    );
+    home.replay_identical(&run.id);
+}

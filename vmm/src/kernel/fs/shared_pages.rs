@@ -1,0 +1,318 @@
+//! The pages of MAP_SHARED mappings: Linux's shmem and page cache.
+//!
+//! A shared object is anonymous shared memory (MAP_SHARED|MAP_ANONYMOUS, or
+//! `/dev/zero` mapped shared: one object per mmap, inherited across fork)
+//! or a regular file (one object per inode, whoever maps it). It holds a
+//! frame per page some mapping touched, with one reference of its own;
+//! every page table that maps the frame holds another
+//! (`GuestRam::share_frame`), so a process's munmap or exit leaves the
+//! others' pages, and a frame is freed when its object goes, which is when
+//! no mapping of any process names it (`Kernel::collect_shared`).
+//!
+//! A file's bytes stay in the tree (`vfs::FileData`); a page the object
+//! holds is the truth for its part of the file while it is held. So every
+//! access to a file's bytes by the monitor goes through
+//! `Kernel::file_data` (the held pages copied into the bytes first, if
+//! they differ: a store is seen by read()) and `Kernel::file_modify` (then
+//! the bytes copied into the held pages: a write() is seen through the
+//! mapping; pages wholly past a shrunk end are unmapped everywhere, and
+//! touching them again is SIGBUS). Both cost the pages held for that file
+//! only. An object going writes its pages back, and holds an open of its
+//! inode meanwhile, so an unlinked file lives while mapped.
+//!
+//! The objects are part of the file state, so keyframes carry them with
+//! the frames (guest memory) and the allocator's counts.
+
+use super::super::errno::*;
+use super::super::mm::{Fault, Share, PROT_WRITE};
+use super::vfs::{Ino, Kind};
+use super::{Target, Vfs, O_PATH};
+use crate::kernel::Kernel;
+use crate::machine::layout::PAGE_SIZE;
+use crate::machine::memory::GuestRam;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+pub type ObjId = u64;
+
+const PAGE: usize = PAGE_SIZE as usize;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SharedPages {
+    objects: BTreeMap<ObjId, Object>,
+    /// The object of each file mapped shared.
+    files: BTreeMap<Ino, ObjId>,
+    next: ObjId,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Object {
+    /// The file whose pages these are; None for anonymous shared memory.
+    file: Option<Ino>,
+    /// Page index in the object to its frame.
+    pages: BTreeMap<u64, u64>,
+}
+
+/// What a MAP_SHARED mapping of a descriptor (or of none) maps.
+pub enum Backing {
+    Anon,
+    File { ino: Ino, may_write: bool },
+}
+
+impl SharedPages {
+    /// The file whose pages object `obj` holds.
+    pub fn file_of(&self, obj: ObjId) -> Option<Ino> {
+        self.objects.get(&obj).and_then(|o| o.file)
+    }
+
+    /// The frame of page `idx` of object `obj`, with one more reference for
+    /// the page table that will map it: the object's own, or a new one
+    /// (zeros, or the file's bytes there).
+    pub fn frame(vfs: &mut Vfs, ram: &mut GuestRam, obj: ObjId, idx: u64) -> Result<u64, Fault> {
+        let o = vfs.shared.objects.get(&obj).ok_or(Fault::Unmapped)?;
+        let at = idx.checked_mul(PAGE_SIZE).ok_or(Fault::PastEnd)?;
+        let bytes = match o.file {
+            Some(ino) => {
+                let data = vfs.tree.contents(ino).map_err(|_| Fault::PastEnd)?;
+                if at >= data.len() as u64 {
+                    return Err(Fault::PastEnd);
+                }
+                Some(data)
+            }
+            None => None,
+        };
+        let o = vfs.shared.objects.get_mut(&obj).ok_or(Fault::Unmapped)?;
+        let frame = match o.pages.get(&idx) {
+            // A restored keyframe's object names its frames: one outside memory is none.
+            Some(f) if ram.slice(*f, PAGE).is_err() => return Err(Fault::NoMemory),
+            Some(f) => *f,
+            None => {
+                let f = ram.alloc_frame().ok_or(Fault::NoMemory)?;
+                if let Some(data) = bytes {
+                    let from = at as usize;
+                    let n = (data.len() - from).min(PAGE);
+                    if ram.write(f, &data[from..from + n]).is_err() {
+                        ram.free_frame(f);
+                        return Err(Fault::NoMemory);
+                    }
+                }
+                o.pages.insert(idx, f);
+                f
+            }
+        };
+        ram.share_frame(frame);
+        Ok(frame)
+    }
+}
+
+impl Vfs {
+    /// A new object for a MAP_SHARED mmap of `backing` (a file's is the
+    /// one every mapping of it shares).
+    pub fn share_object(&mut self, backing: &Backing) -> ObjId {
+        if let Backing::File { ino, .. } = backing {
+            if let Some(id) = self.shared.files.get(ino) {
+                return *id;
+            }
+        }
+        let id = self.shared.next;
+        self.shared.next += 1;
+        let file = match backing {
+            Backing::File { ino, .. } => {
+                // The mapping keeps its file as an open description would.
+                if let Some(n) = self.tree.nodes.get_mut(ino) {
+                    n.opens += 1;
+                }
+                self.shared.files.insert(*ino, id);
+                Some(*ino)
+            }
+            Backing::Anon => None,
+        };
+        let pages = BTreeMap::new();
+        self.shared.objects.insert(id, Object { file, pages });
+        id
+    }
+}
+
+/// What a MAP_SHARED mmap of `fd` maps: anonymous memory, `/dev/zero`, or
+/// a regular file (opened for reading, and for writing if `prot` has
+/// PROT_WRITE); None for what keeps a private copy (a generated file).
+pub fn mmap_backing(k: &mut Kernel, fd: i32, anon: bool, prot: u64) -> SysResult<Option<Backing>> {
+    if anon {
+        return Ok(Some(Backing::Anon));
+    }
+    let (_, d) = k.desc(fd as i64 as u64)?;
+    if d.flags & O_PATH != 0 {
+        return Err(EBADF);
+    }
+    if !d.readable() {
+        return Err(EACCES);
+    }
+    let Target::Node(ino) = d.target else {
+        return Ok(None);
+    };
+    match k.vfs.tree.node(ino)?.kind {
+        Kind::File(_) if prot & PROT_WRITE != 0 && !d.writable() => Err(EACCES),
+        Kind::File(_) => Ok(Some(Backing::File {
+            ino,
+            may_write: d.writable(),
+        })),
+        Kind::Dev(super::vfs::Device::Zero) => Ok(Some(Backing::Anon)),
+        _ => Ok(None),
+    }
+}
+
+/// The share a new mapping of `backing` from byte `off` has.
+pub fn share_of(vfs: &mut Vfs, backing: &Backing, off: u64) -> Share {
+    let (pgoff, may_write) = match backing {
+        Backing::Anon => (0, true),
+        Backing::File { may_write, .. } => (off / PAGE_SIZE, *may_write),
+    };
+    Share {
+        obj: vfs.share_object(backing),
+        pgoff,
+        may_write,
+    }
+}
+
+impl Kernel<'_> {
+    /// Drops the shared objects no mapping of any process names: a file's
+    /// pages are written back, and every frame given back (each mapping
+    /// gave its references back when it went). Called after whatever may
+    /// remove a mapping; nothing to do for a run with no shared mapping.
+    pub fn collect_shared(&mut self) {
+        if self.vfs.shared.objects.is_empty() {
+            return;
+        }
+        let named: BTreeSet<ObjId> = self
+            .procs
+            .values()
+            .flat_map(|p| p.mm.vmas().filter_map(|(_, v)| v.share.map(|s| s.obj)))
+            .collect();
+        let gone: Vec<ObjId> = self
+            .vfs
+            .shared
+            .objects
+            .keys()
+            .filter(|id| !named.contains(id))
+            .copied()
+            .collect();
+        for id in gone {
+            if let Some(ino) = self.vfs.shared.file_of(id) {
+                // The tree may refuse the bytes (its space is full): they are lost, as
+                // Linux's writeback error would lose them.
+                let _ = self.write_back(ino);
+                self.vfs.shared.files.remove(&ino);
+                self.vfs.drop_open(ino);
+            }
+            if let Some(o) = self.vfs.shared.objects.remove(&id) {
+                for frame in o.pages.into_values() {
+                    self.m.ram.free_frame(frame);
+                }
+            }
+        }
+    }
+
+    /// Copies the pages of `ino` mapped shared into its bytes where they
+    /// differ (stores through a mapping reach the file).
+    pub fn write_back(&mut self, ino: Ino) -> SysResult<()> {
+        let shared = &self.vfs.shared;
+        let Some(o) = shared.files.get(&ino).and_then(|id| shared.objects.get(id)) else {
+            return Ok(());
+        };
+        let data = self.vfs.tree.contents(ino)?;
+        let mut changed = Vec::new();
+        for (idx, frame) in &o.pages {
+            let Some((from, n)) = page_span(*idx, data.len()) else {
+                continue;
+            };
+            let Ok(mem) = self.m.ram.slice(*frame, n) else {
+                continue;
+            };
+            if mem != &data[from..from + n] {
+                changed.push((from, mem.to_vec()));
+            }
+        }
+        if changed.is_empty() {
+            return Ok(());
+        }
+        // Copying is not an event the guest sees (it happens at whichever read
+        // comes first, a debugger's too): the file's times stay.
+        let (mtime, ctime) = self.vfs.tree.node(ino).map(|n| (n.mtime, n.ctime))?;
+        let len = data.len() as u64;
+        self.vfs.tree.modify(ino, mtime, len, |v| {
+            for (from, bytes) in &changed {
+                v[*from..*from + bytes.len()].copy_from_slice(bytes);
+            }
+            Ok(())
+        })?;
+        self.vfs.tree.node_mut(ino)?.ctime = ctime;
+        Ok(())
+    }
+
+    /// A file's bytes, with what its shared mappings stored.
+    pub fn file_data(&mut self, ino: Ino) -> SysResult<Arc<Vec<u8>>> {
+        self.write_back(ino)?;
+        self.vfs.tree.contents(ino)
+    }
+
+    /// Changes a file's bytes as `Tree::modify` does, its shared mappings
+    /// seeing the change at once.
+    pub fn file_modify<R>(
+        &mut self,
+        ino: Ino,
+        now: u64,
+        max_len: u64,
+        f: impl FnOnce(&mut Vec<u8>) -> SysResult<R>,
+    ) -> SysResult<R> {
+        self.write_back(ino)?;
+        let r = self.vfs.tree.modify(ino, now, max_len, f)?;
+        self.refresh_pages(ino)?;
+        Ok(r)
+    }
+
+    /// Copies a file's bytes into the pages its shared mappings hold, zeros
+    /// past its end; a page wholly past the end leaves every mapping.
+    fn refresh_pages(&mut self, ino: Ino) -> SysResult<()> {
+        let Some(&id) = self.vfs.shared.files.get(&ino) else {
+            return Ok(());
+        };
+        let data = self.vfs.tree.contents(ino)?;
+        let mut past = Vec::new();
+        let Some(o) = self.vfs.shared.objects.get(&id) else {
+            return Ok(());
+        };
+        for (idx, frame) in &o.pages {
+            let Some((from, n)) = page_span(*idx, data.len()) else {
+                past.push(*idx);
+                continue;
+            };
+            let mut page = [0u8; PAGE];
+            page[..n].copy_from_slice(&data[from..from + n]);
+            if self.m.ram.slice(*frame, PAGE).is_ok_and(|m| m != page) {
+                let _ = self.m.ram.write(*frame, &page);
+            }
+        }
+        if past.is_empty() {
+            return Ok(());
+        }
+        for p in self.procs.values_mut() {
+            p.mm.unmap_share_pages(&mut self.m.ram, id, &past);
+        }
+        if let Some(o) = self.vfs.shared.objects.get_mut(&id) {
+            for idx in past {
+                if let Some(frame) = o.pages.remove(&idx) {
+                    self.m.ram.free_frame(frame);
+                }
+            }
+        }
+        self.flush_if(true)
+    }
+}
+
+/// The bytes of page `idx` inside a file of `len` bytes: (offset, count),
+/// None when the page is wholly past the end.
+fn page_span(idx: u64, len: usize) -> Option<(usize, usize)> {
+    let from = usize::try_from(idx.checked_mul(PAGE_SIZE)?).ok()?;
+    (from < len).then(|| (from, (len - from).min(PAGE)))
+}
