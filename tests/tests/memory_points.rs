@@ -46,9 +46,18 @@ fn a_race_without_a_system_call_is_found_by_default_and_narrowed_to_one_access()
                 && e["at"].as_str().is_some_and(|a| a.contains("in add+"))),
         "step {step} is no access of `add`: {at_step:?}"
     );
-    // The step is real: that reschedule alone loses an update, none does not.
-    let step = step.to_string();
-    let alone = memory_run(&h, &["--reschedule-at", &step], "counter", &["50"]);
+    // The step is real: that perturbation alone (a reschedule, or a stall,
+    // as `show` would print it) loses an update, none does not.
+    let flag = match deciding[0]["what"].as_str() {
+        Some("reschedule") => ["--reschedule-at".to_string(), step.to_string()],
+        Some("stall") => [
+            "--stall-at".to_string(),
+            format!("{step}:{}", deciding[0]["ns"].as_u64().unwrap()),
+        ],
+        other => panic!("a deciding {other:?}: {n:#}"),
+    };
+    let flag: Vec<&str> = flag.iter().map(String::as_str).collect();
+    let alone = memory_run(&h, &flag, "counter", &["50"]);
     let none = memory_run(&h, &[], "counter", &["50"]);
     assert_eq!(alone.status, "exited:1", "{}", alone.out);
     assert_eq!(none.status, "exited:0", "{}", none.out);
@@ -506,4 +515,31 @@ fn rewind_where_threads_cat_and_diff_work_at_memory_points() {
     assert_ne!(div["right"][0]["tid"], writer, "{d:#}");
     h.replay_identical(&run.id);
     h.replay_identical(&other.id);
+}
+
+/// Plain moves at memory points are completed by the monitor in the
+/// guest's place (`guest/tests/moves.c`: every size, sign and zero
+/// extension, high-byte registers, immediates, rip-relative): the program
+/// prints what it prints natively, its accesses are points, and the run
+/// replays identically.
+#[test]
+fn plain_moves_completed_by_the_monitor_do_what_the_cpu_does() {
+    let h = Home::new();
+    let run = memory_run(&h, &[], "moves", &[]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    let native = rewind_tests::native_with_env(&[], None, &guest_arg("moves"), &[], b"");
+    assert_eq!(native.code, 0, "natively:\n{native}");
+    assert_eq!(h.log(&run.id), native.stdout, "natively:\n{native}");
+    let accesses = h
+        .events_json(&run.id)
+        .into_iter()
+        .filter(|e| {
+            e["kind"] == "access" && e["at"].as_str().is_some_and(|a| a.contains("in main+"))
+        })
+        .count();
+    assert!(
+        accesses >= 30,
+        "main's moves on the shared page are points: {accesses}"
+    );
+    h.replay_identical(&run.id);
 }

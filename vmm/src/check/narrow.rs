@@ -13,8 +13,10 @@
 //!    the access that perturbation interrupted (memory points: the race's
 //!    access happens at another step in schedule 0);
 //! 4. ddmin over the prefix, the last perturbation kept, within a budget of
-//!    runs; when a set is left, one reschedule near it or at the accesses it
-//!    interrupted, still within the budget.
+//!    runs; when a set is left, each of its perturbations alone (a run is
+//!    not monotonic in them: one before the last may decide it alone), then
+//!    one reschedule near it or at the accesses it interrupted, still
+//!    within the budget.
 //!
 //! Lists of single candidates run on the check's jobs, the first violating
 //! one in order winning, so the result does not depend on `--jobs`.
@@ -285,6 +287,14 @@ impl Search<'_, '_> {
         };
         if set.len() == 1 {
             return Ok((set, t));
+        }
+        // ddmin kept `last` in every set it tried, but a run is not
+        // monotonic in its perturbations: one of the set alone (a stall
+        // before `last`, say) may decide it where the prefix without
+        // `last` did not. A few runs, so past the budget too.
+        let alone = set.iter().map(|p| vec![*p]).collect();
+        if let Some(one) = self.first_failing(alone, self.runs + set.len() as u64)? {
+            return Ok(one);
         }
         if let Some(one) = self.single_near(&set, budget)? {
             return Ok(one);
