@@ -179,6 +179,9 @@ impl Kernel<'_> {
             return;
         }
         let (_, pages) = self.points.pending.take().unwrap();
+        if self.perform_access(&pages) {
+            return;
+        }
         let pid = self.cur_pid();
         let pt = self.procs[&pid].mm.pt;
         let mut armed = Vec::new();
@@ -198,6 +201,58 @@ impl Kernel<'_> {
             _ => self.m.arm_point(None),
         }
         self.points.armed = armed;
+    }
+
+    /// Completes the running thread's access in its place when the
+    /// instruction is a plain move within one page of `pages`: the monitor
+    /// loads or stores the bytes, writes the register and moves rip past it,
+    /// and the page stays hidden. Same effect as running it, without the
+    /// in-guest #DB handler, whose emulated PTE write and `iretq` cost more
+    /// than the exit itself on PVM (docs/design.md). False (nothing done)
+    /// for every other instruction, and while a debugger steps or watches
+    /// (`debug_exits`) or the program's own TF is set: they need it run.
+    fn perform_access(&mut self, pages: &[u64]) -> bool {
+        if self.m.debug_exits() || self.m.regs().rflags & crate::machine::regs::RFLAGS_TF != 0 {
+            return false;
+        }
+        let regs = self.m.regs();
+        let Ok(bytes) = self.read_user_some(regs.rip, 15) else {
+            return false;
+        };
+        let at = insn::AddrRegs {
+            regs,
+            fs_base: self.m.fs_base(),
+            gs_base: self.m.gs_base(),
+        };
+        let Some(mv) = insn::plain_move(&bytes, regs.rip, &at) else {
+            return false;
+        };
+        let last = mv.addr.wrapping_add(mv.size as u64 - 1);
+        if page_down(mv.addr) != page_down(last) || !pages.contains(&page_down(mv.addr)) {
+            return false;
+        }
+        let mut new = regs;
+        match mv.what {
+            insn::Move::Load { dst, extend } => {
+                let Ok(b) = self.read_user(mv.addr, mv.size) else {
+                    return false;
+                };
+                let mut word = [0u8; 8];
+                word[..mv.size].copy_from_slice(&b);
+                if !insn::complete_load(&mut new, dst, extend, mv.size, u64::from_le_bytes(word)) {
+                    return false;
+                }
+            }
+            insn::Move::Store { value } => {
+                let b = value.to_le_bytes();
+                if self.write_user(mv.addr, &b[..mv.size]).is_err() {
+                    return false;
+                }
+            }
+        }
+        new.rip = regs.rip.wrapping_add(mv.len);
+        *self.m.regs_mut() = new;
+        true
     }
 
     /// Takes ring-3 access away from the current process's `pages` again.
@@ -327,13 +382,7 @@ impl Kernel<'_> {
             Access::Read
         };
         // Up to 15 bytes, not past the end of a mapping.
-        let mut bytes = Vec::with_capacity(15);
-        for i in 0..15 {
-            match self.read_user(rip + i, 1) {
-                Ok(b) => bytes.extend(b),
-                Err(_) => break,
-            }
-        }
+        let bytes = self.read_user_some(rip, 15).unwrap_or_default();
         let Some(ops) = insn::memory_operands(&bytes, rip, None) else {
             return (0, fallback);
         };

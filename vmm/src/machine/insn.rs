@@ -4,7 +4,9 @@
 //! with it, and a debugger matches the bytes an instruction touched against
 //! its watched ranges.
 
-use iced_x86::{Decoder, DecoderOptions, InstructionInfoFactory, Mnemonic, OpAccess, Register};
+use iced_x86::{
+    Code, Decoder, DecoderOptions, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
+};
 use kvm_bindings::kvm_regs;
 
 /// One memory operand of an instruction.
@@ -110,6 +112,179 @@ pub fn memory_operands(bytes: &[u8], rip: u64, regs: Option<&AddrRegs>) -> Optio
     })
 }
 
+/// How a loaded value fills its register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extend {
+    /// `mov`: the operand is the register's size.
+    Same,
+    /// `movzx`.
+    Zero,
+    /// `movsx`, `movsxd`.
+    Sign,
+}
+
+/// What a plain move does with its memory operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Move {
+    /// Memory into a general register.
+    Load { dst: Register, extend: Extend },
+    /// A register's value or an immediate (already read) into memory.
+    Store { value: u64 },
+}
+
+/// A `mov`, `movzx`, `movsx` or `movsxd` between one memory operand and a
+/// general register or an immediate: an instruction whose whole effect the
+/// monitor can have in the guest's place (no flags, no other memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlainMove {
+    pub addr: u64,
+    pub size: usize,
+    /// The instruction's length: where the guest goes on.
+    pub len: u64,
+    pub what: Move,
+}
+
+/// The plain move at the start of `bytes` (at `rip`, with these registers),
+/// or None for any other instruction, or one with a prefix that changes it
+/// (`lock` is #UD on a `mov`: the guest must run it to fault).
+pub fn plain_move(bytes: &[u8], rip: u64, regs: &AddrRegs) -> Option<PlainMove> {
+    let mut d = Decoder::with_ip(64, bytes, rip, DecoderOptions::NONE);
+    let insn = d.decode();
+    if insn.is_invalid() || insn.has_lock_prefix() {
+        return None;
+    }
+    let (load, extend) = match insn.code() {
+        Code::Mov_r8_rm8 | Code::Mov_r16_rm16 | Code::Mov_r32_rm32 | Code::Mov_r64_rm64 => {
+            (true, Extend::Same)
+        }
+        Code::Movzx_r16_rm8
+        | Code::Movzx_r32_rm8
+        | Code::Movzx_r64_rm8
+        | Code::Movzx_r16_rm16
+        | Code::Movzx_r32_rm16
+        | Code::Movzx_r64_rm16 => (true, Extend::Zero),
+        Code::Movsx_r16_rm8
+        | Code::Movsx_r32_rm8
+        | Code::Movsx_r64_rm8
+        | Code::Movsx_r16_rm16
+        | Code::Movsx_r32_rm16
+        | Code::Movsx_r64_rm16
+        | Code::Movsxd_r64_rm32 => (true, Extend::Sign),
+        Code::Mov_rm8_r8
+        | Code::Mov_rm16_r16
+        | Code::Mov_rm32_r32
+        | Code::Mov_rm64_r64
+        | Code::Mov_rm8_imm8
+        | Code::Mov_rm16_imm16
+        | Code::Mov_rm32_imm32
+        | Code::Mov_rm64_imm32 => (false, Extend::Same),
+        _ => return None,
+    };
+    let (mem_op, other) = if load { (1, 0) } else { (0, 1) };
+    if insn.op_kind(mem_op) != OpKind::Memory {
+        return None;
+    }
+    let addr = insn.virtual_address(mem_op, 0, |reg, _, _| regs.value(reg))?;
+    let size = insn.memory_size().size();
+    let what = if load {
+        Move::Load {
+            dst: insn.op_register(other),
+            extend,
+        }
+    } else {
+        let value = match insn.op_kind(other) {
+            OpKind::Register => gpr(&regs.regs, insn.op_register(other))?,
+            // Sign-extended to 64 bits for `mov r/m64, imm32`, as the CPU does.
+            _ => insn.immediate(other),
+        };
+        Move::Store { value }
+    };
+    Some(PlainMove {
+        addr,
+        size,
+        len: insn.len() as u64,
+        what,
+    })
+}
+
+/// The full register holding `reg`, and the shift of `reg`'s bits in it
+/// (8 for AH, CH, DH and BH).
+fn gpr_slot(regs: &mut kvm_regs, reg: Register) -> Option<(&mut u64, u32)> {
+    let shift = match reg {
+        Register::AH | Register::CH | Register::DH | Register::BH => 8,
+        _ => 0,
+    };
+    let r = regs;
+    let full = match reg.full_register() {
+        Register::RAX => &mut r.rax,
+        Register::RBX => &mut r.rbx,
+        Register::RCX => &mut r.rcx,
+        Register::RDX => &mut r.rdx,
+        Register::RSI => &mut r.rsi,
+        Register::RDI => &mut r.rdi,
+        Register::RBP => &mut r.rbp,
+        Register::RSP => &mut r.rsp,
+        Register::R8 => &mut r.r8,
+        Register::R9 => &mut r.r9,
+        Register::R10 => &mut r.r10,
+        Register::R11 => &mut r.r11,
+        Register::R12 => &mut r.r12,
+        Register::R13 => &mut r.r13,
+        Register::R14 => &mut r.r14,
+        Register::R15 => &mut r.r15,
+        _ => return None,
+    };
+    Some((full, shift))
+}
+
+/// The value of general register `reg` (of any size), zero-extended.
+pub fn gpr(regs: &kvm_regs, reg: Register) -> Option<u64> {
+    let mut copy = *regs;
+    let (full, shift) = gpr_slot(&mut copy, reg)?;
+    Some((*full >> shift) & mask(reg.size()))
+}
+
+fn mask(size: usize) -> u64 {
+    match size {
+        8 => u64::MAX,
+        n => (1u64 << (n * 8)) - 1,
+    }
+}
+
+/// Writes `value` (the memory operand's `size` bytes, little-endian) into
+/// the load's destination as the CPU does: a 32-bit destination clears the
+/// upper half, an 8- or 16-bit one keeps the register's other bits. False
+/// when `dst` is not a general register.
+pub fn complete_load(
+    regs: &mut kvm_regs,
+    dst: Register,
+    extend: Extend,
+    size: usize,
+    value: u64,
+) -> bool {
+    let value = value & mask(size);
+    let value = match extend {
+        Extend::Sign if size < 8 => {
+            let shift = 64 - size as u32 * 8;
+            (((value << shift) as i64) >> shift) as u64
+        }
+        _ => value,
+    };
+    let dst_size = dst.size();
+    let Some((full, shift)) = gpr_slot(regs, dst) else {
+        return false;
+    };
+    *full = match dst_size {
+        8 => value,
+        4 => value & 0xffff_ffff,
+        n => {
+            let m = mask(n) << shift;
+            (*full & !m) | ((value << shift) & m)
+        }
+    };
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +347,105 @@ mod tests {
             memory_operands(&[0x06], 0, None).is_none(),
             "push es is invalid in 64-bit mode"
         );
+    }
+
+    fn plain(bytes: &[u8], r: &AddrRegs) -> Option<PlainMove> {
+        plain_move(bytes, 0x1000, r)
+    }
+
+    #[test]
+    fn plain_moves_loads_stores_and_what_is_not_one() {
+        let mut r = regs(0x5000, 0x9000);
+        r.regs.rax = 0x1122_3344_5566_7788;
+        // mov rax, [rbx+8]
+        let m = plain(&[0x48, 0x8b, 0x43, 0x08], &r).unwrap();
+        assert_eq!(
+            m,
+            PlainMove {
+                addr: 0x5008,
+                size: 8,
+                len: 4,
+                what: Move::Load {
+                    dst: Register::RAX,
+                    extend: Extend::Same
+                }
+            }
+        );
+        // mov [rbx], ah: the second byte of rax.
+        let m = plain(&[0x88, 0x23], &r).unwrap();
+        assert_eq!((m.size, m.what), (1, Move::Store { value: 0x77 }));
+        // mov qword [rbx], -1: the immediate is sign-extended.
+        let m = plain(&[0x48, 0xc7, 0x03, 0xff, 0xff, 0xff, 0xff], &r).unwrap();
+        assert_eq!((m.size, m.what), (8, Move::Store { value: u64::MAX }));
+        // mov dword fs:[0x10], eax
+        let m = plain(&[0x64, 0x89, 0x04, 0x25, 0x10, 0, 0, 0], &r).unwrap();
+        assert_eq!(
+            (m.addr, m.size, m.what),
+            (0x9010, 4, Move::Store { value: 0x5566_7788 })
+        );
+        // mov eax, [rip+0x10]: relative to the next instruction.
+        let m = plain(&[0x8b, 0x05, 0x10, 0, 0, 0], &r).unwrap();
+        assert_eq!((m.addr, m.len), (0x1000 + 6 + 0x10, 6));
+        // movsx ecx, byte [rbx]
+        let m = plain(&[0x0f, 0xbe, 0x0b], &r).unwrap();
+        assert_eq!(
+            m.what,
+            Move::Load {
+                dst: Register::ECX,
+                extend: Extend::Sign
+            }
+        );
+        // Not plain moves: add [rbx], 1; lock add; a register-to-register mov; movs.
+        assert_eq!(plain(&[0x83, 0x03, 0x01], &r), None);
+        assert_eq!(plain(&[0xf0, 0x83, 0x03, 0x01], &r), None);
+        assert_eq!(plain(&[0x48, 0x89, 0xd8], &r), None);
+        assert_eq!(plain(&[0x48, 0xa5], &r), None);
+    }
+
+    #[test]
+    fn a_load_fills_its_register_as_the_cpu_does() {
+        let mut r = kvm_regs {
+            rax: u64::MAX,
+            rcx: u64::MAX,
+            ..Default::default()
+        };
+        // 32 bits clear the upper half.
+        assert!(complete_load(
+            &mut r,
+            Register::EAX,
+            Extend::Same,
+            4,
+            0x1234
+        ));
+        assert_eq!(r.rax, 0x1234);
+        // 16 and 8 bits keep the rest; AH is bits 8 to 15.
+        assert!(complete_load(&mut r, Register::CX, Extend::Same, 2, 0xabcd));
+        assert_eq!(r.rcx, 0xffff_ffff_ffff_abcd);
+        assert!(complete_load(&mut r, Register::AH, Extend::Same, 1, 0x5a));
+        assert_eq!(r.rax, 0x5a34);
+        // movsx r32 of 0x80: sign in the low half, the upper half cleared.
+        assert!(complete_load(&mut r, Register::ECX, Extend::Sign, 1, 0x80));
+        assert_eq!(r.rcx, 0xffff_ff80);
+        // movsxd r64; movzx r64.
+        assert!(complete_load(
+            &mut r,
+            Register::RCX,
+            Extend::Sign,
+            4,
+            0x8000_0000
+        ));
+        assert_eq!(r.rcx, 0xffff_ffff_8000_0000);
+        assert!(complete_load(
+            &mut r,
+            Register::RCX,
+            Extend::Zero,
+            2,
+            0xffff
+        ));
+        assert_eq!(r.rcx, 0xffff);
+        // Bytes above the operand's size are not the operand's.
+        assert!(complete_load(&mut r, Register::R9L, Extend::Same, 1, 0x1ff));
+        assert_eq!(r.r9, 0xff);
+        assert!(!complete_load(&mut r, Register::XMM0, Extend::Same, 8, 1));
     }
 }
