@@ -37,7 +37,7 @@ const NEAR: u64 = 16;
 const SAME_ACCESS_TRIES: usize = 16;
 /// Runs narrowing makes after the prefix bisection, at most: when the
 /// budget runs out, the smallest set found so far is reported.
-const BUDGET: u64 = 48;
+const BUDGET: u64 = 96;
 
 struct Search<'c, 'a> {
     checker: &'c Checker<'a>,
@@ -127,10 +127,10 @@ impl Search<'_, '_> {
 
     /// When several perturbations together decide it, one reschedule at a
     /// nearby step often does too (the schedule's own perturbations are only
-    /// where its dice fell): each step from the set's last back to `NEAR`
-    /// steps before its first, latest first, then the `NEAR` steps after its
-    /// last (a PCT schedule's switches lead threads to where one reschedule
-    /// of the policy's order would decide it later).
+    /// where its dice fell): each step from `NEAR` steps before the set's
+    /// first to `NEAR` after its last, nearest the last first, later before
+    /// earlier at the same distance (a PCT schedule's switches lead threads
+    /// to where one reschedule of the policy's order would decide it later).
     fn single_near(
         &mut self,
         set: &[Perturbed],
@@ -140,10 +140,10 @@ impl Search<'_, '_> {
             return Ok(None);
         };
         let lowest = first.step.saturating_sub(NEAR).max(1);
-        let after = last.step + 1..=last.step + NEAR;
-        let singles = (lowest..=last.step)
-            .rev()
-            .chain(after)
+        let mut steps: Vec<u64> = (lowest..=last.step + NEAR).collect();
+        steps.sort_by_key(|s| (s.abs_diff(last.step), *s < last.step));
+        let singles = steps
+            .into_iter()
             .map(|step| Perturbed {
                 step,
                 what: Perturbation::Reschedule,
@@ -281,7 +281,11 @@ impl Search<'_, '_> {
         if let Some(one) = self.same_access(&[last], &prefix_run, budget)? {
             return Ok(one);
         }
-        let set = self.ddmin(applied[..k - 1].to_vec(), &[last], budget)?;
+        // Without `last` kept: a run is not monotonic in its perturbations,
+        // and a set that must keep it may hold others that decide it alone.
+        // A 1-minimal set's run without its last perturbation does not
+        // violate, so the pair reported is always a passing and a failing run.
+        let set = self.ddmin(applied[..k].to_vec(), &[], budget)?;
         let Some(t) = self.fails(&set)? else {
             return Ok((applied[..k].to_vec(), prefix_run));
         };
@@ -292,8 +296,16 @@ impl Search<'_, '_> {
         // monotonic in its perturbations: one of the set alone (a stall
         // before `last`, say) may decide it where the prefix without
         // `last` did not. A few runs, so past the budget too.
-        let alone = set.iter().map(|p| vec![*p]).collect();
-        if let Some(one) = self.first_failing(alone, self.runs + set.len() as u64)? {
+        // ...and so may a reschedule where one of them (a stall) was.
+        let mut alone: Vec<Vec<Perturbed>> = set.iter().map(|p| vec![*p]).collect();
+        alone.extend(set.iter().rev().map(|p| {
+            vec![Perturbed {
+                step: p.step,
+                what: Perturbation::Reschedule,
+            }]
+        }));
+        let spare = self.runs + alone.len() as u64;
+        if let Some(one) = self.first_failing(alone, spare)? {
             return Ok(one);
         }
         if let Some(one) = self.single_near(&set, budget)? {
@@ -301,6 +313,11 @@ impl Search<'_, '_> {
         }
         if let Some(one) = self.same_access(&set, &t, budget)? {
             return Ok(one);
+        }
+        // ddmin stopped by the budget may leave a set whose run without its
+        // last perturbation violates too: then the prefix is the honest pair.
+        if self.fails(&set[..set.len() - 1])?.is_some() {
+            return Ok((applied[..k].to_vec(), prefix_run));
         }
         Ok((set, t))
     }
