@@ -238,3 +238,35 @@ fn signalfd_reads_pending_signals_as_linux_does() {
     assert!(has_event(&events, &["read(", "= 128"]), "{events}");
     assert!(has_event(&events, &["read(", "= -1 EINTR"]), "{events}");
 }
+
+/// A handled signal against every blocking call (`guest/tests/signal-restart.c`):
+/// restarted under SA_RESTART where Linux restarts the call, EINTR where it
+/// never does, the bytes a write moved, a stopped and continued call, the
+/// masks of ppoll, pselect6 and epoll_pwait, rt_sigtimedwait's siginfo,
+/// job control and a signal to a process group; line for line as natively.
+#[test]
+fn a_signal_ends_or_restarts_each_blocking_call_as_on_linux() {
+    let native = rewind_tests::native_passing("signal-restart");
+    let home = Home::new();
+    let (run, log) = home.run_passing("signal-restart");
+    assert_eq!(log, native, "{log}");
+    let events = home.events(&run.id);
+    // A restart is recorded as such, then the call once it completes.
+    assert!(
+        has_event(&events, &["read(", "= ? ERESTARTSYS"]),
+        "{events}"
+    );
+    // A write that moved bytes returns them, never EINTR.
+    assert!(
+        has_event(&events, &["(1048576 bytes)) = 0x10000"]),
+        "{events}"
+    );
+    assert!(
+        !has_event(&events, &["(1048576 bytes)) = -1 EINTR"]),
+        "{events}"
+    );
+    assert!(
+        has_event(&events, &["epoll_wait(", "= -1 EINTR"]),
+        "{events}"
+    );
+}

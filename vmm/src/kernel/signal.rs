@@ -1,7 +1,8 @@
 //! Signals: dispositions, masks, generation, delivery, default actions, and
 //! the calls rt_sigaction, rt_sigprocmask, rt_sigreturn, kill, tkill, tgkill,
 //! sigaltstack, rt_sigpending, rt_sigsuspend, pause, rt_sigtimedwait,
-//! rt_sigqueueinfo and rt_tgsigqueueinfo.
+//! rt_sigqueueinfo and rt_tgsigqueueinfo, and how a signal ends the wait
+//! of every blocking call.
 //!
 //! The model is Linux's:
 //! - **Generation** (`send_signal`): a signal ignored by its disposition and
@@ -20,16 +21,24 @@
 //!   deliverable signal gets a frame before the thread resumes, each on top
 //!   of the last, as Linux's exit-to-user loop does.
 //! - **Interrupted calls** are settled in the thread's own context when it is
-//!   next on the CPU, as Linux's handle_signal does: futex WAIT without a
-//!   timeout is ERESTARTSYS (restarted under SA_RESTART, else EINTR); futex
-//!   with a timeout and nanosleep/clock_nanosleep are ERESTART_RESTARTBLOCK
-//!   (EINTR under a handler, with the remaining time written for a relative
-//!   sleep); pause and rt_sigsuspend are ERESTARTNOHAND (EINTR under a
-//!   handler). Without a handler to run (the signal was taken by another
-//!   thread meanwhile) the call is restarted: a sleep keeps its deadline, any
-//!   other call is re-executed (`rip -= 2`).
+//!   next on the CPU, as Linux's handle_signal does (`restart_kind`, after
+//!   signal(7)): a call on descriptors that moved bytes returns the count;
+//!   a wait on descriptors, a child, a lock or a futex without a timeout is
+//!   ERESTARTSYS (restarted under SA_RESTART, else EINTR); futex with a
+//!   timeout and nanosleep/clock_nanosleep are ERESTART_RESTARTBLOCK (EINTR
+//!   under a handler, with the remaining time written for a relative
+//!   sleep); pause, rt_sigsuspend, poll, select, ppoll and pselect6 are
+//!   ERESTARTNOHAND (EINTR under a handler); epoll_wait, rt_sigtimedwait and
+//!   a socket wait bounded by SO_RCVTIMEO are EINTR even after a stop.
+//!   Without a handler to run (a stop, or the signal was taken by another
+//!   thread meanwhile) the call is restarted: a sleep keeps its deadline, a
+//!   wait on descriptors what it had done (its deadline), any other call is
+//!   re-executed (`rip -= 2`). A mask the call put in force (sigsuspend,
+//!   ppoll, pselect6, epoll_pwait: `call_sigmask`) is the handler's, and the
+//!   frame restores the one it replaced.
 //! - **Default actions**: terminate and core end the process `killed:SIGxxx`;
-//!   ignore, and stop/continue (there is no job control) do nothing.
+//!   ignore does nothing; stop stops the process (job control, with its
+//!   parent told), and SIGCONT continues it when it is sent.
 //! - **Faults** (`force_signal`) are synchronous: blocked or ignored, they are
 //!   unblocked and reset to the default action, so they kill, as Linux's
 //!   force_sig does. A frame that cannot be written, a handler without
@@ -46,6 +55,7 @@ pub mod signalfd;
 pub use calls::*;
 
 use super::errno::*;
+use super::fs::io::Resume;
 use super::render;
 use super::sched::Sys;
 use super::task::{PendingCall, Pid, ThreadState, Tid, Wait};
@@ -128,7 +138,14 @@ const SYNCHRONOUS: u64 = (1 << (SIGSEGV - 1))
 /// At most this many signals wait in one queue (Linux's RLIMIT_SIGPENDING, smaller).
 pub(crate) const MAX_QUEUED: usize = 1024;
 
+const NR_POLL: u32 = 7;
+const NR_SELECT: u32 = 23;
 const NR_PAUSE: u32 = 34;
+const NR_EPOLL_WAIT: u32 = 232;
+const NR_PSELECT6: u32 = 270;
+const NR_PPOLL: u32 = 271;
+const NR_EPOLL_PWAIT: u32 = 281;
+const NR_EPOLL_PWAIT2: u32 = 441;
 const NR_NANOSLEEP: u32 = 35;
 const NR_RT_SIGTIMEDWAIT: u32 = 128;
 const NR_RT_SIGSUSPEND: u32 = 130;
@@ -334,6 +351,10 @@ impl AltStack {
 pub struct Interrupted {
     pub wait: Wait,
     pub deadline: Option<u64>,
+    /// What a call waiting on descriptors had done (bytes moved, its
+    /// deadline): the count it returns, or what its restart keeps.
+    #[serde(default)]
+    pub resume: Option<Resume>,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
@@ -517,9 +538,16 @@ impl Kernel<'_> {
             return;
         }
         t.state = ThreadState::Runnable;
-        t.signals.interrupted = Some(Interrupted {
+        // Off its descriptors now: a later change must not restart it too.
+        let resume = if wait == Wait::Io {
+            self.io_unwatch(tid)
+        } else {
+            None
+        };
+        self.threads.get_mut(&tid).unwrap().signals.interrupted = Some(Interrupted {
             wait: wait.clone(),
             deadline,
+            resume,
         });
         if let Some(d) = deadline {
             self.sched.timers.remove(&(d, tid));
@@ -752,15 +780,13 @@ impl Kernel<'_> {
         let Some(call) = self.cur_thread().pending_call.take() else {
             return true;
         };
-        let kind = match i.wait {
-            Wait::Futex { .. } if i.deadline.is_none() => Restart::Sys,
-            Wait::Futex { .. } | Wait::Sleep => Restart::Block,
-            Wait::Signal if call.nr == NR_RT_SIGTIMEDWAIT => Restart::Intr,
-            Wait::Signal if call.nr == NR_PAUSE || call.nr == NR_RT_SIGSUSPEND => Restart::NoHand,
-            // poll, select, epoll_wait...: EINTR under a handler, SA_RESTART or not.
-            Wait::Io if super::fs::io::never_restarted(call.nr) => Restart::NoHand,
-            _ => Restart::Sys,
-        };
+        // A call that moved bytes returns them, whatever ended its wait, as
+        // Linux's pipe and socket loops break out with the count.
+        if let Some(n) = i.resume.and_then(|r| r.moved()) {
+            self.end_call(call, Ok(n));
+            return true;
+        }
+        let kind = restart_kind(call.nr, &i);
         let restart = match (kind, handler) {
             (Restart::Intr, _) => false,
             (Restart::Sys, Some(a)) => a.flags & SA_RESTART != 0,
@@ -782,11 +808,15 @@ impl Kernel<'_> {
             self.block(Wait::Sleep, i.deadline, call);
             return false;
         }
-        if call.nr == NR_RT_SIGSUSPEND {
-            let t = self.cur_thread();
-            if let Some(m) = t.signals.saved_mask.take() {
-                t.signals.mask = m;
-            }
+        // The mask the call put in force (sigsuspend, ppoll...) goes back;
+        // run again, the call puts it in force again.
+        let t = self.cur_thread();
+        if let Some(m) = t.signals.saved_mask.take() {
+            t.signals.mask = m;
+        }
+        if let Some(r) = i.resume {
+            // Run again, it keeps its deadline (poll's restart block).
+            self.io_keep(self.cur_tid(), r);
         }
         let (code, name) = kind.code();
         let text = render::call_text(self, self.cur_tid(), call);
@@ -861,21 +891,57 @@ impl Kernel<'_> {
     }
 
     /// A signal the current thread would take now is pending.
-    fn has_deliverable(&self, tid: Tid) -> bool {
+    pub(crate) fn has_deliverable(&self, tid: Tid) -> bool {
         let t = &self.threads[&tid];
         let open = |s: &SigInfo| t.signals.mask & sig_bit(s.signo) == 0;
         t.signals.pending.iter().any(open) || self.procs[&t.pid].signals.shared.iter().any(open)
     }
 
-    /// The call ends at once, as if a signal had interrupted it: settled by delivery.
-    fn interrupted_now(&mut self, call: PendingCall) -> Sys {
+    /// The call ends at once, as if a signal had interrupted its `wait`:
+    /// settled by delivery.
+    pub(crate) fn interrupted_now(
+        &mut self,
+        call: PendingCall,
+        wait: Wait,
+        resume: Option<Resume>,
+    ) -> Sys {
         let t = self.cur_thread();
         t.pending_call = Some(call);
         t.signals.interrupted = Some(Interrupted {
-            wait: Wait::Signal,
-            deadline: None,
+            wait,
+            deadline: resume.and_then(|r| r.deadline),
+            resume,
         });
         Sys::Blocked
+    }
+
+    /// The mask ppoll, pselect6 and epoll_pwait put in force while they run
+    /// (`uset`, `size` bytes; none at 0). It goes back when the call ends,
+    /// or after the handler of the signal that ended it, as Linux's
+    /// set_user_sigmask and restore_saved_sigmask_unless do.
+    pub(crate) fn call_sigmask(&mut self, uset: u64, size: u64) -> SysResult<()> {
+        if uset == 0 {
+            return Ok(());
+        }
+        if size != 8 {
+            return Err(EINVAL);
+        }
+        let m = self.read_u64(uset)?;
+        let t = self.cur_thread();
+        // Run again after a wait, the call keeps the mask it first replaced.
+        let old = t.signals.saved_mask.unwrap_or(t.signals.mask);
+        t.signals.saved_mask = Some(old);
+        t.signals.mask = m & !UNBLOCKABLE;
+        Ok(())
+    }
+
+    /// A call that ended puts back the mask it put in force.
+    pub(crate) fn call_sigmask_done(&mut self, tid: Tid) {
+        if let Some(t) = self.threads.get_mut(&tid) {
+            if let Some(m) = t.signals.saved_mask.take() {
+                t.signals.mask = m;
+            }
+        }
     }
 
     /// Drops pending instances of signals (one now ignored; stops a SIGCONT cancels).
@@ -890,6 +956,25 @@ impl Kernel<'_> {
                 t.signals.pending.retain(|s| !sigs.contains(&s.signo));
             }
         }
+    }
+}
+
+/// How Linux ends call `nr` when a signal ends its wait `i` (signal(7),
+/// "Interruption of system calls and library functions by signal handlers").
+fn restart_kind(nr: u32, i: &Interrupted) -> Restart {
+    match i.wait {
+        // poll, select, ppoll, pselect6: EINTR under a handler, SA_RESTART
+        // or not; restarted (with the time left) after a stop.
+        _ if matches!(nr, NR_POLL | NR_SELECT | NR_PSELECT6 | NR_PPOLL) => Restart::NoHand,
+        // ep_poll returns EINTR itself, so even a stop and SIGCONT end it.
+        _ if matches!(nr, NR_EPOLL_WAIT | NR_EPOLL_PWAIT | NR_EPOLL_PWAIT2) => Restart::Intr,
+        Wait::Futex { .. } if i.deadline.is_none() => Restart::Sys,
+        Wait::Futex { .. } | Wait::Sleep => Restart::Block,
+        Wait::Signal if nr == NR_RT_SIGTIMEDWAIT => Restart::Intr,
+        Wait::Signal if nr == NR_PAUSE || nr == NR_RT_SIGSUSPEND => Restart::NoHand,
+        // A socket call with SO_RCVTIMEO or SO_SNDTIMEO: sock_intr_errno's EINTR.
+        Wait::Io if i.deadline.is_some() => Restart::Intr,
+        _ => Restart::Sys,
     }
 }
 

@@ -736,6 +736,7 @@ impl Kernel<'_> {
             Err(e) => -(e.0 as i64),
             Ok(Sys::Blocked) | Ok(Sys::NoReturn) => return,
         };
+        self.call_sigmask_done(tid);
         self.set_rax(tid, ret as u64);
         if ret > 0 && WRITES_TO_FD.contains(&nr) {
             self.note_file_write(args[0]);

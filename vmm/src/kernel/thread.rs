@@ -174,6 +174,9 @@ impl Kernel<'_> {
         p.mm.release(&mut self.m.ram);
         self.collect_shared();
         self.vfs.close_table(&mut p.files);
+        // Its record locks go with it, as with the close of its descriptors.
+        let owner = super::fs::locks::Owner::Process(pid);
+        self.vfs.locks.drop_owner(owner, None);
         self.points_forget_process(pid);
         if pid == super::FIRST_PID {
             self.finish(status);

@@ -1,5 +1,5 @@
 //! epoll: epoll_create, epoll_create1, epoll_ctl, epoll_wait, epoll_pwait
-//! (the signal mask is not applied). An instance watches descriptions of
+//! (its signal mask in force while it runs). An instance watches descriptions of
 //! pipes, sockets, eventfds and timerfds (regular files are EPERM, as on
 //! Linux; another epoll instance is EINVAL here); level-triggered entries
 //! report while ready, edge-triggered ones (EPOLLET) when the object
@@ -253,13 +253,16 @@ pub fn sys_epoll_wait(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     wait(k, NR_EPOLL_WAIT, a, ms_timeout(a[3]))
 }
 
-/// epoll_pwait(epfd, events, maxevents, timeout, sigmask, sigsetsize): the mask is not applied.
+/// epoll_pwait(epfd, events, maxevents, timeout, sigmask, sigsetsize): the
+/// mask is in force while it runs.
 /// EpollPwait implements Linux syscall epoll_pwait(2).
 pub fn sys_epoll_pwait(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
+    k.call_sigmask(a[4], a[5])?;
     wait(k, NR_EPOLL_PWAIT, a, ms_timeout(a[3]))
 }
 
-/// epoll_pwait2(epfd, events, maxevents, timeout, sigmask, sigsetsize): the mask is not applied.
+/// epoll_pwait2(epfd, events, maxevents, timeout, sigmask, sigsetsize): the
+/// mask is in force while it runs.
 /// EpollPwait2 implements Linux syscall epoll_pwait2(2).
 pub fn sys_epoll_pwait2(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let timeout = if a[3] == 0 {
@@ -268,5 +271,6 @@ pub fn sys_epoll_pwait2(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         let ts: Timespec = k.read_struct(a[3])?;
         Some(ts.to_ns().ok_or(EINVAL)?)
     };
+    k.call_sigmask(a[4], a[5])?;
     wait(k, NR_EPOLL_PWAIT2, a, timeout)
 }

@@ -37,7 +37,7 @@ pub struct Fifo {
 const COUNTED: u64 = 1;
 
 /// The calls that open a path, which alone wait for a FIFO's other side.
-const OPENS: [u32; 4] = [2, 85, 257, 437];
+pub(super) const OPENS: [u32; 4] = [2, 85, 257, 437];
 
 /// The FIFO's pipe, made when the first open of node `ino` begins.
 fn pipe_of(k: &mut Kernel, ino: Ino) -> SysResult<ObjId> {

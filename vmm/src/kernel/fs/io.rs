@@ -76,6 +76,15 @@ pub struct Resume {
     pub deadline: Option<u64>,
 }
 
+impl Resume {
+    /// The bytes the call moved before it waited, which it returns when a
+    /// signal ends the wait. A FIFO's waiting open marks itself counted in
+    /// `done` (`fifo::COUNTED`), and moved nothing.
+    pub fn moved(&self) -> Option<u64> {
+        (self.done > 0 && !super::fifo::OPENS.contains(&self.nr)).then_some(self.done)
+    }
+}
+
 /// How a call that may block waits: on which objects, whether its
 /// description is non-blocking, and the call that is run again.
 #[derive(Clone, Copy)]
@@ -244,6 +253,11 @@ impl Kernel<'_> {
     pub(crate) fn io_block(&mut self, objs: &[ObjId], resume: Resume, call: PendingCall) -> Sys {
         let tid = self.cur_tid();
         self.io_unwatch(tid);
+        if self.has_deliverable(tid) {
+            // A signal its own mask let in (ppoll's): Linux's wait loops
+            // look for one before they sleep.
+            return self.interrupted_now(call, Wait::Io, Some(resume));
+        }
         let io = &mut self.vfs.io;
         io.seq += 1;
         let mut seen = Vec::with_capacity(objs.len());
@@ -262,7 +276,7 @@ impl Kernel<'_> {
         self.block(Wait::Io, resume.deadline, call)
     }
 
-    fn io_unwatch(&mut self, tid: Tid) -> Option<Resume> {
+    pub(crate) fn io_unwatch(&mut self, tid: Tid) -> Option<Resume> {
         let io = &mut self.vfs.io;
         let w = io.waits.remove(&tid)?;
         for (o, _) in w.objs {
@@ -297,6 +311,26 @@ impl Kernel<'_> {
         Ok(self.io_block(objs, r, call))
     }
 
+    /// A receive that cannot go on now and may wait only until `deadline`
+    /// (a socket's SO_RCVTIMEO): EAGAIN once it has passed, else as `io_wait`.
+    pub(crate) fn io_wait_until(
+        &mut self,
+        objs: &[ObjId],
+        nonblock: bool,
+        call: PendingCall,
+        deadline: Option<u64>,
+    ) -> SysResult<Sys> {
+        if nonblock || deadline.is_some_and(|d| d <= self.clock.now()) {
+            return Err(EAGAIN);
+        }
+        let r = Resume {
+            nr: call.nr,
+            done: 0,
+            deadline,
+        };
+        Ok(self.io_block(objs, r, call))
+    }
+
     /// The rest of a stream write that has moved `done` bytes of `src`, with
     /// `room` bytes free where they go: `put` takes what fits, then the call
     /// ends or waits as `on` says for room for the rest.
@@ -327,6 +361,11 @@ impl Kernel<'_> {
             return Ok(Sys::Ret(done as u64));
         }
         self.io_wait(on.watch, false, done, on.call)
+    }
+
+    /// Keeps what `tid`'s call had done for when it runs again (a signal ended its wait).
+    pub(crate) fn io_keep(&mut self, tid: Tid, r: Resume) {
+        self.vfs.io.resumes.insert(tid, r);
     }
 
     /// What the current thread's call `nr` had done before a restart.
@@ -423,12 +462,6 @@ pub(crate) fn partial(done: usize, e: Errno) -> SysResult<Sys> {
     } else {
         Err(e)
     }
-}
-
-/// Calls a signal's handler always ends with EINTR (Linux's poll, select
-/// and epoll_wait), SA_RESTART or not.
-pub fn never_restarted(nr: u32) -> bool {
-    matches!(nr, 7 | 23 | 232 | 270 | 271 | 281 | 441)
 }
 
 /// The call being served, for a handler that may block.

@@ -6,7 +6,7 @@
 //! the thread blocks watching those objects (`io`), until one changes or
 //! the timeout (virtual time) passes; with none that can change and no
 //! timeout, that is a deadlock if nothing else runs. The signal mask of
-//! ppoll and pselect6 is not applied.
+//! ppoll and pselect6 is in force while they run (`Kernel::call_sigmask`).
 
 use super::super::errno::*;
 use super::super::sched::Sys;
@@ -115,7 +115,7 @@ pub fn sys_poll(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     Ok(finish(k, n, &objs, r, io::call(NR_POLL, a)))
 }
 
-/// ppoll(fds, nfds, timeout, sigmask, sigsetsize): the mask is not applied.
+/// ppoll(fds, nfds, timeout, sigmask, sigsetsize): the mask is in force while it runs.
 /// Ppoll implements Linux syscall ppoll(2).
 pub fn sys_ppoll(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let timeout = if a[2] == 0 {
@@ -124,6 +124,7 @@ pub fn sys_ppoll(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         let ts: Timespec = k.read_struct(a[2])?;
         Some(ts.to_ns().ok_or(EINVAL)?)
     };
+    k.call_sigmask(a[3], a[4])?;
     let r = deadline(k, NR_PPOLL, timeout);
     let (n, objs) = scan(k, a[0], a[1])?;
     Ok(finish(k, n, &objs, r, io::call(NR_PPOLL, a)))
@@ -238,7 +239,8 @@ pub fn sys_select(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     Ok(sys)
 }
 
-/// pselect6(nfds, readfds, writefds, exceptfds, timeout, sigmask): the mask is not applied.
+/// pselect6(nfds, readfds, writefds, exceptfds, timeout, {sigmask, size}):
+/// the mask is in force while it runs.
 /// Pselect6 implements Linux syscall pselect6(2).
 pub fn sys_pselect6(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let timeout = if a[4] == 0 {
@@ -247,5 +249,9 @@ pub fn sys_pselect6(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         let ts: Timespec = k.read_struct(a[4])?;
         Some(ts.to_ns().ok_or(EINVAL)?)
     };
+    if a[5] != 0 {
+        let (set, size) = (k.read_u64(a[5])?, k.read_u64(a[5].wrapping_add(8))?);
+        k.call_sigmask(set, size)?;
+    }
     Ok(select_common(k, NR_PSELECT6, a, timeout)?.0)
 }

@@ -648,9 +648,15 @@ fn recv(
     if let Some(e) = s.error.take() {
         return Err(Errno(e));
     }
+    // SO_RCVTIMEO bounds the wait from the call's first look, kept across its restarts.
+    let (resumed, now) = (k.io_resume(c.nr).deadline, k.clock.now());
+    let deadline =
+        resumed.or_else(|| rcv_timeout(sock(k, obj).ok()?).map(|ns| now.saturating_add(ns)));
     let blocked = |k: &mut Kernel, watch: &[ObjId]| -> SysResult<Recv> {
-        k.io_wait(watch, nonblock, 0, c).map(Recv::Blocked)
+        k.io_wait_until(watch, nonblock, c, deadline)
+            .map(Recv::Blocked)
     };
+    let s = sock(k, obj)?;
     if !s.stream() {
         let Some(m) = s.msgs.front().cloned() else {
             if s.shut_rd {
@@ -724,6 +730,17 @@ fn recv(
         creds,
         rights,
     }))
+}
+
+/// SO_RCVTIMEO (a timeval) in ns; None when unset or zero, which waits for ever.
+fn rcv_timeout(s: &Socket) -> Option<u64> {
+    let v = s.opts.get(&(SOL_SOCKET, SO_RCVTIMEO))?;
+    let word = |o: usize| Some(i64::from_le_bytes(v.get(o..o + 8)?.try_into().ok()?));
+    let (sec, usec) = (word(0)?.max(0) as u64, word(8)?.clamp(0, 999_999) as u64);
+    let ns = sec
+        .saturating_mul(1_000_000_000)
+        .saturating_add(usec * 1000);
+    (ns > 0).then_some(ns)
 }
 
 /// Moves at most `max` bytes (or one datagram, cut to `max`) out of socket
@@ -1134,6 +1151,7 @@ pub fn sys_recvmsg(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 }
 
 /// Setsockopt implements Linux syscall setsockopt(2).
+/// Partial (setsockopt): SO_RCVTIMEO bounds receives; SO_SNDTIMEO is kept and read back, but sends and connect wait without it.
 pub fn sys_setsockopt(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (obj, _) = sock_fd(k, a[0])?;
     let (level, name, val, len) = (a[1] as i32, a[2] as i32, a[3], a[4] as i32);

@@ -306,7 +306,7 @@ pub fn sys_rt_sigsuspend(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         args: a,
     };
     if k.has_deliverable(tid) {
-        return Ok(k.interrupted_now(call));
+        return Ok(k.interrupted_now(call, Wait::Signal, None));
     }
     Ok(k.block(Wait::Signal, None, call))
 }
@@ -336,7 +336,7 @@ pub fn sys_rt_sigtimedwait(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     }
     let tid = k.cur_tid();
     if k.has_deliverable(tid) {
-        return Ok(k.interrupted_now(call));
+        return Ok(k.interrupted_now(call, Wait::Signal, None));
     }
     if timeout == Some(0) {
         return Err(EAGAIN);
