@@ -30,7 +30,7 @@ fn main() {
     println!("rewind binary: {}", rewind_tests::rewind_bin().display());
     println!();
 
-    println!("load average before: {}", loadavg());
+    println!("load average before: {}", rewind_tests::load_average());
     println!();
 
     // Bare and engine measurements alternate, so that whatever else the host
@@ -126,13 +126,7 @@ fn main() {
         engine_wall / native
     );
     println!();
-    println!("load average after: {}", loadavg());
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
+    println!("load average after: {}", rewind_tests::load_average());
 }
 
 fn host() -> String {

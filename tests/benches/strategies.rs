@@ -8,7 +8,12 @@
 //! (`memory`, check's default, for every example; `syscalls` too for those
 //! with a system call in their racy window: the others have no step inside
 //! it with syscall points, and are never found). Then checks per second,
-//! memory points against syscall points, measured in the same process.
+//! memory points against syscall points, measured in the same process, in
+//! wall time and in the `rewind` process's CPU time: the wall rate is what
+//! a user waits for but falls with the host's load (under `nice -n 19` at
+//! load average 21, counter-fixed's syscall-point check made 1.9 runs/s
+//! where a quiet host makes 20 or more); the CPU rate is what to compare
+//! between runs of the bench.
 //!
 //!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench strategies
 //!
@@ -213,75 +218,124 @@ fn main() {
     checks_per_second();
 }
 
-/// Runs per second of `rewind check --all --no-narrow` on a fixed example,
-/// memory points against syscall points, in this process.
+/// How fast one `rewind check --all --no-narrow --jobs 1` made its runs.
+struct Rate {
+    /// Schedule 0 and every schedule tried.
+    runs: u64,
+    steps: u64,
+    wall: f64,
+    /// User plus system time of the `rewind` process: what the runs cost,
+    /// which the load of a shared host does not change as it changes the
+    /// wall time.
+    cpu: f64,
+}
+
+impl Rate {
+    fn per_wall_second(&self) -> f64 {
+        self.runs as f64 / self.wall
+    }
+    fn per_cpu_second(&self) -> f64 {
+        self.runs as f64 / self.cpu.max(1e-3)
+    }
+}
+
+/// `rewind check --all --no-narrow --jobs 1 --points POINTS --schedules N
+/// TARGET...` in a store of its own, timed.
+fn check_rate(points: &str, schedules: u64, target: &[&str]) -> Rate {
+    let h = Home::unreplayed();
+    let n = schedules.to_string();
+    let mut args = vec![
+        "check",
+        "--json",
+        "--points",
+        points,
+        "--all",
+        "--no-narrow",
+        "--jobs",
+        "1",
+        "--schedules",
+        &n,
+    ];
+    args.extend_from_slice(target);
+    let cpu = rewind_tests::children_cpu();
+    let started = std::time::Instant::now();
+    let out = h.rewind(&args);
+    let wall = started.elapsed().as_secs_f64();
+    let cpu = (rewind_tests::children_cpu() - cpu).as_secs_f64();
+    // A buggy program's violations end the check with 1; `--all` still
+    // ran every schedule.
+    assert!(out.code == 0 || out.code == 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim())
+        .unwrap_or_else(|e| panic!("check --json: {e}\n{out}"));
+    let runs: Vec<&serde_json::Value> = std::iter::once(&v["base"])
+        .chain(v["tried"].as_array().expect("tried"))
+        .collect();
+    Rate {
+        runs: runs.len() as u64,
+        steps: runs.iter().filter_map(|r| r["steps"].as_u64()).sum(),
+        wall,
+        cpu,
+    }
+}
+
+/// Runs per second of `rewind check --all --no-narrow`, memory points
+/// against syscall points (the baseline, measured in this process), in wall
+/// time and in the `rewind` process's CPU time: on a loaded host (or under
+/// `nice`) the wall rate falls with the CPU the bench gets, the CPU rate
+/// does not, so compare CPU rates across hosts and loads.
 fn checks_per_second() {
     const RUNS: u64 = 16;
-    println!();
-    println!("checks per second (`check --all --no-narrow --schedules {RUNS} --jobs 1`):");
-    let mut rates = Vec::new();
-    for ex in ["bank-fixed", "counter-fixed"] {
-        for p in ["syscalls", "memory"] {
-            let h = Home::unreplayed();
-            let schedules = RUNS.to_string();
-            let started = std::time::Instant::now();
-            let out = h.rewind(&[
-                "check",
-                "--points",
-                p,
-                "--all",
-                "--no-narrow",
-                "--jobs",
-                "1",
-                "--schedules",
-                &schedules,
-                "--example",
-                ex,
-            ]);
-            assert_eq!(out.code, 0, "{out}");
-            let rate = (RUNS + 1) as f64 / started.elapsed().as_secs_f64();
-            println!("  {ex}, {p} points: {rate:.1} runs/s");
-            rates.push(rate);
-        }
-        let n = rates.len();
-        println!(
-            "  {ex}: memory points run at {:.2}x the rate of syscall points",
-            rates[n - 1] / rates[n - 2]
-        );
-    }
-    // A program making 10,000 shared accesses: `counter 2500`, two threads
+    // `counter 2500`: a program making 10,000 shared accesses, two threads
     // each reading and writing a shared total 2,500 times (its race found
-    // or not, every schedule runs: `--all`).
-    // Fewer schedules: a memory-point run of it is ~26,000 steps, and a
-    // command has 120 s.
+    // or not, every schedule runs: `--all`). Fewer schedules: a
+    // memory-point run of it is ~26,000 steps, and a command has 120 s.
     const BIG_RUNS: u64 = 3;
-    let prog = rewind_tests::guest_arg("counter");
-    let mut pair = Vec::new();
-    for p in ["syscalls", "memory"] {
-        let h = Home::unreplayed();
-        let schedules = BIG_RUNS.to_string();
-        let started = std::time::Instant::now();
-        let out = h.rewind(&[
-            "check",
-            "--points",
-            p,
-            "--all",
-            "--no-narrow",
-            "--jobs",
-            "1",
-            "--schedules",
-            &schedules,
-            "--",
-            &prog,
-            "2500",
-        ]);
-        assert!(out.code == 0 || out.code == 1, "{out}");
-        let rate = (BIG_RUNS + 1) as f64 / started.elapsed().as_secs_f64();
-        println!("  counter 2500 (10,000 shared accesses), {p} points: {rate:.2} runs/s");
-        pair.push(rate);
-    }
+    let counter = rewind_tests::guest_arg("counter");
+    let targets: [(&str, u64, Vec<&str>); 4] = [
+        ("bank-fixed", RUNS, vec!["--example", "bank-fixed"]),
+        ("counter-fixed", RUNS, vec!["--example", "counter-fixed"]),
+        ("counter", RUNS, vec!["--example", "counter"]),
+        (
+            "counter 2500 (10,000 shared accesses)",
+            BIG_RUNS,
+            vec!["--", &counter, "2500"],
+        ),
+    ];
+    println!();
     println!(
-        "  counter 2500: memory points run at {:.3}x the rate of syscall points",
-        pair[1] / pair[0]
+        "checks per second (`check --all --no-narrow --jobs 1`, {RUNS} schedules, \
+         {BIG_RUNS} for counter 2500; CPU: the rewind process's user + sys time); \
+         load average before: {}",
+        rewind_tests::load_average()
     );
+    println!("| program | points | runs | steps a run | runs/s (wall) | runs per CPU second | CPU ms a run |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    let mut ratios = Vec::new();
+    for (name, schedules, target) in &targets {
+        let pair: Vec<Rate> = ["syscalls", "memory"]
+            .into_iter()
+            .map(|p| {
+                let r = check_rate(p, *schedules, target);
+                println!(
+                    "| {name} | {p} | {} | {} | {:.1} | {:.1} | {:.1} |",
+                    r.runs,
+                    r.steps / r.runs.max(1),
+                    r.per_wall_second(),
+                    r.per_cpu_second(),
+                    r.cpu * 1e3 / r.runs.max(1) as f64
+                );
+                r
+            })
+            .collect();
+        ratios.push(format!(
+            "  {name}: memory points at {:.3}x the rate of syscall points in wall time, {:.3}x in CPU time",
+            pair[1].per_wall_second() / pair[0].per_wall_second(),
+            pair[1].per_cpu_second() / pair[0].per_cpu_second()
+        ));
+    }
+    println!();
+    for r in ratios {
+        println!("{r}");
+    }
+    println!("load average after: {}", rewind_tests::load_average());
 }

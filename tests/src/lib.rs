@@ -653,6 +653,14 @@ pub fn children_cpu() -> Duration {
     tv(r.ru_utime) + tv(r.ru_stime)
 }
 
+/// The host's load averages over 1, 5 and 15 minutes (`/proc/loadavg`),
+/// which a benchmark prints beside its wall times.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 /// A host program a test runs (`/usr/bin/sqlite3`, `/usr/bin/busybox`),
 /// installed by scripts/setup as `package`: Some(path) when it is there;
 /// else the test is skipped (said on stderr), unless
