@@ -308,10 +308,12 @@ impl Search<'_, '_> {
         if let Some(one) = self.first_failing(alone, spare)? {
             return Ok(one);
         }
-        if let Some(one) = self.single_near(&set, budget)? {
+        // The accesses the set interrupted first: at most SAME_ACCESS_TRIES
+        // runs, where the steps near a set that spans a run are hundreds.
+        if let Some(one) = self.same_access(&set, &t, budget)? {
             return Ok(one);
         }
-        if let Some(one) = self.same_access(&set, &t, budget)? {
+        if let Some(one) = self.single_near(&set, budget)? {
             return Ok(one);
         }
         // ddmin stopped by the budget may leave a set whose run without its
