@@ -129,9 +129,8 @@ fn id_of(o: &Output) -> String {
         .to_string()
 }
 
-/// Steps between keyframes at most (`vmm::record::keyframe::KEYFRAME_STEPS`);
-/// none is taken at step 0.
-const KEYFRAME_STEPS: u64 = 20_000;
+/// Steps between keyframes at most; none is taken at step 0.
+use vmm::record::keyframe::KEYFRAME_STEPS;
 
 /// A timed fork must have worked, and started where it should: past the
 /// first keyframe, from a keyframe at most `KEYFRAME_STEPS` before `step`

@@ -218,6 +218,7 @@ impl Kernel<'_> {
         let Some(mut clock) = self.keyframes.take() else {
             return Ok(());
         };
+        let first = clock.pages.is_empty();
         let dirty = self.m.take_dirty_pages()?;
         let mut new_pages: Vec<(PageHash, &[u8])> = Vec::new();
         for pa in &dirty {
@@ -231,9 +232,17 @@ impl Kernel<'_> {
         let (kf, blobs) = self.keyframe_now(frames, &mut clock.blob_pages)?;
         new_pages.extend(blobs.iter().map(|(h, b)| (*h, b.as_slice())));
         self.rec.keyframe(&kf, &new_pages);
+        // The first keyframe of a recording hashes every page the program
+        // was loaded into, which no later one does again: its cost would
+        // put the second keyframe up to `KEYFRAME_STEPS` off, and a seek
+        // there would replay all of them.
         clock.last_step = self.step;
         clock.last_wall = Instant::now();
-        clock.last_cost = thread_cpu_time().saturating_sub(started);
+        clock.last_cost = if first {
+            std::time::Duration::ZERO
+        } else {
+            thread_cpu_time().saturating_sub(started)
+        };
         self.keyframes = Some(clock);
         Ok(())
     }
