@@ -203,6 +203,8 @@ fn the_narrowing_sentence_and_check_where_name_source_lines() {
         sentence.contains(&format!("in teller (bank.c:{ledger})")),
         "{sentence}"
     );
+    // Syscall points record no accesses: no interleaving is told.
+    assert!(!out.stdout.contains("the interleaving:"), "{out}");
     assert!(
         out.stdout
             .lines()
@@ -546,4 +548,103 @@ fn a_program_a_shell_execs_names_its_own_places() {
             .any(|v| v["name"] == "i"),
         "add's locals: {vars:#}"
     );
+}
+
+/// `rewind check --json --example NAME` with memory points: its report.
+fn memory_check(h: &Home, example: &str) -> (Value, String) {
+    let out = h.rewind(&[
+        "check",
+        "--points",
+        "memory",
+        "--json",
+        "--example",
+        example,
+    ]);
+    assert_eq!(out.code, 1, "{out}");
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let failing = v["narrowed"]["with"]["run"].as_str().unwrap().to_string();
+    (v, failing)
+}
+
+#[test]
+fn the_narrowing_names_the_accesses_the_deciding_switch_interleaved() {
+    let h = Home::new();
+    // bank: the switch falls inside the teller's snprintf; the race is the
+    // other teller's store of balance between this one's read and store.
+    let (v, failing) = memory_check(&h, "bank");
+    let read = line_of("guest/examples/bank.c", "long seen = balance; /* read */");
+    let store = line_of("guest/examples/bank.c", "balance = seen + t->deposit;");
+    let race = &v["narrowed"]["race"];
+    let (before, between, after) = (&race["before"], &race["between"], &race["after"]);
+    for (access, what, line) in [
+        (before, "read", read),
+        (between, "write", store),
+        (after, "write", store),
+    ] {
+        assert_eq!(access["variable"], "balance", "{race:#}");
+        assert_eq!(access["access"], what, "{race:#}");
+        assert_eq!(
+            access["place"],
+            format!("teller (bank.c:{line})"),
+            "{race:#}"
+        );
+    }
+    assert_eq!(before["tid"], after["tid"], "{race:#}");
+    assert_ne!(before["tid"], between["tid"], "{race:#}");
+    let step = |a: &Value| a["step"].as_u64().unwrap();
+    let deciding = v["narrowed"]["deciding"][0]["step"].as_u64().unwrap();
+    assert!(
+        step(before) < deciding && deciding < step(between) && step(between) < step(after),
+        "{v:#}"
+    );
+    // The accesses are the failing run's own events.
+    let events = h.events_json(&failing);
+    for a in [before, between, after] {
+        assert!(
+            events.iter().any(|e| e["step"] == a["step"]
+                && e["tid"] == a["tid"]
+                && e["kind"] == "access"
+                && e["addr"] == a["addr"]
+                && e["access"] == a["access"]),
+            "{a} is not an event of run {failing}"
+        );
+    }
+    h.replay_identical(&failing);
+
+    // lazy: the other worker reads storage before this one, stopped before
+    // its store, fills it in; the sentence says so, in the text report too.
+    let out = h.rewind(&["check", "--points", "memory", "--example", "lazy"]);
+    assert_eq!(out.code, 1, "{out}");
+    let fill = line_of("guest/examples/lazy.c", "storage.port = 8080;");
+    let use_ = line_of(
+        "guest/examples/lazy.c",
+        "seen_port[id] = get_config()->port;",
+    );
+    let line = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("the interleaving: "))
+        .unwrap_or_else(|| panic!("no interleaving:\n{out}"));
+    assert!(line.contains("'s read of storage at step "), "{line}");
+    assert!(
+        line.contains(&format!(
+            "in worker (lazy.c:{use_}), came before the write of it thread "
+        )),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(&format!(
+            "was stopped before at step {}, in get_config (lazy.c:{fill})",
+            {
+                let s = out
+                    .stdout
+                    .lines()
+                    .find(|l| l.contains("decides it"))
+                    .unwrap();
+                s.split_whitespace().nth(1).unwrap().to_string()
+            }
+        )),
+        "{line}"
+    );
+    h.replay_identical(&failing_run_in(&out));
 }

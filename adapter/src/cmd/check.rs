@@ -9,6 +9,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use vmm::check::label::{labels, Judged, Label};
 use vmm::check::property::Property;
+use vmm::check::race::{Race, Told};
 use vmm::check::{CheckSpec, Checker, Parent, Progress, Report, Side, Strategy, Tried};
 use vmm::record::Points;
 use vmm::session::Limits;
@@ -309,6 +310,9 @@ fn print_report(r: &Report, spec: &CheckSpec) {
         return;
     };
     println!("{}", n.sentence);
+    if let Some(race) = &n.race {
+        println!("the interleaving: {}", race.sentence);
+    }
     for side in n.sides() {
         println!("{}: run {}", side.label, side.run);
     }
@@ -352,6 +356,30 @@ fn side_json(s: &Side) -> serde_json::Value {
         "run": s.run,
         "status": s.status.to_string(),
         "label": s.label,
+    })
+}
+
+/// `{"sentence", "before", "between", "after"}`, each access `{"step",
+/// "pid", "tid", "access", "addr", "size", "pc", "variable", "place"}`.
+fn race_json(r: &Race) -> serde_json::Value {
+    let told = |t: &Told| {
+        serde_json::json!({
+            "step": t.touch.step,
+            "pid": t.touch.pid,
+            "tid": t.touch.tid,
+            "access": t.touch.access,
+            "addr": t.touch.addr,
+            "size": t.touch.size,
+            "pc": t.touch.pc,
+            "variable": t.variable,
+            "place": t.place,
+        })
+    };
+    serde_json::json!({
+        "sentence": r.sentence,
+        "before": r.before.as_ref().map(told),
+        "between": told(&r.between),
+        "after": r.after.as_ref().map(told),
     })
 }
 
@@ -404,6 +432,7 @@ fn json_report(r: &Report) -> serde_json::Value {
                 "lines": d.lines(),
             })),
             "where": n.where_,
+            "race": n.race.as_ref().map(race_json),
             "runs": n.runs,
             "wall_secs": n.wall.as_secs_f64(),
         })),

@@ -160,6 +160,14 @@ impl Names {
         Some(name)
     }
 
+    /// `counter`, `pool+0x8`: the variable covering `addr`, and the offset into it.
+    pub fn variable(&self, addr: u64) -> Option<String> {
+        match self.object_at(addr)? {
+            (name, 0) => Some(name.to_string()),
+            (name, off) => Some(format!("{name}+{off:#x}")),
+        }
+    }
+
     /// The variable covering `addr`, and the offset into it.
     pub fn object_at(&self, addr: u64) -> Option<(&str, u64)> {
         let a = addr.wrapping_sub(self.bias);
@@ -173,11 +181,7 @@ impl Names {
 /// increment)`; the variable and the function where the symbol table names
 /// them.
 pub fn access(what: &str, addr: u64, pc: u64, syms: &Names) -> String {
-    let var = match syms.object_at(addr) {
-        Some((name, 0)) => Some(name.to_string()),
-        Some((name, off)) => Some(format!("{name}+{off:#x}")),
-        None => None,
-    };
+    let var = syms.variable(addr);
     let func = syms.function_at(pc).map(|f| format!("in {f}"));
     let within: Vec<String> = var.into_iter().chain(func).collect();
     if within.is_empty() {

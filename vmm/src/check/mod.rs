@@ -8,6 +8,7 @@
 pub mod label;
 pub mod narrow;
 pub mod property;
+pub mod race;
 pub mod window;
 /// The perturbations live below the kernel, which applies them.
 pub use crate::schedule;
@@ -152,6 +153,9 @@ pub struct Narrowed {
     pub divergence: Option<Divergence>,
     /// Where each thread was at the deciding step.
     pub where_: Vec<String>,
+    /// The accesses to shared memory the deciding step interleaved (memory
+    /// points record them), when one step decides it.
+    pub race: Option<race::Race>,
     pub runs: u64,
     pub wall: std::time::Duration,
 }

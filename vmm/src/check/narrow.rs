@@ -22,6 +22,7 @@
 //! one in order winning, so the result does not depend on `--jobs`.
 
 use super::label::{self, Judged, Label};
+use super::race::{self, Race};
 use super::{Candidate, CheckError, Checker, Narrowed, Progress, Side, Tried};
 use crate::record::diff::first_divergence;
 use crate::record::{Discard, Event, EventKind, Perturbation, Perturbed};
@@ -362,6 +363,7 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
             sentence,
             divergence,
             where_: Vec::new(),
+            race: None,
             runs: 1,
             wall: started.elapsed(),
         });
@@ -393,11 +395,15 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
         _ => "the run without it",
     };
     let effect = label::effect(&property, other, without.status, (with.label, with.status));
+    let names = Program::of(checker);
+    let mut race = None;
     let sentence = match deciding.as_slice() {
         [one] => {
             let switches = checker.store.resolve(&failing.id)?.switches()?;
+            race = race::exposed(&failing_events, &switches, one.step)
+                .map(|i| Race::tell(&i, one.step, &|a| names.variable(a), &|pc| names.place(pc)));
             let thread = label::thread_at(&switches, one.step);
-            let what = label::deciding(one, &failing_events, thread, &symbols(checker));
+            let what = label::deciding(one, &failing_events, thread, &names.names);
             let place = thread
                 .and_then(|(pid, tid)| {
                     let prefix = format!("thread {pid}/{tid}: ");
@@ -427,6 +433,7 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
         sentence,
         divergence,
         where_,
+        race,
         runs: s.runs,
         wall: started.elapsed(),
     })
@@ -450,10 +457,46 @@ fn sides(without: &Tried, with: &Tried, without_is_schedule_0: bool) -> (Side, S
     (side(without, a), side(with, b))
 }
 
-/// The checked program's symbols (none when its file cannot be read).
-fn symbols(checker: &Checker) -> label::Names {
-    let base = &checker.spec.base;
-    crate::kernel::elf::read_program(&base.image, &base.manifest.program)
-        .map(|elf| label::Names::from_elf(&elf, crate::kernel::elf::load_bias(&elf)))
-        .unwrap_or_default()
+/// The checked program's names: its symbol table for recorded text, and
+/// its debug info (found as `rewind where` finds it) for source lines.
+struct Program {
+    names: label::Names,
+    lines: Option<std::sync::Arc<symbols::Symbolizer>>,
+}
+
+impl Program {
+    /// None of either when the program's file cannot be read.
+    fn of(checker: &Checker) -> Program {
+        let base = &checker.spec.base;
+        let path = &base.manifest.program;
+        let Ok(elf) = crate::kernel::elf::read_program(&base.image, path) else {
+            return Program {
+                names: label::Names::default(),
+                lines: None,
+            };
+        };
+        let bias = crate::kernel::elf::load_bias(&elf);
+        Program {
+            names: label::Names::from_elf(&elf, bias),
+            lines: crate::kernel::symbols::SymbolTable::from_elf(path, &elf, bias).symbolizer(),
+        }
+    }
+
+    /// `balance`, `pool+0x8`, else the address.
+    fn variable(&self, addr: u64) -> String {
+        self.names
+            .variable(addr)
+            .unwrap_or_else(|| format!("{addr:#x}"))
+    }
+
+    /// `teller (bank.c:27)`, else `teller+0x4c`, else the address.
+    fn place(&self, pc: u64) -> String {
+        match &self.lines {
+            Some(s) => s.place(pc),
+            None => self
+                .names
+                .function_at(pc)
+                .unwrap_or_else(|| format!("{pc:#x}")),
+        }
+    }
 }
