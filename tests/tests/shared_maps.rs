@@ -5,9 +5,12 @@
 //! processes, coherent with read() and write() and written back to the
 //! overlay (`guest/tests/shared-maps.c`, the same lines as natively). A
 //! seek and a fork inside a child, after its stores to shared pages,
-//! restore the sharing from a keyframe.
+//! restore the sharing from a keyframe. File mappings at their edges
+//! (`guest/tests/file-maps.c`): MAP_SHARED_VALIDATE's refusals, SIGBUS
+//! past the file's end for private and shared mappings, a truncate under
+//! them.
 
-use rewind_tests::{assert_lines, native_passing, Home};
+use rewind_tests::{assert_lines, has_event, native_passing, Home};
 
 #[test]
 fn shared_mappings_behave_as_on_linux() {
@@ -74,4 +77,36 @@ fn a_seek_and_a_fork_after_shared_stores_keep_the_sharing() {
         "{fork}"
     );
     home.replay_identical(&run.id);
+}
+
+/// MAP_SHARED_VALIDATE refuses what it does not know (EOPNOTSUPP, and
+/// EINVAL for anonymous memory) where MAP_SHARED ignores it; a page
+/// wholly past a file's end is SIGBUS (BUS_ADRERR, at the address) for a
+/// private mapping as for a shared one, until the file grows into it; the
+/// rest of the last page reads zeros; a truncate takes private copies
+/// too. The same lines as natively.
+#[test]
+fn file_mappings_at_their_edges_as_on_linux() {
+    let home = Home::new();
+    let (run, log) = home.run_passing("file-maps");
+    assert_lines(
+        &log,
+        &[
+            "ok: MAP_SHARED_VALIDATE with a flag it does not know: EOPNOTSUPP",
+            "ok: MAP_SHARED_VALIDATE of anonymous memory: EINVAL",
+            "ok: MAP_SHARED ignores the flags it does not know",
+            "ok: private: a page wholly past the end is SIGBUS (BUS_ADRERR)",
+            "ok: private: the rest of the last page reads zeros",
+            "ok: private: once the file grew, the page reads the file",
+            "ok: private: past a truncate, SIGBUS",
+            "ok: shared: a page wholly past the end is SIGBUS (BUS_ADRERR)",
+        ],
+    );
+    assert_eq!(log, native_passing("file-maps"), "the same lines natively");
+    let events = home.events(&run.id);
+    assert!(has_event(&events, &["SIGBUS code=2"]), "{events}");
+    assert!(
+        has_event(&events, &["mmap(", "= -1 EOPNOTSUPP"]),
+        "{events}"
+    );
 }

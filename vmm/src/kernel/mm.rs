@@ -19,6 +19,30 @@ pub const MAP_PRIVATE: u64 = 0x02;
 pub const MAP_FIXED: u64 = 0x10;
 pub const MAP_ANONYMOUS: u64 = 0x20;
 pub const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
+/// MAP_SHARED that refuses flags it does not know (EOPNOTSUPP).
+pub const MAP_SHARED_VALIDATE: u64 = 0x03;
+/// The bits of the flags saying shared or private.
+const MAP_TYPE: u64 = 0x0f;
+/// The flags every mapping takes (Linux's LEGACY_MAP_MASK): all that
+/// MAP_SHARED_VALIDATE accepts, the run's files supporting none of the
+/// newer ones (MAP_SYNC needs DAX). MAP_FIXED_NOREPLACE is not one.
+const LEGACY_MAP_MASK: u64 = MAP_SHARED
+    | MAP_PRIVATE
+    | MAP_FIXED
+    | MAP_ANONYMOUS
+    | 0x0040 // MAP_32BIT
+    | 0x0100 // MAP_GROWSDOWN
+    | 0x0800 // MAP_DENYWRITE
+    | 0x1000 // MAP_EXECUTABLE
+    | 0x2000 // MAP_LOCKED
+    | 0x4000 // MAP_NORESERVE
+    | 0x8000 // MAP_POPULATE
+    | 0x1_0000 // MAP_NONBLOCK
+    | 0x2_0000 // MAP_STACK
+    | 0x4_0000 // MAP_HUGETLB
+    | 0x400_0000 // MAP_UNINITIALIZED
+    | 21 << 26 // MAP_HUGE_2MB
+    | 30 << 26; // MAP_HUGE_1GB
 pub const MREMAP_MAYMOVE: u64 = 1;
 pub const MREMAP_FIXED: u64 = 2;
 pub const MADV_DONTNEED: u64 = 4;
@@ -96,14 +120,27 @@ pub struct Vma {
     pub share: Option<Share>,
 }
 
-/// What a MAP_SHARED mapping maps: pages of a shared object
-/// (`fs::shared_pages`), from page `pgoff` of it at the mapping's start.
+/// What a mapping of a shared object (`fs::shared_pages`: shared memory,
+/// or a file's pages) maps: its pages from page `pgoff` at the mapping's
+/// start, taken as `access` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Share {
     pub obj: ObjId,
     pub pgoff: u64,
-    /// Whether it may be made writable (a file opened for writing, or anonymous).
-    pub may_write: bool,
+    pub access: Access,
+}
+
+/// How a mapping takes its object's pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Access {
+    /// MAP_SHARED: the object's frames themselves, so a store is every
+    /// mapping's and the file's. `may_write`: whether it may be made
+    /// writable (a file opened for writing, or anonymous memory).
+    Shared { may_write: bool },
+    /// MAP_PRIVATE of a file: a page is a copy of the file's as it is when
+    /// the mapping first touches it, and its stores stay its own; a page
+    /// wholly past the file's end is SIGBUS, as for a shared mapping.
+    Private,
 }
 
 impl Vma {
@@ -113,6 +150,12 @@ impl Vma {
             pgoff: s.pgoff + (a - start) / PAGE_SIZE,
             ..s
         })
+    }
+
+    /// Whether its pages are its object's frames (MAP_SHARED), not copies.
+    pub fn maps_shared(&self) -> bool {
+        self.share
+            .is_some_and(|s| matches!(s.access, Access::Shared { .. }))
     }
 }
 
@@ -274,7 +317,10 @@ impl Mm {
             .range(..end)
             .rev()
             .take_while(|(_, v)| v.end > start)
-            .any(|(_, v)| v.share.is_some_and(|s| !s.may_write));
+            .any(|(_, v)| {
+                v.share
+                    .is_some_and(|s| s.access == Access::Shared { may_write: false })
+            });
         if prot.write && read_only {
             return Err(EACCES);
         }
@@ -346,7 +392,13 @@ impl Mm {
         }
         let frame = match share {
             // The object keeps its frame; this mapping holds one more reference.
-            Some(s) => SharedPages::frame(vfs, ram, s.obj, s.pgoff)?,
+            Some(
+                s @ Share {
+                    access: Access::Shared { .. },
+                    ..
+                },
+            ) => SharedPages::frame(vfs, ram, s.obj, s.pgoff)?,
+            Some(s) => SharedPages::copy(vfs, ram, s.obj, s.pgoff)?,
             None => ram.alloc_frame().ok_or(Fault::NoMemory)?,
         };
         if !self.pt.map(ram, page, frame, prot.perm()) {
@@ -399,7 +451,7 @@ impl Mm {
             let (Some((src, _)), Some((_, v))) = (self.pt.lookup(ram, va), self.vma_at(va)) else {
                 continue;
             };
-            if v.share.is_some() {
+            if v.maps_shared() {
                 continue;
             }
             let prot = v.prot;
@@ -436,7 +488,7 @@ impl Mm {
             let Some((src, _)) = self.pt.lookup(ram, va) else {
                 continue;
             };
-            if !ram.is_shared(src) || self.vma_at(va).is_some_and(|(_, v)| v.share.is_some()) {
+            if !ram.is_shared(src) || self.vma_at(va).is_some_and(|(_, v)| v.maps_shared()) {
                 continue;
             }
             let Some(frame) = copy_frame(ram, src) else {
@@ -455,23 +507,31 @@ impl Mm {
         true
     }
 
-    /// Unmaps pages `idxs` of shared object `obj` wherever this address
-    /// space maps them (a file shrunk under its mappings).
-    pub fn unmap_share_pages(&mut self, ram: &mut GuestRam, obj: ObjId, idxs: &[u64]) {
+    /// Unmaps the pages of object `obj` from page `from` on wherever this
+    /// address space maps them, shared or copied (a file shrunk under its
+    /// mappings). True when one was present (the TLB then needs a flush).
+    pub fn unmap_share_pages(&mut self, ram: &mut GuestRam, obj: ObjId, from: u64) -> bool {
+        let mut flushed = false;
         for (start, v) in &self.vmas {
             let Some(s) = v.share.filter(|s| s.obj == obj) else {
                 continue;
             };
-            let pages = (v.end - start) / PAGE_SIZE;
-            for idx in idxs
-                .iter()
-                .filter(|i| (s.pgoff..s.pgoff + pages).contains(i))
-            {
-                if let Some(frame) = self.pt.unmap(ram, start + (idx - s.pgoff) * PAGE_SIZE) {
+            let first = from
+                .saturating_sub(s.pgoff)
+                .checked_mul(PAGE_SIZE)
+                .and_then(|o| start.checked_add(o))
+                .filter(|a| *a < v.end);
+            let Some(first) = first else {
+                continue;
+            };
+            for va in self.pt.present(ram, first, v.end) {
+                if let Some(frame) = self.pt.unmap(ram, va) {
                     ram.free_frame(frame);
+                    flushed = true;
                 }
             }
         }
+        flushed
     }
 
     /// Frees every frame of the address space, page tables included.
@@ -544,8 +604,10 @@ fn free_range(mm: &Mm, start: u64, end: u64) -> bool {
 
 /// Mmap implements Linux syscall mmap(2).
 /// MAP_SHARED mappings of anonymous memory, /dev/zero and regular files
-/// map the same frames in every process (`fs/shared_pages.rs`).
-/// Partial (mmap): MAP_SHARED of a generated file (/proc) is a private copy; a private file mapping reads zeros past the file's end, where Linux gives SIGBUS; stores through a shared file mapping leave the file's times; MAP_SHARED_VALIDATE does not refuse unknown flags.
+/// map the same frames in every process (`fs/shared_pages.rs`); a
+/// MAP_PRIVATE one of a file copies the file's pages, the pages wholly
+/// past its end being SIGBUS.
+/// Partial (mmap): MAP_SHARED of a generated file (/proc) is a private copy; a private file mapping copies the file's pages present at mmap, so it does not see later writes to them (Linux shows them until the page's first store); stores through a shared file mapping leave the file's times; MAP_DROPPABLE is EINVAL, as before Linux 6.11.
 pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2], a[3], a[4] as i32, a[5]);
     if len == 0 || off & (PAGE_SIZE - 1) != 0 {
@@ -553,19 +615,26 @@ pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     }
     let len = page_up(len).filter(|l| *l < USER_END).ok_or(ENOMEM)?;
     let anon = flags & MAP_ANONYMOUS != 0;
-    if flags & (MAP_SHARED | MAP_PRIVATE) == 0 {
-        return Err(EINVAL);
-    }
-    // MAP_SHARED_VALIDATE has both bits: shared.
-    let backing = if flags & MAP_SHARED != 0 {
-        shared_pages::mmap_backing(k, fd, anon, prot)?
-    } else {
-        None
+    let backing = match flags & MAP_TYPE {
+        MAP_PRIVATE => None,
+        MAP_SHARED => shared_pages::mmap_backing(k, fd, anon, prot, false)?,
+        // Only a file is validated; anonymous memory is EINVAL, as on Linux.
+        MAP_SHARED_VALIDATE if !anon => {
+            let unknown = flags & !LEGACY_MAP_MASK != 0;
+            shared_pages::mmap_backing(k, fd, anon, prot, unknown)?
+        }
+        _ => return Err(EINVAL),
     };
     let contents = if anon || backing.is_some() {
         None
     } else {
         Some(super::fs::mmap_contents(k, fd, off, len)?)
+    };
+    // A private mapping of a file names its object: the pages not copied
+    // now (past the end, or dropped) are copied when touched, or SIGBUS.
+    let backing = match backing {
+        None if !anon && flags & MAP_TYPE == MAP_PRIVATE => shared_pages::private_backing(k, fd),
+        b => b,
     };
     let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
     let mm = k.mm();

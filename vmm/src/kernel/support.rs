@@ -46,7 +46,7 @@ const PARTIAL: &[(&str, &str)] = &[
     ),
     (
         "mmap",
-        "MAP_SHARED of a generated file (/proc) is a private copy; a private file mapping reads zeros past the file's end, where Linux gives SIGBUS; stores through a shared file mapping leave the file's times; MAP_SHARED_VALIDATE does not refuse unknown flags",
+        "MAP_SHARED of a generated file (/proc) is a private copy; a private file mapping copies the file's pages present at mmap, so it does not see later writes to them (Linux shows them until the page's first store); stores through a shared file mapping leave the file's times; MAP_DROPPABLE is EINVAL, as before Linux 6.11",
     ),
     (
         "madvise",

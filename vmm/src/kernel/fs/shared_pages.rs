@@ -20,11 +20,17 @@
 //! only. An object going writes its pages back, and holds an open of its
 //! inode meanwhile, so an unlinked file lives while mapped.
 //!
+//! A MAP_PRIVATE mapping of a file names the file's object too, holding
+//! none of its frames: its pages are copies (`SharedPages::copy`) of the
+//! file's as they are when first touched, so a page wholly past the end is
+//! SIGBUS for it as for a shared mapping, a page dropped (MADV_DONTNEED)
+//! is read again, and a truncate unmaps its copies past the new end.
+//!
 //! The objects are part of the file state, so keyframes carry them with
 //! the frames (guest memory) and the allocator's counts.
 
 use super::super::errno::*;
-use super::super::mm::{Fault, Share, PROT_WRITE};
+use super::super::mm::{Access, Fault, Share, PROT_WRITE};
 use super::vfs::{Ino, Kind};
 use super::{Target, Vfs, O_PATH};
 use crate::kernel::Kernel;
@@ -54,10 +60,11 @@ struct Object {
     pages: BTreeMap<u64, u64>,
 }
 
-/// What a MAP_SHARED mapping of a descriptor (or of none) maps.
+/// What a mapping of a descriptor (or of none) maps: shared memory, or a
+/// file's pages, shared or copied.
 pub enum Backing {
     Anon,
-    File { ino: Ino, may_write: bool },
+    File { ino: Ino, access: Access },
 }
 
 impl SharedPages {
@@ -71,15 +78,8 @@ impl SharedPages {
     /// (zeros, or the file's bytes there).
     pub fn frame(vfs: &mut Vfs, ram: &mut GuestRam, obj: ObjId, idx: u64) -> Result<u64, Fault> {
         let o = vfs.shared.objects.get(&obj).ok_or(Fault::Unmapped)?;
-        let at = idx.checked_mul(PAGE_SIZE).ok_or(Fault::PastEnd)?;
         let bytes = match o.file {
-            Some(ino) => {
-                let data = vfs.tree.contents(ino).map_err(|_| Fault::PastEnd)?;
-                if at >= data.len() as u64 {
-                    return Err(Fault::PastEnd);
-                }
-                Some(data)
-            }
+            Some(ino) => Some(file_page(vfs, ino, idx)?),
             None => None,
         };
         let o = vfs.shared.objects.get_mut(&obj).ok_or(Fault::Unmapped)?;
@@ -89,9 +89,7 @@ impl SharedPages {
             Some(f) => *f,
             None => {
                 let f = ram.alloc_frame().ok_or(Fault::NoMemory)?;
-                if let Some(data) = bytes {
-                    let from = at as usize;
-                    let n = (data.len() - from).min(PAGE);
+                if let Some((data, from, n)) = bytes {
                     if ram.write(f, &data[from..from + n]).is_err() {
                         ram.free_frame(f);
                         return Err(Fault::NoMemory);
@@ -104,11 +102,38 @@ impl SharedPages {
         ram.share_frame(frame);
         Ok(frame)
     }
+
+    /// A fresh frame holding page `idx` of file object `obj` as the file
+    /// has it now (a held page with its stores), for a MAP_PRIVATE mapping.
+    pub fn copy(vfs: &mut Vfs, ram: &mut GuestRam, obj: ObjId, idx: u64) -> Result<u64, Fault> {
+        let o = vfs.shared.objects.get(&obj).ok_or(Fault::Unmapped)?;
+        let (ino, held) = (o.file.ok_or(Fault::Unmapped)?, o.pages.get(&idx).copied());
+        // Past the end is SIGBUS even where a page is still held.
+        let (data, from, n) = file_page(vfs, ino, idx)?;
+        let page = match held {
+            Some(h) => ram.slice(h, PAGE).map_err(|_| Fault::NoMemory)?.to_vec(),
+            None => data[from..from + n].to_vec(),
+        };
+        let f = ram.alloc_frame().ok_or(Fault::NoMemory)?;
+        if ram.write(f, &page).is_err() {
+            ram.free_frame(f);
+            return Err(Fault::NoMemory);
+        }
+        Ok(f)
+    }
+}
+
+/// A file's bytes and the span of page `idx` in them, for a fault:
+/// PastEnd when the page is wholly past the file's end (SIGBUS).
+fn file_page(vfs: &mut Vfs, ino: Ino, idx: u64) -> Result<(Arc<Vec<u8>>, usize, usize), Fault> {
+    let data = vfs.tree.contents(ino).map_err(|_| Fault::PastEnd)?;
+    let (from, n) = page_span(idx, data.len()).ok_or(Fault::PastEnd)?;
+    Ok((data, from, n))
 }
 
 impl Vfs {
-    /// A new object for a MAP_SHARED mmap of `backing` (a file's is the
-    /// one every mapping of it shares).
+    /// The object a new mapping of `backing` names: a new one for shared
+    /// memory, a file's the one every mapping of it names.
     pub fn share_object(&mut self, backing: &Backing) -> ObjId {
         if let Backing::File { ino, .. } = backing {
             if let Some(id) = self.shared.files.get(ino) {
@@ -137,13 +162,24 @@ impl Vfs {
 /// What a MAP_SHARED mmap of `fd` maps: anonymous memory, `/dev/zero`, or
 /// a regular file (opened for reading, and for writing if `prot` has
 /// PROT_WRITE); None for what keeps a private copy (a generated file).
-pub fn mmap_backing(k: &mut Kernel, fd: i32, anon: bool, prot: u64) -> SysResult<Option<Backing>> {
+/// `unknown_flags`: MAP_SHARED_VALIDATE with flags it refuses (EOPNOTSUPP,
+/// once the descriptor is known good, as Linux checks).
+pub fn mmap_backing(
+    k: &mut Kernel,
+    fd: i32,
+    anon: bool,
+    prot: u64,
+    unknown_flags: bool,
+) -> SysResult<Option<Backing>> {
     if anon {
         return Ok(Some(Backing::Anon));
     }
     let (_, d) = k.desc(fd as i64 as u64)?;
     if d.flags & O_PATH != 0 {
         return Err(EBADF);
+    }
+    if unknown_flags {
+        return Err(EOPNOTSUPP);
     }
     if !d.readable() {
         return Err(EACCES);
@@ -155,23 +191,38 @@ pub fn mmap_backing(k: &mut Kernel, fd: i32, anon: bool, prot: u64) -> SysResult
         Kind::File(_) if prot & PROT_WRITE != 0 && !d.writable() => Err(EACCES),
         Kind::File(_) => Ok(Some(Backing::File {
             ino,
-            may_write: d.writable(),
+            access: Access::Shared {
+                may_write: d.writable(),
+            },
         })),
         Kind::Dev(super::vfs::Device::Zero) => Ok(Some(Backing::Anon)),
         _ => Ok(None),
     }
 }
 
+/// What a MAP_PRIVATE mmap of `fd` (its checks made) names: a regular
+/// file's object, whose pages it copies as it touches them.
+pub fn private_backing(k: &mut Kernel, fd: i32) -> Option<Backing> {
+    let (_, d) = k.desc(fd as i64 as u64).ok()?;
+    let Target::Node(ino) = d.target else {
+        return None;
+    };
+    matches!(k.vfs.tree.node(ino).ok()?.kind, Kind::File(_)).then_some(Backing::File {
+        ino,
+        access: Access::Private,
+    })
+}
+
 /// The share a new mapping of `backing` from byte `off` has.
 pub fn share_of(vfs: &mut Vfs, backing: &Backing, off: u64) -> Share {
-    let (pgoff, may_write) = match backing {
-        Backing::Anon => (0, true),
-        Backing::File { may_write, .. } => (off / PAGE_SIZE, *may_write),
+    let (pgoff, access) = match backing {
+        Backing::Anon => (0, Access::Shared { may_write: true }),
+        Backing::File { access, .. } => (off / PAGE_SIZE, *access),
     };
     Share {
         obj: vfs.share_object(backing),
         pgoff,
-        may_write,
+        access,
     }
 }
 
@@ -266,25 +317,28 @@ impl Kernel<'_> {
         f: impl FnOnce(&mut Vec<u8>) -> SysResult<R>,
     ) -> SysResult<R> {
         self.write_back(ino)?;
+        let Some(&id) = self.vfs.shared.files.get(&ino) else {
+            return self.vfs.tree.modify(ino, now, max_len, f);
+        };
+        let old_len = self.vfs.tree.contents(ino)?.len();
         let r = self.vfs.tree.modify(ino, now, max_len, f)?;
-        self.refresh_pages(ino)?;
+        self.refresh_pages(ino, id, old_len)?;
         Ok(r)
     }
 
     /// Copies a file's bytes into the pages its shared mappings hold, zeros
-    /// past its end; a page wholly past the end leaves every mapping.
-    fn refresh_pages(&mut self, ino: Ino) -> SysResult<()> {
-        let Some(&id) = self.vfs.shared.files.get(&ino) else {
-            return Ok(());
-        };
+    /// past its end; when it shrank from `old_len`, its pages wholly past
+    /// the end leave every mapping, private copies too (as Linux's
+    /// truncate unmaps them), so that touching one is SIGBUS.
+    fn refresh_pages(&mut self, ino: Ino, id: ObjId, old_len: usize) -> SysResult<()> {
         let data = self.vfs.tree.contents(ino)?;
-        let mut past = Vec::new();
         let Some(o) = self.vfs.shared.objects.get(&id) else {
             return Ok(());
         };
-        for (idx, frame) in &o.pages {
+        // The first page wholly past the end.
+        let end = data.len().div_ceil(PAGE) as u64;
+        for (idx, frame) in o.pages.range(..end) {
             let Some((from, n)) = page_span(*idx, data.len()) else {
-                past.push(*idx);
                 continue;
             };
             let mut page = [0u8; PAGE];
@@ -293,11 +347,13 @@ impl Kernel<'_> {
                 let _ = self.m.ram.write(*frame, &page);
             }
         }
-        if past.is_empty() {
+        let past: Vec<u64> = o.pages.range(end..).map(|(i, _)| *i).collect();
+        if past.is_empty() && end >= old_len.div_ceil(PAGE) as u64 {
             return Ok(());
         }
+        let mut flushed = false;
         for p in self.procs.values_mut() {
-            p.mm.unmap_share_pages(&mut self.m.ram, id, &past);
+            flushed |= p.mm.unmap_share_pages(&mut self.m.ram, id, end);
         }
         if let Some(o) = self.vfs.shared.objects.get_mut(&id) {
             for idx in past {
@@ -306,7 +362,7 @@ impl Kernel<'_> {
                 }
             }
         }
-        self.flush_if(true)
+        self.flush_if(flushed)
     }
 }
 

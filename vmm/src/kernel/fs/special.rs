@@ -293,7 +293,7 @@ fn maps(k: &mut Kernel, pid: Pid) -> String {
             if p.read { 'r' } else { '-' },
             if p.write { 'w' } else { '-' },
             if p.exec { 'x' } else { '-' },
-            if v.share.is_some() { 's' } else { 'p' },
+            if v.maps_shared() { 's' } else { 'p' },
         );
         // The program, the files mapped (the interpreter, libraries), and
         // Linux's bracketed names.
