@@ -6,10 +6,12 @@
 //! from a keyframe holding two processes; and the `waiter` example found by
 //! `rewind check` as a deadlock in the parent's pause; a forked TCP and
 //! Unix-socket server with POSIX record locks between the two processes
-//! (`guest/tests/proc-net.c`). The guest programs
-//! check themselves and print `all passed`; every run recorded here replays.
+//! (`guest/tests/proc-net.c`); job control in orphaned process groups
+//! (`guest/tests/job-orphans.c`, the same lines as natively). The guest
+//! programs check themselves and print `all passed`; every run recorded
+//! here replays.
 
-use rewind_tests::{assert_lines, failing_run_in, Home};
+use rewind_tests::{assert_lines, failing_run_in, has_event, native_passing, Home};
 
 #[test]
 fn fork_wait_statuses_sigchld_orphans_and_groups() {
@@ -227,4 +229,35 @@ fn a_forked_server_sockets_and_record_locks_between_processes() {
         "the child was not waiting for the lock at step {slept}:\n{ps}"
     );
     assert!(granted > slept, "{events}");
+}
+
+/// SIGTSTP, SIGTTIN and SIGTTOU do nothing to a process of an orphaned
+/// group, where SIGSTOP stops it; a group its members' parent or its
+/// linking member leaves orphaned with a stopped member gets SIGHUP and
+/// SIGCONT, and one with none stopped, or still linked, gets nothing. The
+/// same lines as natively.
+#[test]
+fn orphaned_process_groups_as_on_linux() {
+    let home = Home::new();
+    let (run, log) = home.run_passing("job-orphans");
+    assert_lines(
+        &log,
+        &[
+            "ok: SIGTSTP to an orphaned group does nothing: the process runs on",
+            "ok: SIGTTOU to an orphaned group does nothing: the process runs on",
+            "ok: SIGSTOP stops a process of an orphaned group",
+            "ok: SIGTSTP stops a child in a group its parent links",
+            "ok: the orphaned group has a stopped member: SIGHUP (si_code SI_KERNEL) and SIGCONT",
+            "ok: the orphaned group has no stopped member: no SIGHUP (0 SIGCONT)",
+            "ok: another member still links the group: no SIGHUP (1 SIGCONT)",
+            "ok: its parent exited: SIGHUP (si_code SI_KERNEL) and SIGCONT",
+        ],
+    );
+    assert_eq!(
+        log,
+        native_passing("job-orphans"),
+        "the same lines natively"
+    );
+    let events = home.events(&run.id);
+    assert!(has_event(&events, &["SIGHUP code=128"]), "{events}");
 }

@@ -216,6 +216,7 @@ impl Kernel<'_> {
                 env: man.env.clone(),
                 nice: 0,
                 strings: Default::default(),
+                adopted: false,
             },
         );
         self.threads

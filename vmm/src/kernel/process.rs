@@ -232,6 +232,7 @@ impl Kernel<'_> {
             env: parent.env.clone(),
             nice: parent.nice,
             strings: parent.strings,
+            adopted: false,
         };
         // Every description gains a reference (the table itself is copied above).
         self.vfs.share_table(&child.files);
@@ -278,7 +279,7 @@ impl Kernel<'_> {
     pub(super) fn process_ended(&mut self, p: Process, status: ExitStatus) {
         let pid = p.pid;
         self.vfork_done(&p);
-        self.reparent_children(pid);
+        let (children, zombies) = self.reparent_children(pid);
         let core = match status {
             ExitStatus::Killed(s) => {
                 default_action(s) == DefaultAction::Core
@@ -295,7 +296,13 @@ impl Kernel<'_> {
             exit_signal: p.exit_signal,
             name: self.names.get(&pid).cloned().unwrap_or_default(),
         };
+        // A zombie first: what its end causes next may wake a wait for it.
         self.notify_parent(pid, z);
+        self.adopted(&p, children, zombies);
+        // Its own group may have lost its last link through it.
+        if let Some(parent) = self.procs.get(&p.ppid) {
+            self.hang_up_if_orphaned((p.pgid, p.sid), (parent.pgid, parent.sid));
+        }
     }
 
     /// Tells a zombie's parent: SIGCHLD (its exit signal), and a zombie
@@ -344,29 +351,86 @@ impl Kernel<'_> {
     }
 
     /// The children (live and zombies) of an ended process become the
-    /// first process's; live ones that asked get their PR_SET_PDEATHSIG.
-    fn reparent_children(&mut self, pid: Pid) {
+    /// first process's: the live ones, and whether zombies moved.
+    fn reparent_children(&mut self, pid: Pid) -> (Vec<Pid>, bool) {
         let init = super::FIRST_PID;
-        let mut deathsigs = Vec::new();
+        let mut children = Vec::new();
         for c in self.procs.values_mut().filter(|c| c.ppid == pid) {
             c.ppid = init;
-            if c.pdeathsig != 0 {
-                deathsigs.push((c.pid, c.pdeathsig));
-            }
+            c.adopted = true;
+            children.push(c.pid);
         }
-        let mut moved = false;
+        let mut zombies = false;
         for z in self.zombies.values_mut().filter(|z| z.ppid == pid) {
             z.ppid = init;
-            moved = true;
+            zombies = true;
         }
-        for (child, sig) in deathsigs {
-            self.send_signal(
-                super::signal::Target::Process(child),
-                SigInfo::sent(sig, super::signal::SI_USER, pid),
-            );
+        (children, zombies)
+    }
+
+    /// Once `p` is a zombie, what the adoption of its children causes: the
+    /// live ones that asked get their PR_SET_PDEATHSIG, a group this
+    /// orphans with a stopped member is hung up, and the first process's
+    /// waits look at the zombies it got.
+    fn adopted(&mut self, p: &Process, children: Vec<Pid>, zombies: bool) {
+        for child in children {
+            let Some(c) = self.procs.get(&child) else {
+                continue;
+            };
+            let (sig, group) = (c.pdeathsig, (c.pgid, c.sid));
+            if sig != 0 {
+                self.send_signal(
+                    super::signal::Target::Process(child),
+                    SigInfo::sent(sig, super::signal::SI_USER, p.pid),
+                );
+            }
+            self.hang_up_if_orphaned(group, (p.pgid, p.sid));
         }
-        if moved {
-            self.child_changed(init);
+        if zombies {
+            self.child_changed(super::FIRST_PID);
+        }
+    }
+
+    /// Whether process group `pgid` is orphaned: none of its live members
+    /// has its parent in another group of the same session (POSIX; Linux's
+    /// will_become_orphaned_pgrp). The first process links its group, as
+    /// a job a shell started does (so a stop signal stops its children as
+    /// when the program runs from a shell); a process it adopted links
+    /// none, as Linux's init's children do not.
+    pub(super) fn orphaned_pgrp(&self, pgid: Pid) -> bool {
+        !self.procs.values().filter(|m| m.pgid == pgid).any(|m| {
+            m.pid == super::FIRST_PID
+                || !m.adopted
+                    && self
+                        .procs
+                        .get(&m.ppid)
+                        .is_some_and(|q| q.pgid != pgid && q.sid == m.sid)
+        })
+    }
+
+    /// A process in `group` (pgid, sid) lost its parent, in `parent`
+    /// (itself or its parent ended): if that left its group orphaned with
+    /// a stopped member, no shell can continue it any more, so every member
+    /// gets SIGHUP, then SIGCONT, from the kernel (Linux's kill_orphaned_pgrp).
+    fn hang_up_if_orphaned(&mut self, group: (Pid, Pid), parent: (Pid, Pid)) {
+        let (pgid, sid) = group;
+        if parent.0 == pgid || parent.1 != sid || !self.orphaned_pgrp(pgid) {
+            return;
+        }
+        let members: Vec<Pid> = self
+            .procs
+            .values()
+            .filter(|m| m.pgid == pgid)
+            .map(|m| m.pid)
+            .collect();
+        if !members.iter().any(|m| self.procs[m].stopped.is_some()) {
+            return;
+        }
+        for sig in [super::signal::SIGHUP, super::signal::SIGCONT] {
+            for &m in &members {
+                let info = SigInfo::sent(sig, super::signal::SI_KERNEL, 0);
+                self.send_signal(super::signal::Target::Process(m), info);
+            }
         }
     }
 

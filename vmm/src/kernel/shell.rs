@@ -161,6 +161,7 @@ impl Kernel<'_> {
                 rlimits,
                 stopped: None,
                 report: None,
+                adopted: false,
             },
         );
         self.threads.insert(pid, Thread::first_of(pid, path));

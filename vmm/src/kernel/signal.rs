@@ -38,7 +38,8 @@
 //!   frame restores the one it replaced.
 //! - **Default actions**: terminate and core end the process `killed:SIGxxx`;
 //!   ignore does nothing; stop stops the process (job control, with its
-//!   parent told), and SIGCONT continues it when it is sent.
+//!   parent told), but for SIGTSTP, SIGTTIN and SIGTTOU in an orphaned
+//!   process group, which are dropped; SIGCONT continues it when it is sent.
 //! - **Faults** (`force_signal`) are synchronous: blocked or ignored, they are
 //!   unblocked and reset to the default action, so they kill, as Linux's
 //!   force_sig does. A frame that cannot be written, a handler without
@@ -668,6 +669,13 @@ impl Kernel<'_> {
                 return Some(Delivery::Kill(info));
             }
             if act.stops(sig) {
+                // Job control's stops do nothing in an orphaned process
+                // group (no shell is left to continue it); SIGSTOP always
+                // stops. As Linux's get_signal.
+                let pgid = self.procs[&pid].pgid;
+                if sig != SIGSTOP && self.orphaned_pgrp(pgid) {
+                    continue;
+                }
                 return Some(Delivery::Stop(info));
             }
             if act.ignores(sig) {

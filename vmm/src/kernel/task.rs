@@ -137,6 +137,10 @@ pub struct Process {
     /// strings (`/proc/<pid>/cmdline` and `environ` read that memory).
     #[serde(default)]
     pub strings: StackStrings,
+    /// Reparented to the first process when its parent ended: as a child
+    /// of Linux's init, it links no group to its session (`orphaned_pgrp`).
+    #[serde(default)]
+    pub adopted: bool,
 }
 
 /// The ranges `[start, end)` of the initial stack's argument strings and,
