@@ -6,7 +6,10 @@
  * forked child too) and EFAULT for a read() into it, a page the file grew
  * into reads the file, and a truncate takes the pages past the new end,
  * a private mapping's own copies too. A private page dropped with
- * MADV_DONTNEED reads the file again. Prints `ok: ...` lines, then
+ * MADV_DONTNEED reads the file again. A store through a shared mapping
+ * moves the file's mtime and ctime when it is the first to its page since
+ * the mapping was made or the last msync(MS_SYNC) or fsync, as stat shows
+ * them (a page-cache filesystem's, /tmp's natively). Prints `ok: ...` lines, then
  * `all passed`: the same natively and inside Rewind. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -178,6 +183,78 @@ static void past_end(int shared)
     unlink(path);
 }
 
+static struct timespec seen_m, seen_c;
+
+/* Whether mtime and ctime both moved since the last look (-1: only one). */
+static int times_moved(int fd)
+{
+    struct stat st;
+    fstat(fd, &st);
+    int m = st.st_mtim.tv_sec != seen_m.tv_sec || st.st_mtim.tv_nsec != seen_m.tv_nsec;
+    int c = st.st_ctim.tv_sec != seen_c.tv_sec || st.st_ctim.tv_nsec != seen_c.tv_nsec;
+    seen_m = st.st_mtim;
+    seen_c = st.st_ctim;
+    return m && c ? 1 : m || c ? -1 : 0;
+}
+
+static void nap(void)
+{
+    struct timespec t = {0, 10 * 1000 * 1000};
+    nanosleep(&t, NULL);
+}
+
+static void times(void)
+{
+    const char *path = "/tmp/file-maps-times";
+    int fd = file_of(path, 2 * PAGE);
+    char *m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    char b[4];
+    times_moved(fd);
+    nap();
+    CHECK(m[0] + m[PAGE] == 2 * 'x' && times_moved(fd) == 0, "times: loads leave them");
+    nap();
+    m[0] = 'a';
+    CHECK(times_moved(fd) == 1, "times: a store moves mtime and ctime");
+    nap();
+    m[1] = 'b';
+    CHECK(times_moved(fd) == 0, "times: another store to that page leaves them");
+    nap();
+    m[PAGE] = 'c';
+    CHECK(times_moved(fd) == 1, "times: a store to another page moves them");
+    nap();
+    CHECK(msync(m, 2 * PAGE, MS_ASYNC) == 0 && times_moved(fd) == 0, "times: msync leaves them");
+    nap();
+    m[2] = 'd';
+    CHECK(times_moved(fd) == 0, "times: after MS_ASYNC a store to a stored page leaves them");
+    nap();
+    CHECK(msync(m, 2 * PAGE, MS_SYNC) == 0 && times_moved(fd) == 0,
+          "times: MS_SYNC leaves them");
+    nap();
+    m[0] = 'e';
+    CHECK(times_moved(fd) == 1, "times: after MS_SYNC a store moves them again");
+    nap();
+    pread(fd, b, 4, 0);
+    m[0] = 'f';
+    nap();
+    pread(fd, b, 4, 0);
+    CHECK(times_moved(fd) == 0, "times: a store to that page again, read() between, leaves them");
+    fsync(fd);
+    nap();
+    m[PAGE] = 'g';
+    CHECK(times_moved(fd) == 1, "times: after fsync a store moves them");
+    nap();
+    m[PAGE + 1] = 'h';
+    CHECK(munmap(m, 2 * PAGE) == 0 && times_moved(fd) == 0,
+          "times: munmap after a store to a stored page leaves them");
+    m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    nap();
+    m[PAGE] = 'i';
+    CHECK(times_moved(fd) == 1, "times: a new mapping's first store to a page moves them");
+    munmap(m, 2 * PAGE);
+    close(fd);
+    unlink(path);
+}
+
 int main(void)
 {
     struct sigaction sa;
@@ -188,6 +265,7 @@ int main(void)
     validate();
     past_end(0);
     past_end(1);
+    times();
     if (!failures)
         printf("all passed\n");
     return failures != 0;

@@ -8,7 +8,7 @@
 //! restore the sharing from a keyframe. File mappings at their edges
 //! (`guest/tests/file-maps.c`): MAP_SHARED_VALIDATE's refusals, SIGBUS
 //! past the file's end for private and shared mappings, a truncate under
-//! them.
+//! them, and the file's times after stores through a shared mapping.
 
 use rewind_tests::{assert_lines, has_event, native_passing, Home};
 
@@ -84,7 +84,9 @@ fn a_seek_and_a_fork_after_shared_stores_keep_the_sharing() {
 /// wholly past a file's end is SIGBUS (BUS_ADRERR, at the address) for a
 /// private mapping as for a shared one, until the file grows into it; the
 /// rest of the last page reads zeros; a truncate takes private copies
-/// too. The same lines as natively.
+/// too. A store through a shared mapping moves the file's mtime and ctime
+/// as stat shows them when it is the first to its page since the last
+/// MS_SYNC, fsync or mmap. The same lines as natively.
 #[test]
 fn file_mappings_at_their_edges_as_on_linux() {
     let home = Home::new();
@@ -100,6 +102,9 @@ fn file_mappings_at_their_edges_as_on_linux() {
             "ok: private: once the file grew, the page reads the file",
             "ok: private: past a truncate, SIGBUS",
             "ok: shared: a page wholly past the end is SIGBUS (BUS_ADRERR)",
+            "ok: times: a store moves mtime and ctime",
+            "ok: times: another store to that page leaves them",
+            "ok: times: after MS_SYNC a store moves them again",
         ],
     );
     assert_eq!(log, native_passing("file-maps"), "the same lines natively");

@@ -607,7 +607,7 @@ fn free_range(mm: &Mm, start: u64, end: u64) -> bool {
 /// map the same frames in every process (`fs/shared_pages.rs`); a
 /// MAP_PRIVATE one of a file copies the file's pages, the pages wholly
 /// past its end being SIGBUS.
-/// Partial (mmap): MAP_SHARED of a generated file (/proc) is a private copy; a private file mapping copies the file's pages present at mmap, so it does not see later writes to them (Linux shows them until the page's first store); stores through a shared file mapping leave the file's times; MAP_DROPPABLE is EINVAL, as before Linux 6.11.
+/// Partial (mmap): MAP_SHARED of a generated file (/proc) is a private copy; a private file mapping copies the file's pages present at mmap, so it does not see later writes to them (Linux shows them until the page's first store); a store through a shared file mapping gives the file its times when the guest next looks (stat, msync, fsync, munmap), and only the first store to a page since the last sync or mmap of the file does, where Linux counts each mapping's first; MAP_DROPPABLE is EINVAL, as before Linux 6.11.
 pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (addr, len, prot, flags, fd, off) = (a[0], a[1], a[2], a[3], a[4] as i32, a[5]);
     if len == 0 || off & (PAGE_SIZE - 1) != 0 {
@@ -780,7 +780,8 @@ fn mapped(k: &mut Kernel, start: u64, end: u64) -> SysResult<()> {
 }
 
 /// Msync implements Linux syscall msync(2): the files mapped shared in the
-/// range get their pages' stores (as every read of them does anyway).
+/// range get their pages' stores (as every read of them does anyway), and
+/// the times those made due; MS_SYNC cleans the pages (`settle_times`).
 pub fn sys_msync(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let flags = a[2];
     if flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
@@ -808,7 +809,8 @@ pub fn sys_msync(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
         .filter_map(|o| k.vfs.shared.file_of(o))
         .collect();
     for ino in files {
-        k.write_back(ino)?;
+        // Only MS_SYNC writes back on Linux (cleaning the pages): MS_ASYNC does nothing.
+        k.settle_times(ino, flags & MS_SYNC != 0)?;
     }
     Ok(0)
 }

@@ -46,7 +46,7 @@ const PARTIAL: &[(&str, &str)] = &[
     ),
     (
         "mmap",
-        "MAP_SHARED of a generated file (/proc) is a private copy; a private file mapping copies the file's pages present at mmap, so it does not see later writes to them (Linux shows them until the page's first store); stores through a shared file mapping leave the file's times; MAP_DROPPABLE is EINVAL, as before Linux 6.11",
+        "MAP_SHARED of a generated file (/proc) is a private copy; a private file mapping copies the file's pages present at mmap, so it does not see later writes to them (Linux shows them until the page's first store); a store through a shared file mapping gives the file its times when the guest next looks (stat, msync, fsync, munmap), and only the first store to a page since the last sync or mmap of the file does, where Linux counts each mapping's first; MAP_DROPPABLE is EINVAL, as before Linux 6.11",
     ),
     (
         "madvise",

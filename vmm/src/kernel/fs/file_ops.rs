@@ -893,12 +893,15 @@ pub fn sys_fallocate(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
-/// fsync, fdatasync, syncfs: the overlay is memory, always in sync.
+/// fsync, fdatasync, syncfs: the overlay is memory, always in sync; fsync
+/// cleans the file's shared pages as a writeback does (`settle_times`).
 /// Fsync implements Linux syscalls fsync(2), fdatasync(2).
 pub fn sys_fsync(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (_, d) = k.desc(a[0])?;
     match d.target {
         Target::Stdin | Target::Stdout | Target::Stderr | Target::Io { .. } => Err(EINVAL),
+        // Its shared mappings' pages are written back, clean again.
+        Target::Node(ino) => k.settle_times(ino, true).map(|_| 0),
         _ => Ok(0),
     }
 }

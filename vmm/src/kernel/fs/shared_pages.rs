@@ -18,7 +18,10 @@
 //! mapping; pages wholly past a shrunk end are unmapped everywhere, and
 //! touching them again is SIGBUS). Both cost the pages held for that file
 //! only. An object going writes its pages back, and holds an open of its
-//! inode meanwhile, so an unlinked file lives while mapped.
+//! inode meanwhile, so an unlinked file lives while mapped. A store found
+//! by a write-back makes the file's times due, which the guest's next look
+//! gives it (`Kernel::settle_times`), as Linux's write fault on a clean
+//! page does at the store.
 //!
 //! A MAP_PRIVATE mapping of a file names the file's object too, holding
 //! none of its frames: its pages are copies (`SharedPages::copy`) of the
@@ -58,6 +61,16 @@ struct Object {
     file: Option<Ino>,
     /// Page index in the object to its frame.
     pages: BTreeMap<u64, u64>,
+    /// A file's pages whose stores gave it its times since the last
+    /// msync(MS_SYNC) or fsync, or since the file was last mapped: a later
+    /// store to one gives none, as Linux's page, dirty and mapped writable
+    /// then, takes no write fault.
+    #[serde(default)]
+    timed: BTreeSet<u64>,
+    /// Pages a write-back found stored to, not in `timed`: the file's times
+    /// are due, and change when the guest next looks (`settle_times`).
+    #[serde(default)]
+    untimed: BTreeSet<u64>,
 }
 
 /// What a mapping of a descriptor (or of none) maps: shared memory, or a
@@ -153,8 +166,15 @@ impl Vfs {
             }
             Backing::Anon => None,
         };
-        let pages = BTreeMap::new();
-        self.shared.objects.insert(id, Object { file, pages });
+        self.shared.objects.insert(
+            id,
+            Object {
+                file,
+                pages: BTreeMap::new(),
+                timed: BTreeSet::new(),
+                untimed: BTreeSet::new(),
+            },
+        );
         id
     }
 }
@@ -219,11 +239,15 @@ pub fn share_of(vfs: &mut Vfs, backing: &Backing, off: u64) -> Share {
         Backing::Anon => (0, Access::Shared { may_write: true }),
         Backing::File { access, .. } => (off / PAGE_SIZE, *access),
     };
-    Share {
-        obj: vfs.share_object(backing),
-        pgoff,
-        access,
+    let obj = vfs.share_object(backing);
+    // A new shared mapping's first store to a page gives the file its
+    // times, as its fresh page-table entries fault on Linux.
+    if let (Backing::File { .. }, Access::Shared { .. }) = (backing, access) {
+        if let Some(o) = vfs.shared.objects.get_mut(&obj) {
+            o.timed.clear();
+        }
     }
+    Share { obj, pgoff, access }
 }
 
 impl Kernel<'_> {
@@ -252,7 +276,7 @@ impl Kernel<'_> {
             if let Some(ino) = self.vfs.shared.file_of(id) {
                 // The tree may refuse the bytes (its space is full): they are lost, as
                 // Linux's writeback error would lose them.
-                let _ = self.write_back(ino);
+                let _ = self.settle_times(ino, false);
                 self.vfs.shared.files.remove(&ino);
                 self.vfs.drop_open(ino);
             }
@@ -273,6 +297,7 @@ impl Kernel<'_> {
         };
         let data = self.vfs.tree.contents(ino)?;
         let mut changed = Vec::new();
+        let mut stored = Vec::new();
         for (idx, frame) in &o.pages {
             let Some((from, n)) = page_span(*idx, data.len()) else {
                 continue;
@@ -282,10 +307,18 @@ impl Kernel<'_> {
             };
             if mem != &data[from..from + n] {
                 changed.push((from, mem.to_vec()));
+                if !o.timed.contains(idx) {
+                    stored.push(*idx);
+                }
             }
         }
         if changed.is_empty() {
             return Ok(());
+        }
+        if let Some(id) = shared.files.get(&ino).copied() {
+            if let Some(o) = self.vfs.shared.objects.get_mut(&id) {
+                o.untimed.extend(stored);
+            }
         }
         // Copying is not an event the guest sees (it happens at whichever read
         // comes first, a debugger's too): the file's times stay.
@@ -298,6 +331,36 @@ impl Kernel<'_> {
             Ok(())
         })?;
         self.vfs.tree.node_mut(ino)?.ctime = ctime;
+        Ok(())
+    }
+
+    /// Gives a file the times a store through a shared mapping made due:
+    /// mtime and ctime become now when a store was the first to its page
+    /// since the last sync (Linux sets them at that store, its write fault
+    /// on a clean page). Only what the guest does calls it (stat, msync,
+    /// fsync, a mapping's end), never a read: a debugger's reads leave the
+    /// times. `synced`: msync(MS_SYNC) or fsync, after which the next store
+    /// to any page counts again, as Linux's writeback cleans the pages.
+    pub fn settle_times(&mut self, ino: Ino, synced: bool) -> SysResult<()> {
+        let Some(&id) = self.vfs.shared.files.get(&ino) else {
+            return Ok(());
+        };
+        self.write_back(ino)?;
+        let now = self.fs_now();
+        let Some(o) = self.vfs.shared.objects.get_mut(&id) else {
+            return Ok(());
+        };
+        let due = !o.untimed.is_empty();
+        let untimed = std::mem::take(&mut o.untimed);
+        o.timed.extend(untimed);
+        if synced {
+            o.timed.clear();
+        }
+        if due {
+            let n = self.vfs.tree.node_mut(ino)?;
+            n.mtime = now;
+            n.ctime = now;
+        }
         Ok(())
     }
 
@@ -322,6 +385,11 @@ impl Kernel<'_> {
         };
         let old_len = self.vfs.tree.contents(ino)?.len();
         let r = self.vfs.tree.modify(ino, now, max_len, f)?;
+        // The change's times cover the stores the write-back found.
+        if let Some(o) = self.vfs.shared.objects.get_mut(&id) {
+            let untimed = std::mem::take(&mut o.untimed);
+            o.timed.extend(untimed);
+        }
         self.refresh_pages(ino, id, old_len)?;
         Ok(r)
     }
@@ -356,6 +424,8 @@ impl Kernel<'_> {
             flushed |= p.mm.unmap_share_pages(&mut self.m.ram, id, end);
         }
         if let Some(o) = self.vfs.shared.objects.get_mut(&id) {
+            o.timed.retain(|i| *i < end);
+            o.untimed.retain(|i| *i < end);
             for idx in past {
                 if let Some(frame) = o.pages.remove(&idx) {
                     self.m.ram.free_frame(frame);
