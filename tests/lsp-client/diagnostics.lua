@@ -6,6 +6,7 @@
 
 local bin, ws, out = os.getenv('REWIND_BIN'), os.getenv('WS'), os.getenv('OUT')
 local file, prog, want = os.getenv('FILE'), os.getenv('PROG'), os.getenv('WANT')
+local points = os.getenv('POINTS') or 'syscalls'
 local results = { log = {} }
 
 ---@param msg string
@@ -41,7 +42,7 @@ if not vim.wait(60000, function() return client.initialized == true end, 50) the
   finish('timed out waiting for initialize')
 end
 
-local check = vim.system({ bin, 'check', '--points', 'syscalls', '--', ws .. '/' .. prog }, { cwd = ws }):wait()
+local check = vim.system({ bin, 'check', '--points', points, '--', ws .. '/' .. prog }, { cwd = ws }):wait()
 results.check = { code = check.code, stdout = check.stdout, stderr = check.stderr }
 
 local function wanted()
@@ -53,7 +54,8 @@ if not vim.wait(120000, function() return #wanted() > 0 end, 50) then
   finish('timed out waiting for a diagnostic ' .. want)
 end
 results.diagnostics = vim.tbl_map(function(d)
-  return { lnum = d.lnum, severity = d.severity, code = d.code, message = d.message, data = d.user_data and d.user_data.lsp and d.user_data.lsp.data }
+  local lsp = d.user_data and d.user_data.lsp or {}
+  return { lnum = d.lnum, severity = d.severity, code = d.code, message = d.message, data = lsp.data, related = lsp.relatedInformation }
 end, vim.diagnostic.get(buf))
 client:stop()
 finish(nil)

@@ -328,11 +328,11 @@ fn malformed_messages_and_store_files_are_logged_and_the_server_keeps_serving() 
 /// What a check of an example shows in Neovim: the diagnostics of `file`
 /// once one of kind `want` came.
 fn example_diagnostics(name: &str, want: &str) -> (Value, Vec<Value>) {
-    example_diagnostics_in("examples", name, want)
+    example_diagnostics_in("examples", name, want, "syscalls")
 }
 
-/// `example_diagnostics` of a program of `guest/<dir>`.
-fn example_diagnostics_in(dir: &str, name: &str, want: &str) -> (Value, Vec<Value>) {
+/// `example_diagnostics` of a program of `guest/<dir>`, checked with `points`.
+fn example_diagnostics_in(dir: &str, name: &str, want: &str, points: &str) -> (Value, Vec<Value>) {
     let ws = lsp::workspace(dir, name);
     let home = Home::new();
     let file = format!("{name}.c");
@@ -340,7 +340,12 @@ fn example_diagnostics_in(dir: &str, name: &str, want: &str) -> (Value, Vec<Valu
         "diagnostics.lua",
         &home,
         ws.path(),
-        &[("FILE", &file), ("PROG", name), ("WANT", want)],
+        &[
+            ("FILE", &file),
+            ("PROG", name),
+            ("WANT", want),
+            ("POINTS", points),
+        ],
     );
     assert_eq!(r["check"]["code"], 1, "the check finds the bug: {r:#}");
     let diags = r["diagnostics"].as_array().unwrap().clone();
@@ -372,6 +377,42 @@ fn a_crash_is_an_error_on_the_faulting_line() {
         "{m}"
     );
     assert_eq!(of_kind(&diags, "deciding-step").len(), 1, "{r:#}");
+}
+
+#[test]
+fn with_memory_points_the_racing_accesses_are_the_deciding_steps_related_lines() {
+    let (r, diags) = example_diagnostics_in("examples", "bank", "deciding-step", "memory");
+    let deciding = of_kind(&diags, "deciding-step");
+    assert_eq!(deciding.len(), 1, "{r:#}");
+    let related: Vec<(u64, String)> = deciding[0]["related"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no related information: {r:#}"))
+        .iter()
+        .filter(|x| {
+            x["location"]["uri"]
+                .as_str()
+                .is_some_and(|u| u.ends_with("/bank.c"))
+        })
+        .map(|x| {
+            let line = x["location"]["range"]["start"]["line"].as_u64().unwrap();
+            (line + 1, x["message"].as_str().unwrap().to_string())
+        })
+        .collect();
+    // bank.c:22 `long seen = balance;` and :27 `balance = seen + ...`.
+    let has = |line: u64, what: &str| {
+        related
+            .iter()
+            .any(|(l, m)| *l == line && m.contains(what) && m.contains(" of balance at step "))
+    };
+    assert!(
+        has(22, "'s read") && has(22, ", before the switch"),
+        "{related:#?}"
+    );
+    assert!(
+        has(27, "'s write") && has(27, " comes in between"),
+        "{related:#?}"
+    );
+    assert!(has(27, ", when it runs again"), "{related:#?}");
 }
 
 #[test]
@@ -516,7 +557,8 @@ fn a_timed_out_run_is_an_error_where_the_thread_spun() {
 
 #[test]
 fn an_unmet_sometimes_is_a_warning_on_its_call() {
-    let (r, diags) = example_diagnostics_in("tests", "sometimes-never", "sdk-sometimes");
+    let (r, diags) =
+        example_diagnostics_in("tests", "sometimes-never", "sdk-sometimes", "syscalls");
     let stdout = r["check"]["stdout"].as_str().unwrap();
     let runs: u64 = stdout
         .lines()

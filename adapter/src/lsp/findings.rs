@@ -89,6 +89,60 @@ pub struct Deciding {
     pub tid: Option<u32>,
 }
 
+/// Where an access stands in the interleaving a deciding step made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RaceRole {
+    /// The switched thread's, before the switch.
+    Before,
+    /// Another thread's, in between.
+    Between,
+    /// The switched thread's, when it ran again.
+    After,
+}
+
+/// An access of that interleaving (`narrowed.race` of `check --json`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RaceAccess {
+    pub role: RaceRole,
+    pub step: u64,
+    pub pid: u32,
+    pub tid: u32,
+    /// `read`, `write`, `atomic`.
+    pub access: String,
+    /// `balance`, else the address.
+    pub variable: String,
+    pub pc: u64,
+}
+
+impl RaceAccess {
+    fn from_report(role: RaceRole, v: &serde_json::Value) -> Option<RaceAccess> {
+        let num = |k: &str| v.get(k)?.as_u64();
+        let text = |k: &str| Some(v.get(k)?.as_str()?.to_string());
+        Some(RaceAccess {
+            role,
+            step: num("step")?,
+            pid: u32::try_from(num("pid")?).ok()?,
+            tid: u32::try_from(num("tid")?).ok()?,
+            access: text("access")?,
+            variable: text("variable")?,
+            pc: num("pc")?,
+        })
+    }
+
+    /// `thread 1000/1002's write of balance at step 255 comes in between`.
+    fn message(&self) -> String {
+        let what = format!(
+            "thread {}/{}'s {} of {} at step {}",
+            self.pid, self.tid, self.access, self.variable, self.step
+        );
+        match self.role {
+            RaceRole::Before => format!("{what}, before the switch"),
+            RaceRole::Between => format!("{what} comes in between"),
+            RaceRole::After => format!("{what}, when it runs again"),
+        }
+    }
+}
+
 /// A run of a narrowed pair: `{"run", "status", "label"}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SideFacts {
@@ -110,6 +164,9 @@ pub struct CheckFacts {
     pub property: String,
     /// The first differing step of the run with the deciding step.
     pub right_step: Option<u64>,
+    /// The accesses to shared memory the deciding step interleaved, in
+    /// step order (memory points only).
+    pub race: Vec<RaceAccess>,
     pub never_held: Vec<String>,
     /// How many runs the check judged (schedule 0 and the tried ones).
     pub runs: u64,
@@ -159,6 +216,19 @@ impl CheckFacts {
             .and_then(|n| n.get("divergence"))
             .and_then(|d| d.get("right_step"))
             .and_then(|v| v.as_u64());
+        let race = narrowed
+            .and_then(|n| n.get("race"))
+            .map(|r| {
+                [
+                    (RaceRole::Before, "before"),
+                    (RaceRole::Between, "between"),
+                    (RaceRole::After, "after"),
+                ]
+                .iter()
+                .filter_map(|(role, key)| RaceAccess::from_report(*role, r.get(*key)?))
+                .collect()
+            })
+            .unwrap_or_default();
         let never_held = r
             .get("never_held")
             .and_then(|v| v.as_array())
@@ -170,6 +240,7 @@ impl CheckFacts {
             deciding,
             property,
             right_step,
+            race,
             never_held,
             runs: tried.len() as u64 + 1,
         })
@@ -347,6 +418,19 @@ fn deciding_finding(
                 });
                 break;
             }
+        }
+    }
+    // The racing accesses' own lines, when they are the user's.
+    for a in &check.race {
+        let Ok(frames) = places.at_pc(&with.run, a.pc) else {
+            continue;
+        };
+        if let Some(f) = pick(&frames, ws) {
+            related.push(Related {
+                file: f.file.clone(),
+                line: f.line,
+                message: a.message(),
+            });
         }
     }
     let action = match (d.what.as_str(), d.ns, d.tid) {

@@ -173,6 +173,62 @@ fn the_deciding_step_is_a_warning_on_the_switched_thread_with_the_other_threads_
 }
 
 #[test]
+fn the_racing_accesses_are_related_lines_of_the_deciding_step() {
+    let mut r: serde_json::Value =
+        serde_json::from_str(include_str!("testdata/bank-check.json")).unwrap();
+    let access = |step: u64, tid: u32, access: &str, pc: u64| {
+        serde_json::json!({"step": step, "pid": 1000, "tid": tid, "access": access,
+            "addr": 0x4b90f0u64, "size": 8, "pc": pc, "variable": "balance", "place": "teller"})
+    };
+    r["narrowed"]["race"] = serde_json::json!({
+        "sentence": "...",
+        "before": access(20, 1001, "read", 0x401670),
+        "between": access(45, 1002, "write", 0x4016b1),
+        // A pc with no workspace line is left out, not fatal.
+        "after": access(48, 1001, "write", 0x999999),
+    });
+    let c = CheckFacts::from_report("bank", &r).expect("a check report");
+    assert_eq!(c.race.len(), 3);
+    assert_eq!(c.race[1].role, RaceRole::Between);
+    let (_, _, with) = c.deciding.clone().unwrap();
+    let mut t = Table::default();
+    t.exits.insert(
+        (with.run.clone(), 36),
+        vec![thread(1001, true, vec![frame("/ws/bank.c", 26)])],
+    );
+    t.pcs
+        .insert((with.run.clone(), 0x401670), vec![frame("/ws/bank.c", 22)]);
+    t.pcs.insert(
+        (with.run.clone(), 0x4016b1),
+        vec![frame("/build/libc.c", 3), frame("/ws/bank.c", 27)],
+    );
+    let bad = facts(&with.run, "exited:2", vec![]);
+    let mut log = Vec::new();
+    let found = of_check(&c, Some(&bad), None, &mut t, &ws, &mut log);
+    assert_eq!(found.len(), 1, "{found:#?} {log:?}");
+    let related: Vec<(u32, &str)> = found[0]
+        .related
+        .iter()
+        .map(|r| (r.line, r.message.as_str()))
+        .collect();
+    assert_eq!(
+        related,
+        [
+            (
+                22,
+                "thread 1000/1001's read of balance at step 20, before the switch"
+            ),
+            (
+                27,
+                "thread 1000/1002's write of balance at step 45 comes in between"
+            ),
+        ]
+    );
+    // A report without a race (syscall points, an older rewind) has none.
+    assert!(bank_report().race.is_empty());
+}
+
+#[test]
 fn a_crash_is_an_error_on_the_faulting_line_with_signal_and_address() {
     let mut t = Table::default();
     t.exits.insert(
