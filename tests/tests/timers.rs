@@ -1,4 +1,6 @@
-//! alarm, setitimer, getitimer and POSIX timers in virtual time.
+//! alarm, setitimer, getitimer and POSIX timers in virtual time, and the
+//! timeouts of blocking calls (SO_SNDTIMEO, SO_RCVTIMEO, the time left
+//! select, pselect6 and ppoll write back, a restarted futex wait's).
 
 use rewind_tests::Home;
 
@@ -49,4 +51,23 @@ fn posix_timers_expire_on_the_virtual_clock_as_on_linux() {
         rewind_tests::has_event(&events, &["rt_sigtimedwait(", "= 32"]),
         "{events}"
     );
+}
+
+/// `guest/tests/timeouts.c`: SO_SNDTIMEO ends sends and connects, SO_RCVTIMEO
+/// accepts; select, pselect6 and ppoll write back the time left however they
+/// return; a timed futex wait stopped and continued halfway ends at its
+/// first deadline. Line for line as natively.
+#[test]
+fn call_timeouts_end_as_on_linux() {
+    let native = rewind_tests::native_passing("timeouts");
+    let h = Home::new();
+    let (run, log) = h.run_passing("timeouts");
+    assert_eq!(log, native, "{log}");
+    let events = h.events(&run.id);
+    let has = |parts: &[&str]| rewind_tests::has_event(&events, parts);
+    // The stopped wait was restarted, then timed out at its deadline.
+    assert!(has(&["futex(", "= ? ERESTART_RESTARTBLOCK"]), "{events}");
+    assert!(has(&["futex(", "= -1 ETIMEDOUT"]), "{events}");
+    assert!(has(&["connect(", "= -1 EINPROGRESS"]), "{events}");
+    assert!(has(&["sendmsg(", "= -1 EAGAIN"]), "{events}");
 }

@@ -94,6 +94,9 @@ pub fn sys_futex(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let call = PendingCall { nr: 202, args: a };
     match op & FUTEX_CMD_MASK {
         FUTEX_WAIT | FUTEX_WAIT_BITSET => {
+            // Restarted after a stop, a timed wait keeps the deadline it had
+            // (Linux's futex_wait_restart, with the absolute expiry).
+            let kept = k.io_resume(call.nr).deadline;
             let bitset = if op & FUTEX_CMD_MASK == FUTEX_WAIT {
                 FUTEX_BITSET_MATCH_ANY
             } else {
@@ -108,6 +111,8 @@ pub fn sys_futex(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
             }
             let deadline = if utime == 0 {
                 None
+            } else if kept.is_some() {
+                kept
             } else {
                 let ts: Timespec = k.read_struct(utime)?;
                 let ns = ts.to_ns().ok_or(EINVAL)?;

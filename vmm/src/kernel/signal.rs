@@ -29,13 +29,15 @@
 //!   under a handler, with the remaining time written for a relative
 //!   sleep); pause, rt_sigsuspend, poll, select, ppoll and pselect6 are
 //!   ERESTARTNOHAND (EINTR under a handler); epoll_wait, rt_sigtimedwait and
-//!   a socket wait bounded by SO_RCVTIMEO are EINTR even after a stop.
+//!   a socket wait bounded by SO_RCVTIMEO or SO_SNDTIMEO are EINTR even
+//!   after a stop.
 //!   Without a handler to run (a stop, or the signal was taken by another
 //!   thread meanwhile) the call is restarted: a sleep keeps its deadline, a
-//!   wait on descriptors what it had done (its deadline), any other call is
-//!   re-executed (`rip -= 2`). A mask the call put in force (sigsuspend,
-//!   ppoll, pselect6, epoll_pwait: `call_sigmask`) is the handler's, and the
-//!   frame restores the one it replaced.
+//!   wait on descriptors what it had done (its deadline), a timed futex
+//!   wait its deadline, any other call is re-executed (`rip -= 2`). A mask
+//!   the call put in force (sigsuspend, ppoll, pselect6, epoll_pwait:
+//!   `call_sigmask`) is the handler's, and the frame restores the one it
+//!   replaced.
 //! - **Default actions**: terminate and core end the process `killed:SIGxxx`;
 //!   ignore does nothing; stop stops the process (job control, with its
 //!   parent told), but for SIGTSTP, SIGTTIN and SIGTTOU in an orphaned
@@ -807,6 +809,8 @@ impl Kernel<'_> {
                 if let Err(e) = self.write_remaining(call, i.deadline) {
                     r = Err(e);
                 }
+            } else {
+                super::fs::poll::write_time_left(self, call, i.deadline);
             }
             self.end_call(call, r);
             return true;
@@ -822,8 +826,16 @@ impl Kernel<'_> {
         if let Some(m) = t.signals.saved_mask.take() {
             t.signals.mask = m;
         }
-        if let Some(r) = i.resume {
-            // Run again, it keeps its deadline (poll's restart block).
+        // Run again, it keeps its deadline (poll's and futex's restart blocks).
+        let timed_futex = matches!(i.wait, Wait::Futex { .. }) && i.deadline.is_some();
+        let kept = i.resume.or_else(|| {
+            timed_futex.then_some(Resume {
+                nr: call.nr,
+                done: 0,
+                deadline: i.deadline,
+            })
+        });
+        if let Some(r) = kept {
             self.io_keep(self.cur_tid(), r);
         }
         let (code, name) = kind.code();

@@ -101,10 +101,6 @@ const PARTIAL: &[(&str, &str)] = &[
         "AF_UNIX, and AF_INET/AF_INET6 TCP and UDP on the machine's own addresses only (others are ENETUNREACH)",
     ),
     (
-        "setsockopt",
-        "SO_RCVTIMEO bounds receives; SO_SNDTIMEO is kept and read back, but sends and connect wait without it",
-    ),
-    (
         "sendmsg",
         "AF_UNIX sockets' SCM_RIGHTS and SCM_CREDENTIALS; no SCM_PIDFD; internet sockets pass over the records they know (SCM_RIGHTS, SO_MARK, IP_TTL...), which change nothing",
     ),

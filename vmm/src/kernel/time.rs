@@ -88,11 +88,32 @@ impl Timespec {
     }
 }
 
+/// `struct timeval`: seconds and microseconds.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
-struct Timeval {
-    sec: i64,
-    usec: i64,
+pub struct Timeval {
+    pub sec: i64,
+    pub usec: i64,
+}
+
+impl Timeval {
+    pub fn from_ns(ns: u64) -> Timeval {
+        Timeval {
+            sec: (ns / NS_PER_SEC) as i64,
+            usec: ((ns % NS_PER_SEC) / 1000) as i64,
+        }
+    }
+    /// None when invalid (negative, usec out of range).
+    pub fn to_ns(self) -> Option<u64> {
+        if self.sec < 0 || !(0..1_000_000).contains(&self.usec) {
+            return None;
+        }
+        Some(
+            (self.sec as u64)
+                .saturating_mul(NS_PER_SEC)
+                .saturating_add(self.usec as u64 * 1000),
+        )
+    }
 }
 
 impl Kernel<'_> {
@@ -127,12 +148,7 @@ pub fn sys_clock_getres(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 /// Gettimeofday implements Linux syscall gettimeofday(2).
 pub fn sys_gettimeofday(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     if a[0] != 0 {
-        let ns = k.clock.realtime();
-        let tv = Timeval {
-            sec: (ns / NS_PER_SEC) as i64,
-            usec: ((ns % NS_PER_SEC) / 1000) as i64,
-        };
-        k.write_struct(a[0], &tv)?;
+        k.write_struct(a[0], &Timeval::from_ns(k.clock.realtime()))?;
     }
     if a[1] != 0 {
         k.write_user(a[1], &[0u8; 8])?;
@@ -289,22 +305,6 @@ struct ITimerVal {
     value: Timeval,
 }
 
-fn timeval_ns(tv: Timeval) -> SysResult<u64> {
-    if tv.sec < 0 || !(0..1_000_000).contains(&tv.usec) {
-        return Err(EINVAL);
-    }
-    Ok((tv.sec as u64)
-        .saturating_mul(NS_PER_SEC)
-        .saturating_add(tv.usec as u64 * 1000))
-}
-
-fn ns_timeval(ns: u64) -> Timeval {
-    Timeval {
-        sec: (ns / NS_PER_SEC) as i64,
-        usec: ((ns % NS_PER_SEC) / 1000) as i64,
-    }
-}
-
 /// alarm(seconds): the seconds left of the previous alarm, rounded up.
 /// Alarm implements Linux syscall alarm(2).
 pub fn sys_alarm(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
@@ -324,12 +324,15 @@ pub fn sys_setitimer(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     } else {
         k.read_struct::<ITimerVal>(a[1])?
     };
-    let (value, interval) = (timeval_ns(new.value)?, timeval_ns(new.interval)?);
+    let (value, interval) = (
+        new.value.to_ns().ok_or(EINVAL)?,
+        new.interval.to_ns().ok_or(EINVAL)?,
+    );
     let (left, every) = k.set_itimer(which, value, interval);
     if a[2] != 0 {
         let old = ITimerVal {
-            interval: ns_timeval(every),
-            value: ns_timeval(left),
+            interval: Timeval::from_ns(every),
+            value: Timeval::from_ns(left),
         };
         k.write_struct(a[2], &old)?;
     }
@@ -344,8 +347,8 @@ pub fn sys_getitimer(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     }
     let (left, every) = k.get_itimer(which);
     let v = ITimerVal {
-        interval: ns_timeval(every),
-        value: ns_timeval(left),
+        interval: Timeval::from_ns(every),
+        value: Timeval::from_ns(left),
     };
     k.write_struct(a[1], &v)?;
     Ok(0)

@@ -86,12 +86,14 @@ impl Resume {
 }
 
 /// How a call that may block waits: on which objects, whether its
-/// description is non-blocking, and the call that is run again.
+/// description is non-blocking, the call that is run again, and until when
+/// it may wait (a socket's SO_RCVTIMEO or SO_SNDTIMEO; None: for ever).
 #[derive(Clone, Copy)]
 pub(crate) struct Blocking<'a> {
     pub watch: &'a [ObjId],
     pub nonblock: bool,
     pub call: PendingCall,
+    pub deadline: Option<u64>,
 }
 
 /// What a blocked thread watches.
@@ -300,35 +302,28 @@ impl Kernel<'_> {
         done: usize,
         call: PendingCall,
     ) -> SysResult<Sys> {
-        if nonblock {
+        let on = Blocking {
+            watch: objs,
+            nonblock,
+            call,
+            deadline: None,
+        };
+        self.io_wait_on(on, done)
+    }
+
+    /// As `io_wait`, for a call that may wait only until `on.deadline` (a
+    /// socket's SO_RCVTIMEO or SO_SNDTIMEO): once it has passed, the bytes
+    /// moved, else EAGAIN (sock_sndtimeo's and sock_rcvtimeo's end).
+    pub(crate) fn io_wait_on(&mut self, on: Blocking, done: usize) -> SysResult<Sys> {
+        if on.nonblock || on.deadline.is_some_and(|d| d <= self.clock.now()) {
             return partial(done, EAGAIN);
         }
         let r = Resume {
-            nr: call.nr,
+            nr: on.call.nr,
             done: done as u64,
-            deadline: None,
+            deadline: on.deadline,
         };
-        Ok(self.io_block(objs, r, call))
-    }
-
-    /// A receive that cannot go on now and may wait only until `deadline`
-    /// (a socket's SO_RCVTIMEO): EAGAIN once it has passed, else as `io_wait`.
-    pub(crate) fn io_wait_until(
-        &mut self,
-        objs: &[ObjId],
-        nonblock: bool,
-        call: PendingCall,
-        deadline: Option<u64>,
-    ) -> SysResult<Sys> {
-        if nonblock || deadline.is_some_and(|d| d <= self.clock.now()) {
-            return Err(EAGAIN);
-        }
-        let r = Resume {
-            nr: call.nr,
-            done: 0,
-            deadline,
-        };
-        Ok(self.io_block(objs, r, call))
+        Ok(self.io_block(on.watch, r, on.call))
     }
 
     /// The rest of a stream write that has moved `done` bytes of `src`, with
@@ -347,7 +342,7 @@ impl Kernel<'_> {
             return Ok(Sys::Ret(done as u64));
         }
         if room == 0 {
-            return self.io_wait(on.watch, on.nonblock, done, on.call);
+            return self.io_wait_on(on, done);
         }
         let want = room.min(total - done);
         let bytes = match src.take(self, done, want) {
@@ -360,7 +355,7 @@ impl Kernel<'_> {
         if got < want || done == total || on.nonblock {
             return Ok(Sys::Ret(done as u64));
         }
-        self.io_wait(on.watch, false, done, on.call)
+        self.io_wait_on(on, done)
     }
 
     /// Keeps what `tid`'s call had done for when it runs again (a signal ended its wait).

@@ -185,6 +185,7 @@ pub(crate) fn write(
         watch: &[obj],
         nonblock,
         call: c,
+        deadline: None,
     };
     k.io_write_some(on, src, done, room, |k, bytes| {
         k.vfs.io.pipe(obj)?.buf.extend(bytes);

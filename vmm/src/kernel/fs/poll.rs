@@ -7,11 +7,13 @@
 //! the timeout (virtual time) passes; with none that can change and no
 //! timeout, that is a deadlock if nothing else runs. The signal mask of
 //! ppoll and pselect6 is in force while they run (`Kernel::call_sigmask`).
+//! select, pselect6 and ppoll write the time left on the virtual clock back
+//! into their timeout however they end, as Linux's poll_select_finish does.
 
 use super::super::errno::*;
 use super::super::sched::Sys;
 use super::super::task::PendingCall;
-use super::super::time::Timespec;
+use super::super::time::{Timespec, Timeval};
 use super::super::Kernel;
 use super::io::{self, ObjId, Resume, POLLERR, POLLHUP, POLLNVAL, POLLPRI, READABLE, WRITABLE};
 use super::*;
@@ -59,6 +61,40 @@ fn deadline(k: &mut Kernel, nr: u32, timeout: Option<u64>) -> Resume {
         done: 0,
         deadline: timeout.map(|ns| k.clock.now().saturating_add(ns)),
     }
+}
+
+/// Writes the time left until `deadline` back into the timeout of `call`
+/// (select's timeval, pselect6's and ppoll's timespec), as Linux does
+/// whenever they return, a signal's EINTR included. A timeout that cannot
+/// be written changes nothing, as on Linux.
+pub(crate) fn write_time_left(k: &mut Kernel, call: PendingCall, deadline: Option<u64>) {
+    let va = match call.nr {
+        NR_SELECT | NR_PSELECT6 => call.args[4],
+        NR_PPOLL => call.args[2],
+        _ => return,
+    };
+    let Some(d) = deadline.filter(|_| va != 0) else {
+        return;
+    };
+    let left = d.saturating_sub(k.clock.now());
+    let _ = if call.nr == NR_SELECT {
+        k.write_struct(va, &Timeval::from_ns(left))
+    } else {
+        k.write_struct(va, &Timespec::from_ns(left))
+    };
+}
+
+/// `r`, with the time left written back unless the call waits on.
+fn finished(
+    k: &mut Kernel,
+    r: SysResult<Sys>,
+    deadline: Option<u64>,
+    call: PendingCall,
+) -> SysResult<Sys> {
+    if !matches!(r, Ok(Sys::Blocked)) {
+        write_time_left(k, call, deadline);
+    }
+    r
 }
 
 /// Returns `n`, or blocks watching `objs` until the deadline.
@@ -126,8 +162,9 @@ pub fn sys_ppoll(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     };
     k.call_sigmask(a[3], a[4])?;
     let r = deadline(k, NR_PPOLL, timeout);
-    let (n, objs) = scan(k, a[0], a[1])?;
-    Ok(finish(k, n, &objs, r, io::call(NR_PPOLL, a)))
+    let c = io::call(NR_PPOLL, a);
+    let done = scan(k, a[0], a[1]).map(|(n, objs)| finish(k, n, &objs, r, c));
+    finished(k, done, r.deadline, c)
 }
 
 /// Reads an fd_set of `nfds` bits (none at address 0).
@@ -199,20 +236,19 @@ fn write_sets(k: &mut Kernel, sets: [u64; 3], outs: &Sets) -> SysResult<()> {
     Ok(())
 }
 
-fn select_common(
-    k: &mut Kernel,
-    nr: u32,
-    a: [u64; 6],
-    timeout: Option<u64>,
-) -> SysResult<(Sys, Resume)> {
+/// select and pselect6 once their timeout is read and their mask in force.
+fn select_common(k: &mut Kernel, nr: u32, a: [u64; 6], timeout: Option<u64>) -> SysResult<Sys> {
     let r = deadline(k, nr, timeout);
+    let c = io::call(nr, a);
     let sets = [a[1], a[2], a[3]];
-    let (n, objs, outs) = select_scan(k, a[0], sets)?;
-    let sys = finish(k, n, &objs, r, io::call(nr, a));
-    if sys != Sys::Blocked {
-        write_sets(k, sets, &outs)?;
-    }
-    Ok((sys, r))
+    let done = select_scan(k, a[0], sets).and_then(|(n, objs, outs)| {
+        let sys = finish(k, n, &objs, r, c);
+        if sys != Sys::Blocked {
+            write_sets(k, sets, &outs)?;
+        }
+        Ok(sys)
+    });
+    finished(k, done, r.deadline, c)
 }
 
 /// select(nfds, readfds, writefds, exceptfds, timeout): the timeout left is written back.
@@ -221,22 +257,10 @@ pub fn sys_select(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let timeout = if a[4] == 0 {
         None
     } else {
-        let tv: Timespec = k.read_struct(a[4])?;
-        if tv.sec < 0 || !(0..1_000_000).contains(&tv.nsec) {
-            return Err(EINVAL);
-        }
-        Some((tv.sec as u64).saturating_mul(1_000_000_000) + tv.nsec as u64 * 1000)
+        let tv: Timeval = k.read_struct(a[4])?;
+        Some(tv.to_ns().ok_or(EINVAL)?)
     };
-    let (sys, r) = select_common(k, NR_SELECT, a, timeout)?;
-    if let (Sys::Ret(_), Some(d), true) = (sys, r.deadline, a[4] != 0) {
-        let left = d.saturating_sub(k.clock.now());
-        let tv = Timespec {
-            sec: (left / 1_000_000_000) as i64,
-            nsec: ((left % 1_000_000_000) / 1000) as i64,
-        };
-        k.write_struct(a[4], &tv)?;
-    }
-    Ok(sys)
+    select_common(k, NR_SELECT, a, timeout)
 }
 
 /// pselect6(nfds, readfds, writefds, exceptfds, timeout, {sigmask, size}):
@@ -253,5 +277,5 @@ pub fn sys_pselect6(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         let (set, size) = (k.read_u64(a[5])?, k.read_u64(a[5].wrapping_add(8))?);
         k.call_sigmask(set, size)?;
     }
-    Ok(select_common(k, NR_PSELECT6, a, timeout)?.0)
+    select_common(k, NR_PSELECT6, a, timeout)
 }

@@ -71,13 +71,15 @@ fn put(
     }
 }
 
-/// What a move that wrote nothing now does: waits on `objs` for a change
-/// (unless `nonblock`: EAGAIN); what wrote something returns.
+/// What a move that wrote nothing now does: waits on `objs` for a change,
+/// until `deadline` (a socket's SO_SNDTIMEO) if any (unless `nonblock`:
+/// EAGAIN); what wrote something returns.
 fn moved(
     k: &mut Kernel,
     r: SysResult<Sys>,
     objs: &[ObjId],
     nonblock: bool,
+    deadline: Option<u64>,
     c: PendingCall,
 ) -> SysResult<Sys> {
     match r {
@@ -86,7 +88,13 @@ fn moved(
             for &o in objs {
                 io::watch_set(&k.vfs.io, o, &mut watch);
             }
-            k.io_wait(&watch, nonblock, 0, c)
+            let on = io::Blocking {
+                watch: &watch,
+                nonblock,
+                call: c,
+                deadline,
+            };
+            k.io_wait_on(on, 0)
         }
         r => r,
     }
@@ -228,9 +236,13 @@ pub fn sys_splice(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
             return Ok(Sys::Ret(0));
         }
         let pos = offset_arg(k, off_out)?;
+        // Into a socket, the wait for room ends at its SO_SNDTIMEO.
+        let kept = k.io_resume(c.nr).deadline;
         let r = put(k, fd_out, &dout, Source::Bytes(&bytes), pos, true, c);
         let out_obj = io::io_of(&dout).map(|(o, _)| o);
-        let r = moved(k, r, &out_obj.into_iter().collect::<Vec<_>>(), nonblock, c)?;
+        let deadline = out_obj.and_then(|o| net::send_deadline(k, o, kept));
+        let objs: Vec<ObjId> = out_obj.into_iter().collect();
+        let r = moved(k, r, &objs, nonblock, deadline, c)?;
         let Sys::Ret(n) = r else {
             return Ok(r);
         };
@@ -257,7 +269,7 @@ pub fn sys_splice(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         return Ok(Sys::Ret(0));
     }
     let r = super::pipe::write(k, pout, true, Source::Bytes(&bytes), c);
-    let r = moved(k, r, &[pout], nonblock, c)?;
+    let r = moved(k, r, &[pout], nonblock, None, c)?;
     let Sys::Ret(n) = r else {
         return Ok(r);
     };
@@ -328,5 +340,5 @@ pub fn sys_tee(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         return Ok(Sys::Ret(0));
     }
     let r = super::pipe::write(k, pout, true, Source::Bytes(&bytes), c);
-    moved(k, r, &[pout], nonblock, c)
+    moved(k, r, &[pout], nonblock, None, c)
 }

@@ -9,6 +9,7 @@ use super::super::fs::{Description, Target, AT_FDCWD, O_CLOEXEC, O_NONBLOCK, O_R
 use super::super::sched::Sys;
 use super::super::signal::{self, SigInfo, SIGPIPE};
 use super::super::task::PendingCall;
+use super::super::time::Timeval;
 use super::super::Kernel;
 use super::addr::{self, Addr, AF_INET, AF_INET6, AF_UNIX, AF_UNSPEC};
 use super::cmsg::{self, Sent, SOL_SOCKET};
@@ -358,12 +359,20 @@ fn accept(k: &mut Kernel, nr: u32, a: [u64; 6], flags: u64) -> SysResult<Sys> {
         return Err(EINVAL);
     }
     let (obj, d) = sock_fd(k, a[0])?;
+    // Taken at once, so that it never outlives the restarted call.
+    let kept = k.io_resume(nr).deadline;
     let s = sock(k, obj)?;
     let State::Listening { queue, .. } = &mut s.state else {
         return Err(EINVAL);
     };
     let Some(conn) = queue.pop_front() else {
-        return k.io_wait(&[obj], d.flags & O_NONBLOCK != 0, 0, call(nr, a));
+        let on = io::Blocking {
+            watch: &[obj],
+            nonblock: d.flags & O_NONBLOCK != 0,
+            call: call(nr, a),
+            deadline: timeo_deadline(k, obj, SO_RCVTIMEO, kept),
+        };
+        return k.io_wait_on(on, 0);
     };
     k.vfs.io.touch(obj);
     let fd = install(k, conn, flags)?;
@@ -390,6 +399,7 @@ pub fn sys_accept4(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 /// Connect implements Linux syscall connect(2).
 pub fn sys_connect(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (obj, d) = sock_fd(k, a[0])?;
+    let kept = k.io_resume(NR_CONNECT).deadline;
     let nonblock = d.flags & O_NONBLOCK != 0;
     let (domain, kind) = {
         let s = sock(k, obj)?;
@@ -463,7 +473,18 @@ pub fn sys_connect(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         return Err(EPROTOTYPE);
     }
     if full {
-        return k.io_wait(&[l], nonblock, 0, call(NR_CONNECT, a));
+        let on = io::Blocking {
+            watch: &[l],
+            nonblock,
+            call: call(NR_CONNECT, a),
+            deadline: timeo_deadline(k, obj, SO_SNDTIMEO, kept),
+        };
+        return match k.io_wait_on(on, 0) {
+            // A TCP connect whose SO_SNDTIMEO passed is still in progress
+            // on Linux (SYN_SENT); here the socket stays unconnected.
+            Err(EAGAIN) if !nonblock && domain != AF_UNIX => Err(EINPROGRESS),
+            r => r,
+        };
     }
     if domain != AF_UNIX && sock(k, obj)?.local.is_none() {
         let me = if to.ipv4().is_some() && domain == AF_INET {
@@ -639,6 +660,7 @@ fn recv(
     put: Put,
     c: PendingCall,
 ) -> SysResult<Recv> {
+    let kept = k.io_resume(c.nr).deadline;
     if flags & MSG_OOB != 0 {
         return Err(EOPNOTSUPP);
     }
@@ -648,13 +670,15 @@ fn recv(
     if let Some(e) = s.error.take() {
         return Err(Errno(e));
     }
-    // SO_RCVTIMEO bounds the wait from the call's first look, kept across its restarts.
-    let (resumed, now) = (k.io_resume(c.nr).deadline, k.clock.now());
-    let deadline =
-        resumed.or_else(|| rcv_timeout(sock(k, obj).ok()?).map(|ns| now.saturating_add(ns)));
+    let deadline = timeo_deadline(k, obj, SO_RCVTIMEO, kept);
     let blocked = |k: &mut Kernel, watch: &[ObjId]| -> SysResult<Recv> {
-        k.io_wait_until(watch, nonblock, c, deadline)
-            .map(Recv::Blocked)
+        let on = io::Blocking {
+            watch,
+            nonblock,
+            call: c,
+            deadline,
+        };
+        k.io_wait_on(on, 0).map(Recv::Blocked)
     };
     let s = sock(k, obj)?;
     if !s.stream() {
@@ -732,15 +756,37 @@ fn recv(
     }))
 }
 
-/// SO_RCVTIMEO (a timeval) in ns; None when unset or zero, which waits for ever.
-fn rcv_timeout(s: &Socket) -> Option<u64> {
-    let v = s.opts.get(&(SOL_SOCKET, SO_RCVTIMEO))?;
+/// SO_RCVTIMEO or SO_SNDTIMEO (`name`) as set: the timeval, or None.
+fn timeo(s: &Socket, name: i32) -> Option<Timeval> {
+    let v = s.opts.get(&(SOL_SOCKET, name))?;
     let word = |o: usize| Some(i64::from_le_bytes(v.get(o..o + 8)?.try_into().ok()?));
-    let (sec, usec) = (word(0)?.max(0) as u64, word(8)?.clamp(0, 999_999) as u64);
-    let ns = sec
-        .saturating_mul(1_000_000_000)
-        .saturating_add(usec * 1000);
-    (ns > 0).then_some(ns)
+    Some(Timeval {
+        sec: word(0)?,
+        usec: word(8)?,
+    })
+}
+
+/// The deadline SO_RCVTIMEO or SO_SNDTIMEO (`name`) of socket `obj` puts
+/// on a call's wait: from the call's first look, `kept` across its
+/// restarts; None when unset or zero, which waits for ever. A negative one
+/// waits not at all, as Linux's timeout of 0 jiffies.
+fn timeo_deadline(k: &mut Kernel, obj: ObjId, name: i32, kept: Option<u64>) -> Option<u64> {
+    if kept.is_some() {
+        return kept;
+    }
+    let tv = timeo(sock(k, obj).ok()?, name)?;
+    let ns = match tv.to_ns() {
+        _ if tv.sec < 0 => 0,
+        Some(0) | None => return None,
+        Some(ns) => ns,
+    };
+    Some(k.clock.now().saturating_add(ns))
+}
+
+/// The deadline socket `obj`'s SO_SNDTIMEO puts on a send that waits
+/// (`kept` from before its restart); None for any other object.
+pub(crate) fn send_deadline(k: &mut Kernel, obj: ObjId, kept: Option<u64>) -> Option<u64> {
+    timeo_deadline(k, obj, SO_SNDTIMEO, kept)
 }
 
 /// Moves at most `max` bytes (or one datagram, cut to `max`) out of socket
@@ -805,41 +851,47 @@ pub(crate) fn send(
     ctl: cmsg::Control,
     c: PendingCall,
 ) -> SysResult<Sys> {
-    let done = k.io_resume(c.nr).done as usize;
+    let kept = k.io_resume(c.nr);
+    let done = kept.done as usize;
+    let on = io::Blocking {
+        watch: &[],
+        nonblock: nonblock || flags & MSG_DONTWAIT != 0,
+        call: c,
+        deadline: timeo_deadline(k, obj, SO_SNDTIMEO, kept.deadline),
+    };
     let mut anc = if done > 0 {
         Sent::default()
     } else {
         let unix = sock(k, obj)?.domain == AF_UNIX;
         cmsg::parse(k, ctl, unix)?
     };
-    let r = send_with(k, obj, nonblock, flags, src, to, &mut anc, done, c);
+    let r = send_with(k, obj, on, flags, src, to, &mut anc, done);
     // What it did not hand on (nothing sent, or no room yet) is given back.
     anc.drop_rights(k);
     r
 }
 
+/// `send`'s work, waiting as `on` says (its objects aside).
 #[allow(clippy::too_many_arguments)]
 fn send_with(
     k: &mut Kernel,
     obj: ObjId,
-    nonblock: bool,
+    on: io::Blocking,
     flags: u64,
     src: io::Source,
     to: Option<Addr>,
     anc: &mut Sent,
     done: usize,
-    c: PendingCall,
 ) -> SysResult<Sys> {
     if flags & MSG_OOB != 0 {
         return Err(EOPNOTSUPP);
     }
-    let nonblock = nonblock || flags & MSG_DONTWAIT != 0;
     let s = sock(k, obj)?;
     if let Some(e) = s.error.take() {
         return Err(Errno(e));
     }
     if !s.stream() {
-        return send_datagram(k, obj, nonblock, src, to, anc, c);
+        return send_datagram(k, obj, on, src, to, anc);
     }
     let Some(Obj::Socket(me)) = k.vfs.io.objs.get(&obj) else {
         return Err(EBADF);
@@ -860,8 +912,7 @@ fn send_with(
     let space = room(&k.vfs.io, peer);
     let on = io::Blocking {
         watch: &[obj, peer],
-        nonblock,
-        call: c,
+        ..on
     };
     // Rights go with the first bytes only.
     let mut rights = std::mem::take(&mut anc.rights);
@@ -898,15 +949,13 @@ fn message_creds(k: &mut Kernel, anc: &Sent, from: ObjId, to: ObjId) -> Creds {
 /// Largest UDP payload.
 const UDP_MAX: usize = 65_507;
 
-#[allow(clippy::too_many_arguments)]
 fn send_datagram(
     k: &mut Kernel,
     obj: ObjId,
-    nonblock: bool,
+    on: io::Blocking,
     src: io::Source,
     to: Option<Addr>,
     anc: &mut Sent,
-    c: PendingCall,
 ) -> SysResult<Sys> {
     let total = src.total();
     let s = sock(k, obj)?;
@@ -975,7 +1024,7 @@ fn send_datagram(
             // A full UDP receive buffer drops the datagram.
             return Ok(Sys::Ret(total as u64));
         }
-        return k.io_wait(&[t], nonblock, 0, c);
+        return k.io_wait_on(io::Blocking { watch: &[t], ..on }, 0);
     }
     let bytes = src.take(k, 0, total)?;
     let n = bytes.len();
@@ -1151,7 +1200,6 @@ pub fn sys_recvmsg(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 }
 
 /// Setsockopt implements Linux syscall setsockopt(2).
-/// Partial (setsockopt): SO_RCVTIMEO bounds receives; SO_SNDTIMEO is kept and read back, but sends and connect wait without it.
 pub fn sys_setsockopt(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let (obj, _) = sock_fd(k, a[0])?;
     let (level, name, val, len) = (a[1] as i32, a[2] as i32, a[3], a[4] as i32);
@@ -1177,6 +1225,19 @@ pub fn sys_setsockopt(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
                 s.sndbuf = size;
             }
             k.vfs.io.touch(obj);
+            Ok(0)
+        }
+        (SOL_SOCKET, SO_RCVTIMEO | SO_SNDTIMEO) => {
+            // sock_set_timeout: a whole timeval, its microseconds in range.
+            if len < 16 {
+                return Err(EINVAL);
+            }
+            let tv: Timeval = k.read_struct(val)?;
+            if !(0..1_000_000).contains(&tv.usec) {
+                return Err(EDOM);
+            }
+            let v = [tv.sec.to_le_bytes(), tv.usec.to_le_bytes()].concat();
+            sock(k, obj)?.opts.insert((level, name), v);
             Ok(0)
         }
         _ => {
@@ -1225,6 +1286,11 @@ pub fn sys_getsockopt(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
                 c.gid.to_le_bytes(),
             ]
             .concat()
+        }
+        (SOL_SOCKET, SO_RCVTIMEO | SO_SNDTIMEO) => {
+            // A negative one reads back as none, as Linux's 0 jiffies do.
+            let tv = timeo(s, name).filter(|t| t.sec >= 0).unwrap_or_default();
+            [tv.sec.to_le_bytes(), tv.usec.to_le_bytes()].concat()
         }
         (SOL_SOCKET, SO_ACCEPTCONN) => int(matches!(s.state, State::Listening { .. }) as i64),
         (SOL_SOCKET, SO_PROTOCOL) => int(match (s.domain, s.kind) {
