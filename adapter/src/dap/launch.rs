@@ -31,6 +31,9 @@ pub struct Opened {
     pub compare: Option<Run>,
     /// The step a check found deciding.
     pub deciding: Option<u64>,
+    /// What that check said of it, for the debug console: its `... decides
+    /// it` sentence, and the accesses the step interleaved.
+    pub said: Vec<String>,
 }
 
 /// JSON field, and the `rewind run`/`rewind check` option it is.
@@ -249,20 +252,22 @@ fn open_recorded(store: &Store, m: &Map<String, Value>) -> Result<Opened> {
         }
         None => default_stop(&run)?,
     };
-    let deciding = deciding_of(store, &run);
+    let (deciding, said) = deciding_of(store, &run).unzip();
     Ok(Opened {
         run,
         step,
         first,
         compare,
         deciding,
+        said: said.unwrap_or_default(),
     })
 }
 
 /// The deciding step of `run` when a kept check (`$REWIND_HOME/checks/`)
-/// narrowed to it as its failing run: a run opened by id (a code action, a
-/// link, the Runs view) shows the mark as a check launch does.
-fn deciding_of(store: &Store, run: &Run) -> Option<u64> {
+/// narrowed to it as its failing run, and what the check said of it: a run
+/// opened by id (a code action, a link, the Runs view) shows the mark as a
+/// check launch does.
+fn deciding_of(store: &Store, run: &Run) -> Option<(u64, Vec<String>)> {
     store.checks().0.iter().find_map(|c| {
         let n = c.report.get("narrowed")?;
         if n.get("with")?.get("run")?.as_str()? != run.id {
@@ -274,7 +279,16 @@ fn deciding_of(store: &Store, run: &Run) -> Option<u64> {
             .last()?
             .get("step")?
             .as_u64()?;
-        Some(step.min(run.meta.steps))
+        let sentence = n
+            .get("sentence")
+            .and_then(|s| s.as_str())
+            .map(str::to_string);
+        let race = n
+            .get("race")
+            .and_then(|r| r.get("sentence")?.as_str())
+            .map(|s| format!("the interleaving: {s}"));
+        let said = sentence.into_iter().chain(race).collect();
+        Some((step.min(run.meta.steps), said))
     })
 }
 
@@ -398,6 +412,7 @@ fn record_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> R
         first,
         compare: None,
         deciding: None,
+        said: Vec::new(),
     })
 }
 
@@ -476,6 +491,13 @@ fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Re
             first: FirstStop::Entry,
             compare: Some(passing),
             deciding: Some(step),
+            said: std::iter::once(n.sentence.clone())
+                .chain(
+                    n.race
+                        .as_ref()
+                        .map(|r| format!("the interleaving: {}", r.sentence)),
+                )
+                .collect(),
         });
     }
     if let Some(bad) = report.first_violation() {
@@ -487,6 +509,7 @@ fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Re
             first,
             compare: Some(store.resolve(&report.base.id)?),
             deciding: None,
+            said: Vec::new(),
         });
     }
     bail!(

@@ -616,6 +616,9 @@ impl Session {
             opened.deciding,
         )?;
         self.later(wire::custom_event("rewind/timeline", open.timeline()));
+        for line in opened.said {
+            self.later(super::requests::output(format!("{line}\n")));
+        }
         self.open = Some(open);
         self.event_steps = args.get("stepping").and_then(Value::as_str) == Some("events");
         self.fork_by = fork_by;
