@@ -361,6 +361,26 @@ static void time_left(void) {
     }
 }
 
+// select's microseconds past a second carry into its seconds; a negative
+// remainder is EINVAL.
+static void select_timeval(void) {
+    int p[2];
+    pipe(p);
+    write(p[1], "x", 1);
+    fd_set rs;
+    FD_ZERO(&rs);
+    FD_SET(p[0], &rs);
+    struct timeval tv = {0, 1500000};
+    long r = res(syscall(SYS_select, p[0] + 1, &rs, NULL, NULL, &tv));
+    CHECK(r == 1 && tv.tv_sec == 1 && tv.tv_usec > 400000,
+          "select with tv_usec of 1.5 s: %s, 1.5 s less what went left", outcome(r));
+    tv = (struct timeval){1, -1};
+    r = res(syscall(SYS_select, p[0] + 1, &rs, NULL, NULL, &tv));
+    CHECK(r == -EINVAL, "select with tv_usec of -1: %s", outcome(r));
+    close(p[0]);
+    close(p[1]);
+}
+
 // ---- a futex wait restarted after a stop keeps its deadline ---------------------
 
 #define FUTEX_MS 200
@@ -409,6 +429,7 @@ int main(void) {
     listeners();
     timeo_options();
     time_left();
+    select_timeval();
     futex_stopped();
     rmdir(dir);
     if (failures == 0)

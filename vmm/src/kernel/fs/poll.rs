@@ -257,8 +257,14 @@ pub fn sys_select(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let timeout = if a[4] == 0 {
         None
     } else {
+        // Microseconds past a second carry into the seconds, as Linux's
+        // select does (poll_select_set_timeout), before it checks them.
         let tv: Timeval = k.read_struct(a[4])?;
-        Some(tv.to_ns().ok_or(EINVAL)?)
+        let ts = Timespec {
+            sec: tv.sec.saturating_add(tv.usec / 1_000_000),
+            nsec: (tv.usec % 1_000_000) * 1000,
+        };
+        Some(ts.to_ns().ok_or(EINVAL)?)
     };
     select_common(k, NR_SELECT, a, timeout)
 }
