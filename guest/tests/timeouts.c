@@ -1,11 +1,12 @@
 // Calls' timeouts, checked against what Linux does (the test runs natively
-// too, with the same lines): SO_SNDTIMEO ends a send, a splice or a connect
-// that waits (EAGAIN, the bytes a send moved, EINPROGRESS for TCP's connect),
-// SO_RCVTIMEO an accept; select, pselect6 and ppoll write the time left
-// back into their timeout however they return; a futex wait with a timeout
-// that a stop interrupts ends at its first deadline. Times are compared
-// loosely (native timing is noisy; inside Rewind they are virtual).
-// Prints `ok: ...` lines, then `all passed`.
+// too, with the same lines): SO_SNDTIMEO ends a send, a splice, a sendfile
+// or a connect that waits (EAGAIN, the bytes a send moved, EINPROGRESS for
+// TCP's connect), SO_RCVTIMEO an accept; select, pselect6 and ppoll write
+// the time left back into their timeout however they return, and select
+// carries microseconds past a second; a futex wait with a timeout that a
+// stop interrupts ends at its first deadline. Times are compared loosely
+// (native timing is noisy; inside Rewind they are virtual). Prints
+// `ok: ...` lines, then `all passed`.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -181,6 +183,23 @@ static void unix_sends(void) {
           outcome(r));
     close(p[0]);
     close(p[1]);
+    close(sv[0]);
+    close(sv[1]);
+
+    // sendfile from a file into a full socket.
+    char path[64];
+    snprintf(path, sizeof path, "%s/file", dir);
+    int f = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    write(f, big, 1024);
+    lseek(f, 0, SEEK_SET);
+    full_pair(SOCK_STREAM, sv, TIMEO_MS);
+    TIMED(r, ms, res(sendfile(sv[0], f, NULL, 1024)));
+    CHECK(r == -EAGAIN && after_timeout(ms) && lseek(f, 0, SEEK_CUR) == 0,
+          "sendfile from a file into a full AF_UNIX stream socket with SO_SNDTIMEO: %s after "
+          "its timeout, the offset where it was",
+          outcome(r));
+    close(f);
+    unlink(path);
     close(sv[0]);
     close(sv[1]);
 
