@@ -46,9 +46,12 @@ impl Touch {
         }
     }
 
-    /// Both touch a byte in common and one of them writes it.
+    /// Both touch a byte in common and one of them writes it. Addresses
+    /// are virtual: only one process's accesses are compared (two processes
+    /// after a fork have the same addresses for different bytes).
     fn conflicts(&self, other: &Touch) -> bool {
-        let overlap = self.addr < other.addr.saturating_add(other.size.max(1) as u64)
+        let overlap = self.pid == other.pid
+            && self.addr < other.addr.saturating_add(other.size.max(1) as u64)
             && other.addr < self.addr.saturating_add(self.size.max(1) as u64);
         overlap && !(self.access == Access::Read && other.access == Access::Read)
     }
@@ -303,6 +306,27 @@ mod tests {
             switch(20, 1002),
             switch(30, 1001),
             switch(31, 1002),
+        ];
+        assert_eq!(exposed(&events, &switches, 19), None);
+    }
+
+    #[test]
+    fn another_process_at_the_same_address_is_other_bytes() {
+        let mut child = access(21, 2000, Access::Write, BALANCE);
+        child.pid = 2000;
+        let events = vec![
+            access(10, 1001, Access::Read, BALANCE),
+            child,
+            access(30, 1001, Access::Write, BALANCE),
+        ];
+        let switches = vec![
+            switch(1, 1001),
+            Switch {
+                step: 20,
+                pid: 2000,
+                tid: 2000,
+            },
+            switch(30, 1001),
         ];
         assert_eq!(exposed(&events, &switches, 19), None);
     }
