@@ -243,6 +243,17 @@ static void times(void)
     m[PAGE] = 'g';
     CHECK(times_moved(fd) == 1, "times: after fsync a store moves them");
     nap();
+    m[PAGE + 2] = 'h';
+    sync();
+    nap();
+    m[PAGE + 3] = 'h';
+    CHECK(times_moved(fd) == 1, "times: after sync a store moves them");
+    nap();
+    syncfs(fd);
+    nap();
+    m[PAGE + 4] = 'h';
+    CHECK(times_moved(fd) == 1, "times: after syncfs a store moves them");
+    nap();
     m[PAGE + 1] = 'h';
     CHECK(munmap(m, 2 * PAGE) == 0 && times_moved(fd) == 0,
           "times: munmap after a store to a stored page leaves them");

@@ -919,14 +919,17 @@ pub fn sys_sync_file_range(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     }
 }
 
-/// Syncfs implements Linux syscall syncfs(2).
+/// Syncfs implements Linux syscall syncfs(2): the run has one filesystem
+/// to write back, the overlay.
 pub fn sys_syncfs(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.desc(a[0])?;
+    k.sync_shared();
     Ok(0)
 }
 
 /// Sync implements Linux syscall sync(2).
-pub fn sys_sync(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
+pub fn sys_sync(k: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
+    k.sync_shared();
     Ok(0)
 }
 

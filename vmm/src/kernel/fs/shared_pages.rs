@@ -62,7 +62,7 @@ struct Object {
     /// Page index in the object to its frame.
     pages: BTreeMap<u64, u64>,
     /// A file's pages whose stores gave it its times since the last
-    /// msync(MS_SYNC) or fsync, or since the file was last mapped: a later
+    /// msync(MS_SYNC), fsync or sync, or since the file was last mapped: a later
     /// store to one gives none, as Linux's page, dirty and mapped writable
     /// then, takes no write fault.
     #[serde(default)]
@@ -339,7 +339,7 @@ impl Kernel<'_> {
     /// since the last sync (Linux sets them at that store, its write fault
     /// on a clean page). Only what the guest does calls it (stat, msync,
     /// fsync, a mapping's end), never a read: a debugger's reads leave the
-    /// times. `synced`: msync(MS_SYNC) or fsync, after which the next store
+    /// times. `synced`: msync(MS_SYNC), fsync or sync, after which the next store
     /// to any page counts again, as Linux's writeback cleans the pages.
     pub fn settle_times(&mut self, ino: Ino, synced: bool) -> SysResult<()> {
         let Some(&id) = self.vfs.shared.files.get(&ino) else {
@@ -362,6 +362,16 @@ impl Kernel<'_> {
             n.ctime = now;
         }
         Ok(())
+    }
+
+    /// sync, syncfs: every file mapped shared gets its due times, its pages
+    /// clean (a write-back the full tree refuses loses its bytes, as at
+    /// the object's going).
+    pub fn sync_shared(&mut self) {
+        let files: Vec<Ino> = self.vfs.shared.files.keys().copied().collect();
+        for ino in files {
+            let _ = self.settle_times(ino, true);
+        }
     }
 
     /// A file's bytes, with what its shared mappings stored.
