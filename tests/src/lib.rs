@@ -331,6 +331,35 @@ impl Home {
         failing_run_in(&out)
     }
 
+    /// `rewind check --json ARGS`: it must exit 0 (nothing found) or 1 (a
+    /// violation) and print one JSON object. Its output and that object.
+    #[track_caller]
+    pub fn check_json(&self, args: &[&str]) -> (Output, serde_json::Value) {
+        self.check_json_env(args, &[])
+    }
+
+    /// [`Home::check_json`] with extra host environment variables.
+    #[track_caller]
+    pub fn check_json_env(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> (Output, serde_json::Value) {
+        let mut full = vec!["check", "--json"];
+        full.extend_from_slice(args);
+        let out = self.rewind_env(&full, env);
+        assert!(
+            out.code == 0 || out.code == 1,
+            "`rewind {}` exited {}:\n{out}",
+            full.join(" "),
+            out.code
+        );
+        let v = serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| {
+            panic!("`rewind check --json` printed no JSON object ({e}):\n{out}")
+        });
+        (out, v)
+    }
+
     /// `rewind ARGS` with this home, standard input empty.
     pub fn rewind(&self, args: &[&str]) -> Output {
         self.rewind_env(args, &[])
@@ -730,6 +759,20 @@ impl Home {
         let made = self.run(&args);
         assert_eq!(made.id, run);
         made
+    }
+
+    /// The arguments after `rewind run` of the one command `rewind show
+    /// --json` gives to make RUN again (a run with no parent).
+    #[track_caller]
+    pub fn remake_args(&self, run: &str) -> Vec<String> {
+        let out = self.ok(&["show", "--json", run]);
+        let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+        let cmds = v["commands"].as_array().unwrap_or_else(|| panic!("{v:#}"));
+        assert_eq!(cmds.len(), 1, "{v:#}");
+        cmds[0]["argv"].as_array().unwrap()[2..]
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
     }
 
     /// The step of the first event of a run that is this system call.

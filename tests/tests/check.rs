@@ -131,22 +131,6 @@ fn check(home: &Home, args: &[&str]) -> Check {
     parse_check(out)
 }
 
-/// `rewind check --json ARGS`, parsed.
-fn check_json(home: &Home, args: &[&str]) -> (Output, serde_json::Value) {
-    let mut full = vec!["check", "--json"];
-    full.extend_from_slice(args);
-    let out = home.rewind(&full);
-    assert!(
-        out.code == 0 || out.code == 1,
-        "`rewind {}` exited {}:\n{out}",
-        full.join(" "),
-        out.code
-    );
-    let v = serde_json::from_str(out.stdout.trim())
-        .unwrap_or_else(|e| panic!("`rewind check --json` printed no JSON object ({e}):\n{out}"));
-    (out, v)
-}
-
 /// Every run the check printed replays identically.
 fn replay_all(home: &Home, c: &Check) {
     for id in c.ids() {
@@ -349,7 +333,7 @@ fn bank_fixed_passes_all_schedules() {
 #[test]
 fn the_deciding_step_is_real() {
     let home = Home::new();
-    let (out, v) = check_json(&home, &["--example", "bank"]);
+    let (out, v) = home.check_json(&["--example", "bank"]);
     assert_eq!(out.code, 1, "{out}");
     let n = &v["narrowed"];
     let deciding = n["deciding"].as_array().expect("narrowed.deciding");
@@ -652,7 +636,7 @@ fn sdk_property_is_violated_by_sdk() {
 fn sdk_property_holds_for_sdk_fixed_and_is_added_by_itself() {
     with_property("sdk-fixed", "sdk", 0);
     let home = Home::new();
-    let (out, v) = check_json(&home, &["--points", "syscalls", "--example", "sdk-fixed"]);
+    let (out, v) = home.check_json(&["--points", "syscalls", "--example", "sdk-fixed"]);
     assert_eq!(out.code, 0, "{out}");
     let props: Vec<&str> = v["properties"]
         .as_array()

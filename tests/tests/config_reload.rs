@@ -8,25 +8,15 @@
 
 use rewind_tests::*;
 
-/// The property script, with `rewind` on its PATH.
-fn script_property() -> (String, Vec<(&'static str, String)>) {
+/// The property script, and a PATH with `rewind` on it.
+fn script_property() -> (String, String) {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../guest/examples/config-reload.check"
     );
     let bin_dir = rewind_bin().parent().unwrap().to_str().unwrap().to_string();
     let path = format!("{bin_dir}:{}", std::env::var("PATH").unwrap_or_default());
-    (format!("script={script}"), vec![("PATH", path)])
-}
-
-fn check_json(home: &Home, args: &[&str], env: &[(&str, String)]) -> (Output, serde_json::Value) {
-    let mut full = vec!["check", "--json"];
-    full.extend_from_slice(args);
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let out = home.rewind_env(&full, &env);
-    assert!(out.code == 0 || out.code == 1, "{out}");
-    let v = serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
-    (out, v)
+    (format!("script={script}"), path)
 }
 
 /// Found, and narrowed to at most `steps` deciding steps.
@@ -53,11 +43,7 @@ fn the_torn_read_is_found_and_narrowed_by_exit_status() {
     // memory points, check's default, it is found too, but narrowing stops
     // at several steps together: the torn read it finds first is a later
     // update's, where the reader is napping and a stall must wake it.)
-    let (out, v) = check_json(
-        &home,
-        &["--example", "config-reload", "--points", "syscalls"],
-        &[],
-    );
+    let (out, v) = home.check_json(&["--example", "config-reload", "--points", "syscalls"]);
     found_and_narrowed(&out, &v, "ends-differently", 1);
     // The deciding step is in the writer, between truncation and writing.
     let sentence = v["narrowed"]["sentence"].as_str().unwrap();
@@ -73,9 +59,8 @@ fn the_torn_read_is_found_and_narrowed_by_exit_status() {
 #[test]
 fn the_property_script_spots_the_torn_read() {
     let home = Home::new();
-    let (prop, env) = script_property();
-    let (out, v) = check_json(
-        &home,
+    let (prop, path) = script_property();
+    let (out, v) = home.check_json_env(
         &[
             "--example",
             "config-reload",
@@ -84,7 +69,7 @@ fn the_property_script_spots_the_torn_read() {
             "--property",
             &prop,
         ],
-        &env,
+        &[("PATH", &path)],
     );
     // With syscall points: at most two steps (one, since the writer starts
     // first and the reader is runnable during its first update).
@@ -100,9 +85,8 @@ fn the_property_script_spots_the_torn_read() {
 #[test]
 fn the_fix_passes_every_schedule() {
     let home = Home::new();
-    let (prop, env) = script_property();
-    let (out, v) = check_json(
-        &home,
+    let (prop, path) = script_property();
+    let (out, v) = home.check_json_env(
         &[
             "--example",
             "config-reload-fixed",
@@ -116,7 +100,7 @@ fn the_fix_passes_every_schedule() {
             "--property",
             &prop,
         ],
-        &env,
+        &[("PATH", &path)],
     );
     assert_eq!(out.code, 0, "the fix failed a check:\n{out}");
     assert_eq!(v["violations"], 0, "{v:#}");

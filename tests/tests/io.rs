@@ -126,19 +126,10 @@ fn eventfd_timerfd_epoll_and_select() {
     );
 }
 
-fn check_json(h: &Home, args: &[&str]) -> (rewind_tests::Output, serde_json::Value) {
-    let mut full = vec!["check", "--json"];
-    full.extend_from_slice(args);
-    let out = h.rewind(&full);
-    assert!(out.code == 0 || out.code == 1, "{out}");
-    let v = serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
-    (out, v)
-}
-
 #[test]
 fn server_example_connects_before_the_listen_and_is_narrowed() {
     let h = Home::new();
-    let (out, v) = check_json(&h, &["--example", "server"]);
+    let (out, v) = h.check_json(&["--example", "server"]);
     assert_eq!(out.code, 1, "the race of `server` was not found:\n{out}");
     assert_eq!(v["base"]["status"], "exited:0", "{v:#}");
     let n = &v["narrowed"];
@@ -167,10 +158,7 @@ fn server_example_connects_before_the_listen_and_is_narrowed() {
 #[test]
 fn server_fixed_waits_for_the_listener() {
     let h = Home::new();
-    let (out, v) = check_json(
-        &h,
-        &["--example", "server-fixed", "--all", "--schedules", "24"],
-    );
+    let (out, v) = h.check_json(&["--example", "server-fixed", "--all", "--schedules", "24"]);
     assert_eq!(out.code, 0, "`server-fixed` failed a check:\n{out}");
     assert_eq!(v["violations"], 0, "{v:#}");
     for t in v["tried"].as_array().unwrap() {

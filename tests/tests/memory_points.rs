@@ -25,9 +25,8 @@ fn memory_run(h: &Home, extra: &[&str], prog: &str, args: &[&str]) -> rewind_tes
 fn a_race_without_a_system_call_is_found_by_default_and_narrowed_to_one_access() {
     let h = Home::new();
     let prog = guest_arg("counter");
-    let out = h.rewind(&["check", "--json", "--epoch", EPOCH, "--", &prog, "50"]);
+    let (out, v) = h.check_json(&["--epoch", EPOCH, "--", &prog, "50"]);
     assert_eq!(out.code, 1, "{out}");
-    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
     let n = &v["narrowed"];
     let deciding = n["deciding"].as_array().unwrap();
     assert_eq!(deciding.len(), 1, "one step decides it: {n:#}");
@@ -340,9 +339,7 @@ fn a_check_from_a_syscall_run_with_memory_points_finds_the_race() {
     let h = Home::new();
     let (parent, _, step) = counter_to_its_second_clone(&h);
     let step = step.to_string();
-    let out = h.rewind(&[
-        "check",
-        "--json",
+    let (out, v) = h.check_json(&[
         "--run",
         &parent.id,
         "--schedule-from",
@@ -351,7 +348,6 @@ fn a_check_from_a_syscall_run_with_memory_points_finds_the_race() {
         "memory",
     ]);
     assert_eq!(out.code, 1, "{out}");
-    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
     let n = &v["narrowed"];
     assert_eq!(n["deciding"].as_array().map(Vec::len), Some(1), "{n:#}");
     assert!(

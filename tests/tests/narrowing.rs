@@ -12,11 +12,8 @@ fn a_single_reschedule_near_the_schedules_own_perturbations_decides_it() {
     let prog = guest_arg("pool-sleep");
     // A fixed epoch: the same inputs, the same ids, whenever the test runs.
     let epoch = "1700000000";
-    let out = h.rewind(&[
-        "check", "--json", "--points", "syscalls", "--epoch", epoch, "--", &prog,
-    ]);
+    let (out, v) = h.check_json(&["--points", "syscalls", "--epoch", epoch, "--", &prog]);
     assert_eq!(out.code, 1, "{out}");
-    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
     let n = &v["narrowed"];
     let deciding = n["deciding"].as_array().unwrap();
     assert_eq!(deciding.len(), 1, "one step decides it: {n:#}");

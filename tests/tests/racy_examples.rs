@@ -9,34 +9,13 @@
 
 use rewind_tests::Home;
 
-fn check_json(h: &Home, args: &[&str]) -> (rewind_tests::Output, serde_json::Value) {
-    let mut full = vec!["check", "--json"];
-    full.extend_from_slice(args);
-    let out = h.rewind(&full);
-    assert!(out.code == 0 || out.code == 1, "{out}");
-    let v = serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
-    (out, v)
-}
-
-/// `rewind show --json RUN`'s one command, as arguments after `rewind run`.
-fn remake_args(h: &Home, id: &str) -> Vec<String> {
-    let out = h.ok(&["show", "--json", id]);
-    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
-    let cmds = v["commands"].as_array().unwrap_or_else(|| panic!("{v:#}"));
-    assert_eq!(cmds.len(), 1, "{v:#}");
-    cmds[0]["argv"].as_array().unwrap()[2..]
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .collect()
-}
-
 /// The flags that perturb one step, in `rewind run`'s arguments.
 const PERTURB: [&str; 3] = ["--reschedule-at", "--stall-at", "--switch-at"];
 
 /// Found, narrowed to one memory access naming `variable`, and real.
 fn found(example: &str, variable: &str) {
     let h = Home::new();
-    let (out, v) = check_json(&h, &["--example", example]);
+    let (out, v) = h.check_json(&["--example", example]);
     assert_eq!(out.code, 1, "the race of `{example}` was not found:\n{out}");
     assert_eq!(v["base"]["status"], "exited:0", "{v:#}");
     let tried = v["tried"].as_array().unwrap();
@@ -60,7 +39,7 @@ fn found(example: &str, variable: &str) {
     assert_eq!(passing, v["base"]["run"].as_str().unwrap(), "{n:#}");
     // The deciding step is real: the command show prints makes the failing
     // run again, and it fails; without that step's perturbation it passes.
-    let args = remake_args(&h, failing);
+    let args = h.remake_args(failing);
     assert!(
         args.windows(2).any(|w| PERTURB.contains(&w[0].as_str())
             && w[1].split(':').next() == Some(step.to_string().as_str())),
@@ -97,7 +76,7 @@ fn found(example: &str, variable: &str) {
 /// The fixed twin passes every default schedule.
 fn passes(example: &str) {
     let h = Home::new();
-    let (out, v) = check_json(&h, &["--example", example, "--all"]);
+    let (out, v) = h.check_json(&["--example", example, "--all"]);
     assert_eq!(out.code, 0, "`{example}` failed a check:\n{out}");
     assert_eq!(v["violations"], 0, "{v:#}");
     let tried = v["tried"].as_array().unwrap();

@@ -15,37 +15,17 @@
 
 use rewind_tests::Home;
 
-fn check_json(h: &Home, args: &[&str]) -> serde_json::Value {
-    let mut full = vec!["check", "--json"];
-    full.extend_from_slice(args);
-    let out = h.rewind(&full);
-    assert!(out.code == 0 || out.code == 1, "{out}");
-    serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
-}
-
-/// The first command `rewind show --json` gives for a run, as arguments after `rewind`.
-fn remake_args(h: &Home, id: &str) -> Vec<String> {
-    let out = h.ok(&["show", "--json", id]);
-    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
-    let cmds = v["commands"].as_array().unwrap_or_else(|| panic!("{v:#}"));
-    assert_eq!(cmds.len(), 1, "{v:#}");
-    cmds[0]["argv"].as_array().unwrap()[2..]
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn pct_finds_bank_and_its_schedules_are_made_again_by_the_command_show_prints() {
     let h = Home::new();
-    let v = check_json(&h, &["--example", "bank", "--strategy", "pct"]);
+    let (_, v) = h.check_json(&["--example", "bank", "--strategy", "pct"]);
     assert_eq!(v["violations"], 1, "{v:#}");
     let tried = v["tried"].as_array().unwrap();
     let bad = tried.last().unwrap();
     assert_eq!(bad["status"], "exited:2", "{v:#}");
     let id = bad["run"].as_str().unwrap();
     // The PCT schedule, made again from the command show prints.
-    let args = remake_args(&h, id);
+    let args = h.remake_args(id);
     assert!(args.contains(&"--pct".to_string()), "{args:?}");
     let args: Vec<&str> = args.iter().map(String::as_str).chain(["-q"]).collect();
     let again = h.run(&args);
@@ -55,7 +35,7 @@ fn pct_finds_bank_and_its_schedules_are_made_again_by_the_command_show_prints() 
     let n = &v["narrowed"];
     assert_eq!(n["deciding"].as_array().unwrap().len(), 1, "{n:#}");
     let failing = n["failing"].as_str().unwrap();
-    let args = remake_args(&h, failing);
+    let args = h.remake_args(failing);
     let args: Vec<&str> = args.iter().map(String::as_str).chain(["-q"]).collect();
     assert_eq!(h.run(&args).id, failing);
     for t in tried {
@@ -97,31 +77,25 @@ fn a_fork_of_a_pct_run_replays_identically() {
 #[test]
 fn pct_passes_bank_fixed_and_check_seeds_try_other_schedules() {
     let h = Home::new();
-    let a = check_json(
-        &h,
-        &[
-            "--example",
-            "bank-fixed",
-            "--strategy",
-            "pct",
-            "--schedules",
-            "8",
-        ],
-    );
+    let (_, a) = h.check_json(&[
+        "--example",
+        "bank-fixed",
+        "--strategy",
+        "pct",
+        "--schedules",
+        "8",
+    ]);
     assert_eq!(a["violations"], 0, "{a:#}");
-    let b = check_json(
-        &h,
-        &[
-            "--example",
-            "bank-fixed",
-            "--strategy",
-            "pct",
-            "--schedules",
-            "8",
-            "--check-seed",
-            "1",
-        ],
-    );
+    let (_, b) = h.check_json(&[
+        "--example",
+        "bank-fixed",
+        "--strategy",
+        "pct",
+        "--schedules",
+        "8",
+        "--check-seed",
+        "1",
+    ]);
     let labels = |v: &serde_json::Value| -> Vec<String> {
         v["tried"]
             .as_array()
@@ -156,10 +130,7 @@ fn events(h: &Home, run: &str) -> Vec<serde_json::Value> {
 fn bounded_finds_every_memory_point_example_rescheduling_where_threads_share() {
     for example in MEMORY_EXAMPLES {
         let h = Home::new();
-        let v = check_json(
-            &h,
-            &["--example", example, "--strategy", "bounded", "--no-narrow"],
-        );
+        let (_, v) = h.check_json(&["--example", example, "--strategy", "bounded", "--no-narrow"]);
         assert_eq!(v["violations"], 1, "{example} not found: {v:#}");
         let base_run = v["base"]["run"].as_str().unwrap();
         let base = events(&h, base_run);
@@ -197,15 +168,12 @@ fn pct_finds_memory_point_examples_with_change_points_where_threads_share() {
     let mut found = Vec::new();
     for example in MEMORY_EXAMPLES {
         let h = Home::new();
-        let v = check_json(
-            &h,
-            &["--example", example, "--strategy", "pct", "--no-narrow"],
-        );
+        let (_, v) = h.check_json(&["--example", example, "--strategy", "pct", "--no-narrow"]);
         let start = h.second_thread_step(v["base"]["run"].as_str().unwrap());
         let tried = v["tried"].as_array().unwrap();
         // Every schedule's change points are drawn from a step at or after
         // the second thread's start, which its command says.
-        let args = remake_args(&h, tried[0]["run"].as_str().unwrap());
+        let args = h.remake_args(tried[0]["run"].as_str().unwrap());
         let from: u64 = args
             .windows(2)
             .find(|w| w[0] == "--schedule-from")
@@ -216,7 +184,7 @@ fn pct_finds_memory_point_examples_with_change_points_where_threads_share() {
             let bad = tried.last().unwrap();
             assert_eq!(bad["status"], "exited:2", "{v:#}");
             let id = bad["run"].as_str().unwrap();
-            let args = remake_args(&h, id);
+            let args = h.remake_args(id);
             // DEPTH:STEPS:RANGES: k counts the steps on the conflicting bytes.
             let pct = args.windows(2).find(|w| w[0] == "--pct").unwrap()[1].clone();
             assert_eq!(pct.split(':').count(), 3, "{example}: --pct {pct}");
@@ -235,17 +203,14 @@ fn bounded_and_pct_pass_the_fixed_memory_point_twins() {
         let fixed = format!("{example}-fixed");
         for strategy in ["bounded", "pct"] {
             let h = Home::new();
-            let v = check_json(
-                &h,
-                &[
-                    "--example",
-                    &fixed,
-                    "--strategy",
-                    strategy,
-                    "--schedules",
-                    "32",
-                ],
-            );
+            let (_, v) = h.check_json(&[
+                "--example",
+                &fixed,
+                "--strategy",
+                strategy,
+                "--schedules",
+                "32",
+            ]);
             assert_eq!(v["violations"], 0, "{fixed} under {strategy}: {v:#}");
             assert_eq!(v["tried"].as_array().unwrap().len(), 32, "{v:#}");
         }

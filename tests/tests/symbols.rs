@@ -18,16 +18,8 @@ fn line_of(file: &str, needle: &str) -> u32 {
 
 /// The narrowed failing run of `rewind check --example NAME`.
 fn failing_run(h: &Home, example: &str) -> String {
-    let out = h.rewind(&[
-        "check",
-        "--points",
-        "syscalls",
-        "--json",
-        "--example",
-        example,
-    ]);
+    let (out, v) = h.check_json(&["--points", "syscalls", "--example", example]);
     assert_eq!(out.code, 1, "{out}");
-    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
     v["narrowed"]["failing"].as_str().unwrap().to_string()
 }
 
