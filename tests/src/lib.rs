@@ -775,6 +775,28 @@ impl Home {
             .collect()
     }
 
+    /// `rewind fork RUN STEP --seed 5 -q` of a run that ended after its
+    /// step count: the fork must end as RUN did, after as many steps, and
+    /// say it does not differ from its parent. Its output, whose `forking
+    /// from ...` line the caller checks.
+    #[track_caller]
+    pub fn fork_ends_the_same(&self, run: &Run, step: &str) -> Output {
+        let steps = run.steps.expect("a step count");
+        let fork = self.rewind(&["fork", &run.id, step, "--seed", "5", "-q"]);
+        assert_eq!(fork.code, 0, "{fork}");
+        assert!(
+            fork.stderr
+                .contains(&format!(" {} after {steps} steps", run.status)),
+            "{fork}"
+        );
+        assert!(
+            fork.stderr
+                .contains("the fork does not differ from its parent"),
+            "{fork}"
+        );
+        fork
+    }
+
     /// The step of the first event of a run that is this system call.
     pub fn first_call(&self, run: &str, name: &str) -> u64 {
         self.events_json(run)
