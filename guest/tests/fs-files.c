@@ -1,6 +1,6 @@
 /* fs-files: the file calls on the run's overlay. Writes a file, reads it
  * back, lists a directory, stats, seeks, renames, unlinks, and more; prints
- * one line per check ("ok: ..." or "FAIL: ...") and the listing, then
+ * one line per check ("ok: ..." or "FAIL (...): ...") and the listing, then
  * "fs-files: N failures". Exits with the number of failures. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -14,18 +14,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, what)                                                   \
-    do {                                                                    \
-        if (cond)                                                           \
-            printf("ok: %s\n", what);                                       \
-        else {                                                              \
-            printf("FAIL: %s (line %d, errno %d %s)\n", what, __LINE__,     \
-                   errno, strerror(errno));                                 \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
+#include "check.h"
 
 static int cmp_names(const void *a, const void *b)
 {

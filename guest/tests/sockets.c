@@ -20,19 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (cond) {                                                            \
-            printf("ok: " __VA_ARGS__);                                        \
-            printf("\n");                                                      \
-        } else {                                                               \
-            printf("FAIL (line %d): " #cond ": ", __LINE__);                   \
-            printf(__VA_ARGS__);                                               \
-            printf(" (errno %d)\n", errno);                                    \
-            failures++;                                                        \
-        }                                                                      \
-    } while (0)
+#include "check.h"
 
 static int listener;
 
