@@ -164,54 +164,29 @@ impl Live {
         self.core.set_breakpoints(set.clone());
         let r = (|| -> Result<Hit> {
             let mut reach = Reach { step: 0, k: 0 };
+            // A scan from a span's start stops first at an address it
+            // starts on, before the machine runs.
+            let mut here = None;
             if let Some(s) = from {
                 self.core.go_to_step(s)?;
                 reach = Reach { step: s, k: 0 };
                 let pc = self.pc();
                 if set.contains(&pc) {
-                    let hit = Hit::Bp {
+                    here = Some(Hit::Bp {
                         pos: self.core.here_position(),
                         tid: self.tid(),
                         pc,
-                    };
-                    match f(self, &hit, reach) {
-                        Flow::Stop => return Ok(hit),
-                        Flow::Go => {}
-                        Flow::Track(more) => {
-                            set.extend(more);
-                            self.core.set_breakpoints(set.clone());
-                        }
-                    }
+                    });
                 }
             }
             loop {
-                let stop = self.core.cont_until(until)?;
-                let step = self.core.step();
-                let at_start = self.core.at_span_start();
-                reach = if at_start {
-                    Reach { step, k: 0 }
-                } else if reach.step == step {
-                    Reach {
-                        step,
-                        k: reach.k + 1,
-                    }
-                } else {
-                    Reach { step, k: 1 }
-                };
-                let hit = match stop {
-                    CoreStop::Breakpoint { tid, pc } => Hit::Bp {
-                        pos: self.core.here_position(),
-                        tid,
-                        pc,
+                let hit = match here.take() {
+                    Some(hit) => hit,
+                    None => match self.cont_to_hit(until, &mut reach)? {
+                        end @ (Hit::End | Hit::Span) => return Ok(end),
+                        hit => hit,
                     },
-                    CoreStop::Watch { tid, watch, .. } => Hit::Watch { tid, watch },
-                    CoreStop::Signal { signo, .. } => Hit::Signal { signo },
-                    CoreStop::Exited(_) => Hit::End,
-                    CoreStop::Stepped { .. } | CoreStop::Beginning { .. } => Hit::Span,
                 };
-                if matches!(hit, Hit::End | Hit::Span) {
-                    return Ok(hit);
-                }
                 match f(self, &hit, reach) {
                     Flow::Stop => return Ok(hit),
                     Flow::Go => {}
@@ -224,6 +199,34 @@ impl Live {
         })();
         self.core.set_breakpoints(BTreeSet::new());
         r
+    }
+
+    /// Runs the machine to its next stop (before the start of span `until`
+    /// at the latest), with `reach` moved on to it.
+    fn cont_to_hit(&mut self, until: Option<u64>, reach: &mut Reach) -> Result<Hit> {
+        let stop = self.core.cont_until(until)?;
+        let step = self.core.step();
+        *reach = if self.core.at_span_start() {
+            Reach { step, k: 0 }
+        } else if reach.step == step {
+            Reach {
+                step,
+                k: reach.k + 1,
+            }
+        } else {
+            Reach { step, k: 1 }
+        };
+        Ok(match stop {
+            CoreStop::Breakpoint { tid, pc } => Hit::Bp {
+                pos: self.core.here_position(),
+                tid,
+                pc,
+            },
+            CoreStop::Watch { tid, watch, .. } => Hit::Watch { tid, watch },
+            CoreStop::Signal { signo, .. } => Hit::Signal { signo },
+            CoreStop::Exited(_) => Hit::End,
+            CoreStop::Stepped { .. } | CoreStop::Beginning { .. } => Hit::Span,
+        })
     }
 
     /// Comes back to a stop a scan with `addrs` reached.
