@@ -504,9 +504,7 @@ impl Home {
         let id = if self.seen.borrow().contains(run) {
             run.to_string()
         } else {
-            let show = self.ok(&["show", run, "--json"]).stdout;
-            let v: serde_json::Value = serde_json::from_str(&show).expect("show --json is JSON");
-            v["id"]
+            self.show_json(run)["id"]
                 .as_str()
                 .expect("show --json has the id")
                 .to_string()
@@ -761,12 +759,19 @@ impl Home {
         made
     }
 
+    /// `rewind show RUN --json`, parsed.
+    #[track_caller]
+    pub fn show_json(&self, run: &str) -> serde_json::Value {
+        let out = self.ok(&["show", run, "--json"]);
+        serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("`rewind show --json` is not JSON ({e}):\n{out}"))
+    }
+
     /// The arguments after `rewind run` of the one command `rewind show
     /// --json` gives to make RUN again (a run with no parent).
     #[track_caller]
     pub fn remake_args(&self, run: &str) -> Vec<String> {
-        let out = self.ok(&["show", "--json", run]);
-        let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+        let v = self.show_json(run);
         let cmds = v["commands"].as_array().unwrap_or_else(|| panic!("{v:#}"));
         assert_eq!(cmds.len(), 1, "{v:#}");
         cmds[0]["argv"].as_array().unwrap()[2..]

@@ -405,7 +405,7 @@ fn the_deciding_step_is_real() {
     // Made again independently, in a home the check never saw: `rewind run`
     // with that one perturbation makes the failing run (same id, exited:2),
     // and without it the passing one.
-    let epoch = show_json(&home, failing)["inputs"]["epoch"]
+    let epoch = home.show_json(failing)["inputs"]["epoch"]
         .as_u64()
         .expect("inputs.epoch")
         .to_string();
@@ -444,10 +444,6 @@ fn the_deciding_step_is_real() {
         "`rewind run --example bank` is not the passing run:\n{}",
         remade.out
     );
-}
-
-fn show_json(home: &Home, run: &str) -> serde_json::Value {
-    serde_json::from_str(&home.ok(&["show", run, "--json"]).stdout).expect("show --json is JSON")
 }
 
 // ---- every example ----

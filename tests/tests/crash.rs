@@ -299,10 +299,7 @@ fn sigkill_at_seeded_points_leaves_a_whole_store() {
     let (t_run, out) = c.timed(&home, &argv_of(&run_args(0)));
     let parent = run_id(&out);
     c.verify(&home, "after the first run");
-    let show = home.ok(&["show", &parent, "--json"]).stdout;
-    let steps = serde_json::from_str::<serde_json::Value>(&show).unwrap()["steps"]
-        .as_u64()
-        .unwrap();
+    let steps = home.show_json(&parent)["steps"].as_u64().unwrap();
     let rwd_dir = tempfile::tempdir().unwrap();
     let rwd = rwd_dir.path().join("parent.rwd");
     let rwd = rwd.to_str().unwrap().to_string();

@@ -13,11 +13,6 @@ fn labelled(stdout: &str, label: &str) -> Option<String> {
         .map(|id| id.trim().to_string())
 }
 
-fn show_json(h: &Home, id: &str) -> serde_json::Value {
-    let out = h.ok(&["show", "--json", id]);
-    serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
-}
-
 #[test]
 fn when_schedule_0_is_the_bad_run_the_run_that_exits_0_is_passing() {
     let h = Home::new();
@@ -67,7 +62,7 @@ fn when_schedule_0_is_the_bad_run_the_run_that_exits_0_is_passing() {
         ))),
         "{s}"
     );
-    let sj = show_json(&h, &passing);
+    let sj = h.show_json(&passing);
     assert_eq!(sj["narrowing"]["label"], "passing", "{sj:#}");
     assert_eq!(sj["narrowing"]["other_label"], "failing", "{sj:#}");
     h.replay_identical(&passing);

@@ -273,8 +273,7 @@ fn a_fork_changes_points_at_its_step() {
         "the fork differs before its step"
     );
     // `rewind show` names the change; its command makes the same run.
-    let show: serde_json::Value =
-        serde_json::from_str(h.ok(&["show", "--json", &mem]).stdout.trim()).unwrap();
+    let show = h.show_json(&mem);
     let cmds = show["commands"].as_array().unwrap();
     let last: Vec<&str> = cmds.last().unwrap()["argv"]
         .as_array()

@@ -63,12 +63,6 @@ fn last_run_id(stderr: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn show_json(home: &Home, run: &str) -> Value {
-    let out = home.ok(&["show", run, "--json"]);
-    serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("`rewind show --json` is not JSON ({e}):\n{out}"))
-}
-
 /// `rewind fork`, asserting it ends with a status line; returns the fork's id.
 fn fork(home: &Home, args: &[&str]) -> String {
     let mut full = vec!["fork"];
@@ -127,7 +121,7 @@ fn show_gives_commands_that_recreate_the_same_ids_in_a_fresh_home() {
     home.replay_identical(&fork_of_fork);
 
     for id in [&bank.id, &flagged, &by_schedule, &fork_of_fork] {
-        let v = show_json(&home, id);
+        let v = home.show_json(id);
         assert_eq!(v["reproducible"], true, "{v:#}");
         let cmds = v["commands"].as_array().unwrap();
         let first = cmds[0]["argv"].as_array().unwrap();
@@ -168,7 +162,7 @@ fn show_gives_commands_that_recreate_the_same_ids_in_a_fresh_home() {
     // bank is found within 16 schedules.
     let failing = failing_run_in(&out);
     home.replay_identical(&failing);
-    let v = show_json(&home, &failing);
+    let v = home.show_json(&failing);
     let perturb = &v["inputs"]["perturb"];
     assert!(!perturb.as_array().is_none_or(Vec::is_empty), "{v:#}");
     assert!(
@@ -211,7 +205,7 @@ fn export_replayable_then_import_elsewhere_replays_identically_with_bookmarks() 
         "step order:\n{text}"
     );
     // Bookmarks are not inputs: the id stays.
-    assert_eq!(show_json(&home, &run.id)["id"], run.id.as_str());
+    assert_eq!(home.show_json(&run.id)["id"], run.id.as_str());
 
     let file = home.path().join("bank.rwd");
     let file_s = file.to_str().unwrap();
@@ -235,7 +229,7 @@ fn export_replayable_then_import_elsewhere_replays_identically_with_bookmarks() 
         "bookmarks travel with the run"
     );
     // The image is kept in the importing store.
-    let v = show_json(&other, &run.id);
+    let v = other.show_json(&run.id);
     let host = v["image"]["host_path"].as_str().unwrap();
     assert!(
         Path::new(host).starts_with(other.path().join("images")),
@@ -588,7 +582,7 @@ fn prune_identical_removes_forks_that_ran_as_an_older_run() {
     home.replay_identical(&same);
     let bank = home.run(&["-q", "--example", "bank"]);
     home.replay_identical(&bank.id);
-    let v = show_json(&home, &bank.id);
+    let v = home.show_json(&bank.id);
     let bank_steps = v["steps"].as_u64().unwrap();
     // Forks of bank under many schedules: some differ, maybe some not.
     let mut forks = Vec::new();
