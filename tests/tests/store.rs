@@ -63,6 +63,22 @@ fn last_run_id(stderr: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// One field of each run `rewind ls --json ARGS` lists, in its order.
+fn ls_field(home: &Home, args: &[&str], field: &str) -> Vec<String> {
+    let mut full = vec!["ls", "--json"];
+    full.extend_from_slice(args);
+    home.ok(&full)
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()[field]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
 /// `rewind fork`, asserting it ends with a status line; returns the fork's id.
 fn fork(home: &Home, args: &[&str]) -> String {
     let mut full = vec!["fork"];
@@ -596,17 +612,7 @@ fn prune_identical_removes_forks_that_ran_as_an_older_run() {
     assert!(dry.contains(&same), "{dry}");
     let out = home.ok(&["prune", "--identical"]);
     assert!(out.stdout.contains(&same), "{out}");
-    let left: Vec<String> = home
-        .ok(&["ls", "--json"])
-        .stdout
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let left = ls_field(&home, &[], "id");
     assert!(!left.contains(&same));
     assert!(left.contains(&hello.id) && left.contains(&bank.id));
     // What is left is pairwise different among forks and their elders.
@@ -639,34 +645,8 @@ fn ls_filters() {
     home.replay_identical(&f);
     let ff = fork(&home, &[&f, "15", "--schedule", "2"]);
     home.replay_identical(&ff);
-    let ids = |args: &[&str]| -> Vec<String> {
-        let mut full = vec!["ls", "--json"];
-        full.extend_from_slice(args);
-        home.ok(&full)
-            .stdout
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["id"]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
-    };
-    let statuses = |args: &[&str]| -> Vec<String> {
-        let mut full = vec!["ls", "--json"];
-        full.extend_from_slice(args);
-        home.ok(&full)
-            .stdout
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["status"]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
-    };
+    let ids = |args: &[&str]| ls_field(&home, args, "id");
+    let statuses = |args: &[&str]| ls_field(&home, args, "status");
     assert_eq!(ids(&[]).len(), 6);
     assert!(statuses(&["--status", "passed"])
         .iter()
