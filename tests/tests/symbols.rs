@@ -544,16 +544,8 @@ fn a_program_a_shell_execs_names_its_own_places() {
 
 /// `rewind check --json --example NAME` with memory points: its report.
 fn memory_check(h: &Home, example: &str) -> (Value, String) {
-    let out = h.rewind(&[
-        "check",
-        "--points",
-        "memory",
-        "--json",
-        "--example",
-        example,
-    ]);
+    let (out, v) = h.check_json(&["--points", "memory", "--example", example]);
     assert_eq!(out.code, 1, "{out}");
-    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
     let failing = v["narrowed"]["with"]["run"].as_str().unwrap().to_string();
     (v, failing)
 }
