@@ -3,7 +3,7 @@
 //! statement (`is_stmt`). A line step stops at a statement start; a source
 //! breakpoint goes on each statement start of its line.
 
-use crate::module::{file_path, Module};
+use crate::module::{file_path, line_programs, Module};
 use crate::Symbolizer;
 use std::collections::HashMap;
 
@@ -41,14 +41,7 @@ impl LineTable {
 
     fn add_module(&mut self, module: &Module, bias: u64, ids: &mut HashMap<String, u32>) {
         let Some(dwarf) = module.dwarf() else { return };
-        let mut units = dwarf.units();
-        while let Ok(Some(header)) = units.next() {
-            let Ok(unit) = dwarf.unit(header) else {
-                continue;
-            };
-            let Some(program) = unit.line_program.clone() else {
-                continue;
-            };
+        for (unit, program) in line_programs(dwarf) {
             let mut names: HashMap<u64, Option<u32>> = HashMap::new();
             let mut rows = program.rows();
             while let Ok(Some((header, row))) = rows.next_row() {

@@ -362,14 +362,7 @@ impl Module {
     pub fn line_addresses(&self, file: &str, line: u32) -> Vec<u64> {
         let mut out = Vec::new();
         let Some(dwarf) = &self.dwarf else { return out };
-        let mut units = dwarf.units();
-        while let Ok(Some(header)) = units.next() {
-            let Ok(unit) = dwarf.unit(header) else {
-                continue;
-            };
-            let Some(program) = unit.line_program.clone() else {
-                continue;
-            };
+        for (unit, program) in line_programs(dwarf) {
             let mut rows = program.rows();
             let mut matches: HashMap<u64, bool> = HashMap::new();
             while let Ok(Some((header, row))) = rows.next_row() {
@@ -418,14 +411,7 @@ impl Module {
     fn collect_files(&self) -> HashMap<String, FileEntry> {
         let mut out = HashMap::new();
         let Some(dwarf) = &self.dwarf else { return out };
-        let mut units = dwarf.units();
-        while let Ok(Some(header)) = units.next() {
-            let Ok(unit) = dwarf.unit(header) else {
-                continue;
-            };
-            let Some(program) = &unit.line_program else {
-                continue;
-            };
+        for (unit, program) in line_programs(dwarf) {
             let header = program.header();
             let base = if header.version() >= 5 { 0 } else { 1 };
             for (i, f) in header.file_names().iter().enumerate() {
@@ -496,6 +482,23 @@ fn section(file: &object::File, name: &str, endian: gimli::RunTimeEndian) -> Opt
 }
 
 /// The full path of file `index` of a line program.
+/// Each unit of `dwarf` that parses and has a line program, with that
+/// program; the walk ends at the first header that does not parse.
+pub(crate) fn line_programs(
+    dwarf: &gimli::Dwarf<Reader>,
+) -> impl Iterator<Item = (gimli::Unit<Reader>, gimli::IncompleteLineProgram<Reader>)> + '_ {
+    let mut units = dwarf.units();
+    std::iter::from_fn(move || loop {
+        let header = units.next().ok()??;
+        let Ok(unit) = dwarf.unit(header) else {
+            continue;
+        };
+        if let Some(program) = unit.line_program.clone() {
+            return Some((unit, program));
+        }
+    })
+}
+
 pub(crate) fn file_path(
     dwarf: &gimli::Dwarf<Reader>,
     unit: &gimli::Unit<Reader>,
