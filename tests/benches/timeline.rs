@@ -129,7 +129,7 @@ fn id_of(o: &Output) -> String {
         .to_string()
 }
 
-/// Steps between keyframes at most; none is taken at step 0.
+// Steps between keyframes at most; none is taken at step 0.
 use vmm::record::keyframe::KEYFRAME_STEPS;
 
 /// A timed fork must have worked, and started where it should: past the

@@ -395,10 +395,10 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
         _ => "the run without it",
     };
     let effect = label::effect(&property, other, without.status, (with.label, with.status));
-    let names = Program::of(checker);
     let mut race = None;
     let sentence = match deciding.as_slice() {
         [one] => {
+            let names = Program::of(checker);
             let switches = checker.store.resolve(&failing.id)?.switches()?;
             race = race::exposed(&failing_events, &switches, one.step)
                 .map(|i| Race::tell(&i, one.step, &|a| names.variable(a), &|pc| names.place(pc)));
@@ -458,10 +458,11 @@ fn sides(without: &Tried, with: &Tried, without_is_schedule_0: bool) -> (Side, S
 }
 
 /// The checked program's names: its symbol table for recorded text, and
-/// its debug info (found as `rewind where` finds it) for source lines.
+/// its debug info (found as `rewind where` finds it, parsed on first use)
+/// for source lines.
 struct Program {
     names: label::Names,
-    lines: Option<std::sync::Arc<symbols::Symbolizer>>,
+    lines: Option<crate::kernel::symbols::SymbolTable>,
 }
 
 impl Program {
@@ -478,7 +479,9 @@ impl Program {
         let bias = crate::kernel::elf::load_bias(&elf);
         Program {
             names: label::Names::from_elf(&elf, bias),
-            lines: crate::kernel::symbols::SymbolTable::from_elf(path, &elf, bias).symbolizer(),
+            lines: Some(crate::kernel::symbols::SymbolTable::from_elf(
+                path, &elf, bias,
+            )),
         }
     }
 
@@ -491,7 +494,7 @@ impl Program {
 
     /// `teller (bank.c:27)`, else `teller+0x4c`, else the address.
     fn place(&self, pc: u64) -> String {
-        match &self.lines {
+        match self.lines.as_ref().and_then(|t| t.symbolizer()) {
             Some(s) => s.place(pc),
             None => self
                 .names
