@@ -49,7 +49,7 @@ enum Command {
     Replay(cmd::replay::ReplayArgs),
     /// Fork a run at a step with another schedule or seed.
     Fork(cmd::fork::ForkArgs),
-    /// A file as the guest saw it at a step (exit 3 when it did not exist).
+    /// A file as the guest saw it at a step (exit 1 when it did not exist).
     Cat(cmd::inspect::CatArgs),
     /// Processes and threads alive at a step, and what each was blocked in.
     Ps(cmd::inspect::PsArgs),
@@ -99,7 +99,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("rewind: error: {}", util::clap_one_line(&e));
-            return ExitCode::from(2);
+            return ExitCode::from(util::TROUBLE);
         }
     };
     let result = match cli.command {
@@ -181,14 +181,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        // Exit 1 is an answer a command returns (a violation, a difference,
+        // a missing file); every error is trouble, exit 2, as clap's are.
         Err(e) => {
-            let code = if e.downcast_ref::<util::Usage>().is_some() {
-                2
-            } else {
-                1
-            };
             eprintln!("rewind: error: {}", util::one_line(&e));
-            ExitCode::from(code)
+            ExitCode::from(util::TROUBLE)
         }
     }
 }

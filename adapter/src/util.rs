@@ -1,23 +1,13 @@
 //! Small helpers shared by the commands.
 
-use std::fmt;
+/// `rewind`'s exit status for trouble (a bad argument, a missing program, an
+/// unknown run, a damaged store): every error, and clap's usage errors.
+pub const TROUBLE: u8 = 2;
 
-/// An error in how the command was called: `rewind` exits 2 for these.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl fmt::Display for Usage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
-
-/// `anyhow::bail!` for usage errors.
+/// `anyhow::bail!` for an error in how the command was called.
 macro_rules! usage {
     ($($t:tt)*) => {
-        return Err(anyhow::Error::new($crate::util::Usage(format!($($t)*))))
+        anyhow::bail!($($t)*)
     };
 }
 pub(crate) use usage;

@@ -156,14 +156,14 @@ fn ls_events_log() {
     assert_eq!(text(&out.stdout), "to stderr\n");
 
     let out = home.rewind(&["events", "nosuchrun"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(
         err.starts_with("rewind: error: ") && err.lines().count() == 1,
         "{err}"
     );
     let out = home.rewind(&["log", "@3"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
@@ -176,7 +176,7 @@ fn corrupt_events_are_an_error() {
     bytes[mid] ^= 0xff;
     std::fs::write(&events, &bytes).unwrap();
     let out = home.rewind(&["events", &id]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("corrupt"),
         "{}",
@@ -184,7 +184,7 @@ fn corrupt_events_are_an_error() {
     );
     std::fs::write(&events, &bytes[..mid]).unwrap();
     let out = home.rewind(&["events", &id]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("truncated"),
         "{}",
@@ -212,15 +212,15 @@ fn bad_input_to_run() {
     let home = Home::new("bad");
     let missing = home.0.join("missing");
     let out = home.rewind(&["run", "--", missing.to_str().unwrap()]);
-    assert_one_line_error(&out, 1, "No such file");
+    assert_one_line_error(&out, 2, "No such file");
 
     let not_elf = home.0.join("script.sh");
     std::fs::write(&not_elf, b"#!/bin/sh\necho hi\n").unwrap();
     let out = home.rewind(&["run", "--", not_elf.to_str().unwrap()]);
-    assert_one_line_error(&out, 1, "not an ELF");
+    assert_one_line_error(&out, 2, "not an ELF");
 
     let out = home.rewind(&["run", "--root", missing.to_str().unwrap(), "--", "/bin/x"]);
-    assert_one_line_error(&out, 1, "--root");
+    assert_one_line_error(&out, 2, "--root");
 
     let out = home.rewind(&["run", "--env", "NOEQUALS", "--", "/bin/true"]);
     assert_one_line_error(&out, 2, "K=V");
@@ -246,7 +246,7 @@ fn bad_input_to_run() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert_one_line_error(&out, 1, "REWIND_HOME");
+    assert_one_line_error(&out, 2, "REWIND_HOME");
 }
 
 #[test]

@@ -342,7 +342,7 @@ fn refused(home: &Home, name: &str, bytes: &[u8], mentions: &str) {
     std::fs::write(&file, bytes).unwrap();
     let before = tree(home.path());
     let out = home.rewind(&["import", file.to_str().unwrap()]);
-    assert_eq!(out.code, 1, "{name}: {out}");
+    assert_eq!(out.code, 2, "{name}: {out}");
     let lines = out.stderr_lines();
     assert_eq!(lines.len(), 1, "{name}: one line: {out}");
     assert!(
@@ -538,7 +538,7 @@ fn remove_takes_forks_along_and_gc_returns_the_store_to_its_size() {
 
     // A wrong RUN among them removes nothing.
     let out = home.rewind(&["remove", &long.id, "no-such-run"]);
-    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(out.code, 2, "{out}");
     assert_eq!(home.ok(&["ls"]).stdout.lines().count(), 4);
 
     let dry = home.ok(&["remove", "--dry-run", &long.id]).stdout;
@@ -834,6 +834,6 @@ fn a_damaged_run_is_reported_by_ls_and_the_others_still_listed() {
     );
     // Asking for it by name is a one-line error, not a crash.
     let shown = home.rewind(&["events", &a.id]);
-    assert_eq!(shown.code, 1, "{shown}");
+    assert_eq!(shown.code, 2, "{shown}");
     assert_eq!(shown.stderr.lines().count(), 1, "{shown}");
 }

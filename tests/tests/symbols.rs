@@ -101,7 +101,7 @@ fn where_at_the_pool_crash_names_the_worker_line_and_mains_join() {
     assert_eq!(out.code, 2, "{out}");
     assert_eq!(out.stderr.lines().count(), 1, "{out}");
     let out = h.rewind(&["where", &run, &step, "--tid", "4242"]);
-    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(out.code, 2, "{out}");
     assert!(out.stderr.contains("no thread 4242"), "{out}");
 }
 

@@ -9,8 +9,9 @@ use vmm::record::keyframe::Keyframe;
 use vmm::session::{Limits, RunInputs};
 use vmm::store::{Run, Store};
 
-/// `rewind cat`'s exit status when the file did not exist at that step.
-pub const NO_SUCH_FILE: i32 = 3;
+/// `rewind cat`'s exit status when the file did not exist at that step: the
+/// answer, where trouble (an unknown run, a step past the end) exits 2.
+pub const NO_SUCH_FILE: i32 = 1;
 
 #[derive(Args, Debug)]
 pub struct CatArgs {

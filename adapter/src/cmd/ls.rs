@@ -37,11 +37,11 @@ pub struct LsArgs {
 pub fn main(args: LsArgs) -> Result<i32> {
     let store = super::store()?;
     let status = match &args.status {
-        Some(s) => Some(StatusFilter::parse(s).map_err(crate::util::Usage)?),
+        Some(s) => Some(StatusFilter::parse(s).map_err(anyhow::Error::msg)?),
         None => None,
     };
     let since = match &args.since {
-        Some(s) => Some(parse_since(s, now_secs()).map_err(crate::util::Usage)?),
+        Some(s) => Some(parse_since(s, now_secs()).map_err(anyhow::Error::msg)?),
         None => None,
     };
     let mut runs = store.list()?;
