@@ -7,6 +7,18 @@
 //! process is still writing (`vmm::store::abandon_unfinished`), then dies of
 //! the same signal, so the shell sees the usual status (130 for Ctrl-C).
 
+/// Files a signal's end removes (a server's token file or socket).
+static REMOVE_AT_EXIT: std::sync::Mutex<Vec<std::path::PathBuf>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Removes `path` when SIGINT, SIGTERM or SIGHUP ends the process.
+pub fn remove_at_exit(path: &std::path::Path) {
+    REMOVE_AT_EXIT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(path.to_path_buf());
+}
+
 pub fn install() {
     // SAFETY: plain libc signal-mask calls on local, initialized sets.
     unsafe {
@@ -28,6 +40,13 @@ pub fn install() {
                     }
                 }
                 vmm::store::abandon_unfinished();
+                for p in REMOVE_AT_EXIT
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                {
+                    let _ = std::fs::remove_file(p);
+                }
                 libc::signal(sig, libc::SIG_DFL);
                 let mut one: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut one);

@@ -6,7 +6,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
@@ -809,19 +811,25 @@ test('a run removed under the session gives errors, not a crash', async () => {
 test('TCP: --port serves sessions on loopback', async () => {
   const p = spawn(BIN, ['dap', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   try {
-    const port = await new Promise((resolve, reject) => {
+    const [port, tokenFile] = await new Promise((resolve, reject) => {
       let err = '';
       p.stderr.on('data', (d) => {
         err += d;
-        const m = /listening on 127\.0\.0\.1:(\d+)/.exec(err);
-        if (m) resolve(Number(m[1]));
+        const m = /listening on 127\.0\.0\.1:(\d+); clients first send the line in (\S+)\n/.exec(err);
+        if (m) resolve([Number(m[1]), m[2]]);
       });
       p.on('exit', () => reject(new Error(`rewind dap exited: ${err}`)));
     });
+    const token = readFileSync(tokenFile, 'utf8');
+    // What DebugClient.start(port) does, with the token's line sent first.
     const connect = async () => {
       const dc = new DebugClient(BIN, 'dap', 'rewind');
       dc.defaultTimeout = 240000;
-      await dc.start(port);
+      const sock = createConnection(port, '127.0.0.1');
+      await once(sock, 'connect');
+      sock.write(token);
+      dc._socket = sock;
+      dc.connect(sock, sock);
       return dc;
     };
     for (let i = 0; i < 2; i++) {

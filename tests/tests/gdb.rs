@@ -291,6 +291,11 @@ fn bad_arguments_are_one_line_errors() {
         ),
         (vec!["gdb", id.as_str(), "30", "--pid", "5"], "no process 5"),
         (vec!["gdb", "nosuchrun", "3"], "nosuchrun"),
+        // The gdb protocol has no authentication: loopback unless said.
+        (
+            vec!["gdb", id.as_str(), "30", "--listen", "0.0.0.0:0"],
+            "not a loopback address",
+        ),
     ] {
         let out = home.rewind(&args);
         assert_ne!(out.code, 0, "{args:?}: {out}");

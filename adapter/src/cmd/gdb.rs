@@ -28,9 +28,14 @@ pub struct GdbArgs {
     #[arg(long, value_name = "N")]
     pub frame: Option<u32>,
     /// Listen here and print the gdb command line that connects, instead
-    /// of starting gdb.
+    /// of starting gdb. A loopback address unless --listen-any.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// Allow a --listen address other hosts reach. The gdb protocol has no
+    /// authentication: whoever connects first debugs the run and reads its
+    /// memory.
+    #[arg(long, requires = "listen")]
+    pub listen_any: bool,
     /// Passed to gdb (after `--`).
     #[arg(last = true, value_name = "GDB_ARGS")]
     pub gdb_args: Vec<String>,
@@ -48,7 +53,30 @@ fn shell_word(w: &str) -> String {
     }
 }
 
+/// Binds the gdb server's address: loopback, unless `--listen-any`, with a
+/// warning then.
+fn bind(args: &GdbArgs) -> Result<TcpListener> {
+    let addr = args.listen.as_deref().unwrap_or("127.0.0.1:0");
+    let addrs: Vec<std::net::SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(addr)
+        .map_err(|e| crate::util::Usage(format!("--listen {addr}: {e}")))?
+        .collect();
+    let loopback = !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback());
+    if !loopback && !args.listen_any {
+        crate::util::usage!(
+            "--listen {addr} is not a loopback address: the gdb protocol has no authentication, \
+             so say --listen-any to serve other hosts"
+        );
+    }
+    if !loopback {
+        eprintln!(
+            "rewind: warning: serving gdb on {addr}, which other hosts reach; whoever connects first debugs the run"
+        );
+    }
+    TcpListener::bind(&addrs[..]).with_context(|| format!("cannot listen on {addr}"))
+}
+
 pub fn main(args: GdbArgs) -> Result<i32> {
+    let listener = bind(&args)?;
     let run = super::inspect::run_at(&args.run, args.step)?;
     let store = super::store()?;
     let origin =
@@ -92,13 +120,6 @@ pub fn main(args: GdbArgs) -> Result<i32> {
         eprintln!("rewind: {n}; gdb names those frames by symbol");
     }
 
-    let listener = TcpListener::bind(args.listen.as_deref().unwrap_or("127.0.0.1:0"))
-        .with_context(|| {
-            format!(
-                "cannot listen on {}",
-                args.listen.as_deref().unwrap_or("127.0.0.1:0")
-            )
-        })?;
     let addr = listener.local_addr()?;
     let mut gdb_words: Vec<String> = vec!["gdb".into(), "-q".into()];
     gdb_words.extend(files);

@@ -11,6 +11,7 @@ mod breakpoints;
 mod cond;
 mod custom;
 mod launch;
+mod listen;
 mod live;
 mod moves;
 mod profile;
@@ -31,15 +32,23 @@ use tokio::sync::mpsc;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Without --port, DAP is spoken on standard input and output (what editors \
-                  start). With --port, on 127.0.0.1:N, one session per connection (0 picks a \
-                  free port); the port is printed on stderr as `rewind: dap listening on \
-                  127.0.0.1:N`. The protocol and its custom requests are in docs/dap.md."
+    after_help = "Without --port or --socket, DAP is spoken on standard input and output \
+                  (what editors start). With --port, on 127.0.0.1:N, one session per \
+                  connection (0 picks a free port): the port is printed on stderr as `rewind: \
+                  dap listening on 127.0.0.1:N`, and each client first sends the line in \
+                  $XDG_RUNTIME_DIR/rewind/dap-N.token (mode 0600). With --socket, on a Unix \
+                  socket of mode 0600 that only this user may use. A connection without the \
+                  secret is closed unanswered. The protocol and its custom requests are in \
+                  docs/dap.md."
 )]
 pub struct DapArgs {
-    /// Listen on this loopback TCP port instead of stdio.
-    #[arg(long, value_name = "N")]
+    /// Listen on this loopback TCP port instead of stdio; clients present
+    /// the token first.
+    #[arg(long, value_name = "N", conflicts_with = "socket")]
     pub port: Option<u16>,
+    /// Listen on a Unix socket made at PATH with mode 0600.
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<std::path::PathBuf>,
 }
 
 /// What the reader shares with the session thread.
@@ -88,31 +97,64 @@ impl Out {
 pub fn main(args: DapArgs) -> Result<i32> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
+        .enable_time()
         .build()
         .context("cannot start the DAP server")?;
     let result = rt.block_on(async {
-        match args.port {
-            None => {
+        match (args.port, args.socket) {
+            (Some(port), _) => serve_tcp(port).await,
+            (None, Some(path)) => serve_socket(&path).await,
+            (None, None) => {
                 serve(tokio::io::stdin(), tokio::io::stdout()).await;
                 Ok(0)
-            }
-            Some(port) => {
-                let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-                    .await
-                    .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
-                let addr = listener.local_addr()?;
-                eprintln!("rewind: dap listening on {addr}");
-                loop {
-                    let (sock, _) = listener.accept().await?;
-                    let (r, w) = sock.into_split();
-                    tokio::spawn(serve(r, w));
-                }
             }
         }
     });
     // Standard input's reader may still be blocked in read(2): do not wait.
     rt.shutdown_background();
     result
+}
+
+/// One session per loopback connection that first presents the token.
+async fn serve_tcp(port: u16) -> Result<i32> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+    let addr = listener.local_addr()?;
+    let token = Arc::new(listen::Token::create(addr.port())?);
+    eprintln!(
+        "rewind: dap listening on {addr}; clients first send the line in {}",
+        token.file.display()
+    );
+    loop {
+        let (mut sock, from) = listener.accept().await?;
+        let token = token.clone();
+        tokio::spawn(async move {
+            match token.presented(&mut sock).await {
+                listen::Refusal::Accepted => {
+                    let (r, w) = sock.into_split();
+                    serve(r, w).await;
+                }
+                why => listen::log_refusal(&from.to_string(), &why),
+            }
+        });
+    }
+}
+
+/// One session per connection of this user to a Unix socket of mode 0600.
+async fn serve_socket(path: &std::path::Path) -> Result<i32> {
+    let listener = listen::bind_socket(path)?;
+    eprintln!("rewind: dap listening on {}", path.display());
+    loop {
+        let (sock, _) = listener.accept().await?;
+        match listen::peer_allowed(&sock) {
+            listen::Refusal::Accepted => {
+                let (r, w) = sock.into_split();
+                tokio::spawn(serve(r, w));
+            }
+            why => listen::log_refusal(&path.display().to_string(), &why),
+        }
+    }
 }
 
 /// Serves one client until it disconnects or the session ends.
