@@ -58,7 +58,7 @@ fn shell_word(w: &str) -> String {
 fn bind(args: &GdbArgs) -> Result<TcpListener> {
     let addr = args.listen.as_deref().unwrap_or("127.0.0.1:0");
     let addrs: Vec<std::net::SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(addr)
-        .map_err(|e| crate::util::Usage(format!("--listen {addr}: {e}")))?
+        .with_context(|| format!("--listen {addr}"))?
         .collect();
     let loopback = !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback());
     if !loopback && !args.listen_any {
