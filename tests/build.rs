@@ -18,7 +18,7 @@
 //!
 //! Only musl-gcc is optional (`REWIND_MUSL_CC` names another): without it an
 //! ordinary `cargo build` still succeeds, a `cargo:warning` says that
-//! `scripts/setup` installs it, and the test that runs `threads-musl` says it
+//! `scripts/setup-tests` installs it, and the test that runs `threads-musl` says it
 //! was skipped. `scripts/test` sets `REWIND_REQUIRE_ALL_GUESTS=1`, so that the
 //! suite itself never skips it.
 
@@ -44,7 +44,7 @@ fn main() {
     let musl = env::var("REWIND_MUSL_CC").unwrap_or_else(|_| "musl-gcc".into());
     let have_musl = found(&musl);
     if !have_musl && env::var_os("REWIND_REQUIRE_ALL_GUESTS").is_some_and(|v| v == "1") {
-        panic!("`{musl}` not found: scripts/setup installs it (musl-tools)");
+        panic!("`{musl}` not found: scripts/setup-tests installs it (musl-tools)");
     }
 
     let mut c_sources: Vec<PathBuf> = std::fs::read_dir(&tests)
@@ -75,7 +75,7 @@ fn main() {
     } else {
         println!(
             "cargo:warning=`{musl}` not found: the static musl test program is not built \
-             and its test is skipped (scripts/setup installs musl-tools)"
+             and its test is skipped (scripts/setup-tests installs musl-tools)"
         );
         // Look again when something is installed.
         for dir in env::split_paths(&env::var_os("PATH").unwrap_or_default()) {
@@ -173,7 +173,7 @@ fn build(compiler: &str, flags: &[&str], src: &Path, exe: &Path) {
         .output()
         .unwrap_or_else(|e| {
             panic!(
-                "cannot run `{compiler}` for {} (scripts/setup installs it): {e}",
+                "cannot run `{compiler}` for {} (scripts/setup-tests installs it): {e}",
                 src.display()
             )
         });
@@ -204,7 +204,7 @@ fn split_debug(exe: &Path, stripped: &Path, debug_dir: &Path) {
         let st = Command::new("objcopy")
             .args(&args)
             .status()
-            .expect("objcopy (binutils, from build-essential; scripts/setup installs it)");
+            .expect("objcopy (binutils; scripts/setup-tests installs it)");
         assert!(st.success(), "objcopy {args:?} failed");
     }
 }

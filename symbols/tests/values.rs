@@ -25,7 +25,7 @@ fn compile(cmd: &str, args: &[&str], src: &Path, exe: &Path) {
         .arg(exe)
         .arg(src)
         .output()
-        .unwrap_or_else(|e| panic!("{cmd} (scripts/setup installs it): {e}"));
+        .unwrap_or_else(|e| panic!("{cmd} (scripts/setup-tests installs it): {e}"));
     assert!(
         out.status.success(),
         "{cmd}: {}",

@@ -1,6 +1,6 @@
 //! What the tests of `rewind dap` share: running a scenario of the
 //! DebugClient of `@vscode/debugadapter-testsupport` (tests/dap-client,
-//! installed by scripts/setup) under Node.js against the built binary.
+//! installed by scripts/setup-tests) under Node.js against the built binary.
 
 use crate::{rewind_bin, run_command, Output};
 use std::path::{Path, PathBuf};
@@ -20,7 +20,7 @@ pub fn debug_client(script: &str, env: &[(&str, &std::ffi::OsStr)]) -> Output {
     assert!(
         dir.join("node_modules/@vscode/debugadapter-testsupport")
             .exists(),
-        "{} has no node_modules: run scripts/setup --install-only",
+        "{} has no node_modules: run scripts/setup-tests",
         dir.display()
     );
     let mut cmd = Command::new("node");

@@ -34,7 +34,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("debuginfod (scripts/setup installs it)");
+            .expect("debuginfod (scripts/setup-tests installs it)");
         Server {
             child,
             port,

@@ -60,7 +60,7 @@ pub fn optional_guest(name: &str) -> Option<String> {
     }
     skipped(&format!(
         "the guest program {name} was not built (build.rs warned why; \
-         scripts/setup installs what it needs)"
+         scripts/setup-tests installs what it needs)"
     ));
     None
 }
@@ -689,7 +689,7 @@ pub fn load_average() -> String {
 }
 
 /// A host program a test runs (`/usr/bin/sqlite3`, `/usr/bin/busybox`),
-/// installed by scripts/setup as `package`: Some(path) when it is there;
+/// installed by scripts/setup-tests as `package`: Some(path) when it is there;
 /// else the test is skipped (said on stderr), unless
 /// `REWIND_REQUIRE_ALL_GUESTS=1` (scripts/test sets it), where its absence
 /// fails the test as a missing guest program fails the build.
@@ -697,7 +697,7 @@ pub fn host_program(path: &str, package: &str) -> Option<String> {
     if Path::new(path).exists() {
         return Some(path.to_string());
     }
-    let why = format!("{path} is not installed (scripts/setup installs {package})");
+    let why = format!("{path} is not installed (scripts/setup-tests installs {package})");
     assert!(
         std::env::var_os("REWIND_REQUIRE_ALL_GUESTS").is_none_or(|v| v != "1"),
         "{why}, and REWIND_REQUIRE_ALL_GUESTS=1 requires it"

@@ -1,6 +1,6 @@
 //! `rewind dap` driven by real DAP clients: the DebugClient of
 //! `@vscode/debugadapter-testsupport` under Node.js (tests/dap-client,
-//! installed by scripts/setup). The scenarios are in
+//! installed by scripts/setup-tests). The scenarios are in
 //! tests/dap-client/dap.test.mjs; every run they make is replayed there.
 
 use rewind_tests::dap::{debug_client, guest_source};
@@ -118,13 +118,13 @@ fn emacs_dap_mode_session() {
     let out = run_command(cmd, Duration::from_secs(120));
     assert_eq!(
         out.code, 0,
-        "emacs dap-mode (installed by scripts/setup) failed:\n{out}"
+        "emacs dap-mode (installed by scripts/setup-tests) failed:\n{out}"
     );
     assert!(out.stdout.contains("dap-mode: ok"), "{out}");
     home.replay_identical(&run);
 }
 
-/// The same adapter driven by nvim-dap in headless Neovim (scripts/setup
+/// The same adapter driven by nvim-dap in headless Neovim (scripts/setup-tests
 /// installs Neovim; nvim-dap's checkout comes from `$NVIM_DAP_PATH`, and
 /// without it the test says it was skipped): the failing pool run at the
 /// crash, a line step back, reverse-continue to a function breakpoint, to
@@ -142,7 +142,7 @@ fn nvim_dap_session() {
     );
     assert!(
         nvim.exists(),
-        "{} is missing: run scripts/setup --install-only",
+        "{} is missing: run scripts/setup-tests",
         nvim.display()
     );
     let home = rewind_tests::Home::new();

@@ -1,5 +1,5 @@
 //! `rewind lsp` driven by a real LSP client: Neovim's own `vim.lsp`, headless
-//! (tests/tools/neovim, installed by scripts/setup), over a workspace holding
+//! (tests/tools/neovim, installed by scripts/setup-tests), over a workspace holding
 //! an example's source and its program compiled here with -g. The Lua
 //! scenarios are in tests/lsp-client; they write what they saw as JSON, and
 //! the assertions are here. Plus raw bytes over stdio: a server that gets
@@ -21,7 +21,7 @@ fn nvim() -> PathBuf {
     let nvim = root().join("tests/tools/neovim/bin/nvim");
     assert!(
         nvim.exists(),
-        "{} is missing: run scripts/setup --install-only",
+        "{} is missing: run scripts/setup-tests",
         nvim.display()
     );
     nvim

@@ -1,5 +1,5 @@
 //! The Neovim plugin (nvim-plugin/) under headless Neovim 0.11
-//! (tests/tools/neovim, from scripts/setup): it loads and defines its
+//! (tests/tools/neovim, from scripts/setup-tests): it loads and defines its
 //! commands, `:help rewind` opens its help, `:checkhealth rewind` reports no
 //! error and its runs are `rewind ls`'s; its language-server side
 //! (`require('rewind').lsp()` with vim.lsp, `:RewindCheck` without a
@@ -22,7 +22,7 @@ fn nvim() -> std::path::PathBuf {
     let nvim = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/tools/neovim/bin/nvim");
     assert!(
         nvim.exists(),
-        "{} is missing: run scripts/setup --install-only",
+        "{} is missing: run scripts/setup-tests",
         nvim.display()
     );
     nvim

@@ -27,7 +27,7 @@ fn extension_in_code_server_and_chromium() {
     ] {
         assert!(
             need.exists(),
-            "{} is missing: run scripts/setup --install-only",
+            "{} is missing: run scripts/setup-tests",
             need.display()
         );
     }
