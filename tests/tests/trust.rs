@@ -278,3 +278,55 @@ fn another_local_user_cannot_read_the_token_or_use_the_socket() {
     let reply = first_message(&s);
     assert_eq!(reply["success"], true, "{reply}");
 }
+
+/// Scripts run only when a check names them (issue 25): a run made by a
+/// check whose property was a host script, carried in a .rwd, is imported,
+/// opened (`rewind open`, a DAP session) and checked again without naming
+/// the script, and the script never runs.
+#[test]
+fn importing_and_opening_a_run_never_runs_its_property_script() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let marker = dir.path().join("script-ran");
+    let judge = dir.path().join("judge.sh");
+    std::fs::write(
+        &judge,
+        format!("#!/bin/sh\ntouch '{}'\nexit 0\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&judge, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let made = Home::new();
+    let script = format!("script={}", judge.display());
+    let (_, report) = made.check_json(&[
+        "--example",
+        "bank",
+        "--schedules",
+        "1",
+        "--property",
+        &script,
+    ]);
+    assert_eq!(report["properties"][0], script.as_str(), "{report}");
+    assert!(marker.exists(), "the check that names the script runs it");
+    std::fs::remove_file(&marker).unwrap();
+    let run = report["tried"][0]["run"]
+        .as_str()
+        .expect("schedule 1's run")
+        .to_string();
+    let rwd = dir.path().join("checked.rwd");
+    made.ok(&["export", &run, "--replayable", "-o", rwd.to_str().unwrap()]);
+
+    let home = Home::new();
+    home.ok(&["import", rwd.to_str().unwrap()]);
+    home.ok(&["open", &run]);
+    {
+        let mut dap = rewind_tests::dap::Client::start(home.path());
+        dap.open(serde_json::json!({"run": run}));
+        dap.request("next", serde_json::json!({"threadId": dap.tid}), true);
+    }
+    // A check of the run that names no script runs none.
+    home.check_json(&["--run", &run, "--schedule-from", "10", "--schedules", "1"]);
+    assert!(
+        !marker.exists(),
+        "importing, opening or checking the run ran its check's script"
+    );
+    home.replay_identical(&run);
+}

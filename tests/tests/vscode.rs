@@ -14,8 +14,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-#[test]
-fn extension_in_code_server_and_chromium() {
+/// The extension's directory and the test tools' (code-server, Node.js 24),
+/// after checking that what the scenarios need is installed.
+fn editor_tools() -> (std::path::PathBuf, std::path::PathBuf) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let ext = repo.join("vscode-extension");
     let tools = repo.join("tests/tools");
@@ -31,8 +32,20 @@ fn extension_in_code_server_and_chromium() {
             need.display()
         );
     }
-    let artifacts = repo.join("target/vscode");
-    std::fs::create_dir_all(&artifacts).expect("target/vscode");
+    (ext, tools)
+}
+
+/// Where the scenarios keep their screenshots.
+fn artifacts() -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/vscode");
+    std::fs::create_dir_all(&dir).expect("target/vscode");
+    dir
+}
+
+#[test]
+fn extension_in_code_server_and_chromium() {
+    let (ext, tools) = editor_tools();
+    let artifacts = artifacts();
     // The webview test loads dist/ as built from this checkout: a fresh
     // clone has no dist/, and an old one would test stale code.
     let mut build = Command::new("npm");
@@ -63,6 +76,10 @@ fn extension_in_code_server_and_chromium() {
         "--test-concurrency=1",
         "test/timeline.test.mjs",
         "test/vscode.test.mjs",
+        // Workspace trust (issue 25): a cloned workspace naming its own
+        // rewind.path opens restricted and starts nothing; once trusted the
+        // machine's rewind.path runs, never the workspace's.
+        "test/trust.test.mjs",
     ])
     .current_dir(&ext)
     .env("REWIND_BIN", rewind_bin())

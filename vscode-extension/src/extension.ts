@@ -26,6 +26,14 @@ export function activate(context: vscode.ExtensionContext): void {
 	// What the recordings found, in the Problems panel and on the lines (`rewind lsp`).
 	languageClient = new RewindLanguageClient();
 	void languageClient.start();
+	// An untrusted workspace starts nothing (rewindBinary refuses) until trusted.
+	const client = languageClient;
+	context.subscriptions.push(
+		vscode.workspace.onDidGrantWorkspaceTrust(() => {
+			void client.start();
+			runs.refresh();
+		}),
+	);
 
 	context.subscriptions.push(
 		state,

@@ -51,9 +51,12 @@ export class RewindLanguageClient implements vscode.Disposable {
 		);
 	}
 
-	/** Starts the server unless the `rewind.languageServer` setting is off. */
+	/**
+	 * Starts the server unless the `rewind.languageServer` setting is off or
+	 * the workspace is not trusted (the extension starts it when it is).
+	 */
 	async start(): Promise<void> {
-		if (!vscode.workspace.getConfiguration('rewind').get<boolean>('languageServer', true)) {
+		if (!vscode.workspace.isTrusted || !vscode.workspace.getConfiguration('rewind').get<boolean>('languageServer', true)) {
 			return;
 		}
 		const env: { [key: string]: string } = {};

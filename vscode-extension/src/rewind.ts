@@ -7,8 +7,26 @@ import * as cp from 'child_process';
 import * as vscode from 'vscode';
 import type { RunInfo } from './protocol';
 
-/** The adapter binary: the `rewind.path` setting, else `rewind` on PATH. */
+/**
+ * Thrown instead of starting `rewind` in an untrusted workspace: a launch
+ * configuration, a properties file or a run there can name programs and
+ * scripts, so nothing runs until the user trusts the workspace.
+ */
+export class UntrustedWorkspace extends Error {
+	constructor() {
+		super('this workspace is not trusted: Rewind starts nothing here until you trust it (Workspaces: Manage Workspace Trust)');
+	}
+}
+
+/**
+ * The adapter binary: the `rewind.path` setting (machine-scoped, so never a
+ * workspace's), else `rewind` on PATH. Every process the extension starts
+ * asks here first, and none starts in an untrusted workspace.
+ */
 export function rewindBinary(): string {
+	if (!vscode.workspace.isTrusted) {
+		throw new UntrustedWorkspace();
+	}
 	const configured = vscode.workspace.getConfiguration('rewind').get<string>('path', '').trim();
 	return configured !== '' ? configured : 'rewind';
 }

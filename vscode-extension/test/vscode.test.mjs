@@ -14,17 +14,14 @@
 // each state go to REWIND_ARTIFACTS.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { chromium } from 'playwright-core';
-import { chromiumPath, root } from './page.mjs';
+import { startCodeServer } from './codeServer.mjs';
 
 const artifacts = process.env.REWIND_ARTIFACTS ?? join(process.cwd(), 'artifacts');
 const codeServer = process.env.CODE_SERVER;
-const node24 = process.env.NODE24_BIN;
 const workspace = process.env.REWIND_TEST_WORKSPACE;
 const rwd = process.env.REWIND_TEST_RWD;
 const rwdRun = process.env.REWIND_TEST_RWD_RUN;
@@ -33,34 +30,13 @@ mkdirSync(artifacts, { recursive: true });
 
 const figures = {};
 const started = Date.now();
-let server;
-let dir;
-let browser;
+let code;
 let page;
 
-function freePort() {
-	return new Promise((resolve) => {
-		const s = createServer();
-		s.listen(0, '127.0.0.1', () => {
-			const { port } = s.address();
-			s.close(() => resolve(port));
-		});
-	});
-}
-
-const codeEnv = () => ({ ...process.env, PATH: `${node24}:${process.env.PATH}` });
-
 before(async () => {
-	assert.ok(codeServer && node24 && workspace && rwd && rwdRun, 'CODE_SERVER, NODE24_BIN, REWIND_TEST_WORKSPACE, REWIND_TEST_RWD and REWIND_TEST_RWD_RUN are set');
-	dir = mkdtempSync(join(tmpdir(), 'rewind-code-'));
-	const userData = join(dir, 'user');
-	const extensions = join(dir, 'extensions');
+	assert.ok(workspace && rwd && rwdRun, 'REWIND_TEST_WORKSPACE, REWIND_TEST_RWD and REWIND_TEST_RWD_RUN are set');
 	mkdirSync(join(workspace, '.vscode'), { recursive: true });
-	mkdirSync(join(userData, 'User'), { recursive: true });
-	writeFileSync(
-		join(workspace, '.vscode', 'settings.json'),
-		JSON.stringify({ 'rewind.path': process.env.REWIND_BIN, 'rewind.home': process.env.REWIND_HOME, 'rewind.checkSchedules': schedules }, null, 2),
-	);
+	writeFileSync(join(workspace, '.vscode', 'settings.json'), JSON.stringify({ 'rewind.checkSchedules': schedules }, null, 2));
 	writeFileSync(
 		join(workspace, '.vscode', 'launch.json'),
 		JSON.stringify(
@@ -72,61 +48,17 @@ before(async () => {
 			2,
 		),
 	);
-	writeFileSync(
-		join(userData, 'User', 'settings.json'),
-		JSON.stringify({ 'workbench.startupEditor': 'none', 'workbench.tips.enabled': false, 'security.workspace.trust.enabled': false, 'window.zoomLevel': 0, 'workbench.secondarySideBar.defaultVisibility': 'hidden', 'chat.disableAIFeatures': true, 'git.openRepositoryInParentFolders': 'never' }),
-	);
-
-	// Build and package the extension, then install the .vsix.
-	let t = Date.now();
-	execFileSync('npm', ['run', '--silent', 'package'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
-	figures.packageMs = Date.now() - t;
-	t = Date.now();
-	const installed = execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', join(root, 'dist', 'rewind.vsix')], { env: codeEnv() }).toString();
-	figures.installMs = Date.now() - t;
-	assert.match(installed, /successfully installed/i);
-	const listed = execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--list-extensions'], { env: codeEnv() }).toString();
-	assert.match(listed, /^rewind\.rewind$/m, 'the extension is installed as rewind.rewind (the URI handler\'s authority)');
-
-	const port = await freePort();
-	server = spawn(
-		codeServer,
-		['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--user-data-dir', userData, '--extensions-dir', extensions, workspace],
-		{ env: codeEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
-	);
-	let log = '';
-	server.stdout.on('data', (d) => (log += d));
-	server.stderr.on('data', (d) => (log += d));
-	t = Date.now();
-	for (;;) {
-		try {
-			const r = await fetch(`http://127.0.0.1:${port}/healthz`);
-			if (r.ok) break;
-		} catch {
-			// not listening yet
-		}
-		assert.ok(Date.now() - t < 60000, `code-server did not start:\n${log}`);
-		await new Promise((r) => setTimeout(r, 250));
-	}
-	browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
-	page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-	t = Date.now();
-	await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
-	await page.waitForSelector('.monaco-workbench', { timeout: 60000 });
-	await page.waitForSelector('.statusbar', { timeout: 60000 });
-	figures.workbenchMs = Date.now() - t;
+	// rewind.path and rewind.home are machine settings: a workspace's are ignored.
+	code = await startCodeServer({ workspace, machine: { 'rewind.path': process.env.REWIND_BIN, 'rewind.home': process.env.REWIND_HOME } });
+	page = code.page;
+	Object.assign(figures, code.figures);
 });
 
 after(async () => {
 	figures.totalMs = Date.now() - started;
 	console.log(`# vscode figures: ${JSON.stringify(figures)}`);
-	await browser?.close();
-	server?.kill();
-	if (dir) {
-		await new Promise((r) => (server && server.exitCode === null ? server.on('close', r) : r()));
-		// The workspace is the caller's: its program is what the runs replay from.
-		rmSync(dir, { recursive: true, force: true });
-	}
+	// The workspace is the caller's: its program is what the runs replay from.
+	await code?.stop();
 });
 
 const shot = (name) => page.screenshot({ path: join(artifacts, `code-server-${name}.png`) });
