@@ -1,13 +1,11 @@
 //! `rewind`: run a static Linux program deterministically in a KVM machine,
 //! record the run, and inspect or replay it.
 
+mod app;
 mod cmd;
 mod dap;
 mod examples;
 mod gdb;
-mod gdb_files;
-mod gdb_hostio;
-mod gdb_tls;
 mod lsp;
 mod progress;
 mod signals;
@@ -82,7 +80,7 @@ enum Command {
     /// What opens a run at a step in an editor (or, with --editor, open it).
     Open(cmd::open::OpenArgs),
     /// Debug a run at a step with gdb: a fork that records nothing, reverse execution included.
-    Gdb(cmd::gdb::GdbArgs),
+    Gdb(gdb::GdbArgs),
     /// A busybox shell inside a run at a step, on this terminal; nothing is recorded.
     Shell(cmd::shell::ShellArgs),
     /// A language server (stdio): what the recordings found, on the source lines (docs/lsp.md).
@@ -175,7 +173,7 @@ fn main() -> ExitCode {
             dap::main(a)
         }
         Command::Open(a) => cmd::open::main(a),
-        Command::Gdb(a) => cmd::gdb::main(a),
+        Command::Gdb(a) => gdb::main(a),
         Command::Shell(a) => cmd::shell::main(a),
         Command::Lsp(a) => lsp::main(a),
     };

@@ -11,8 +11,11 @@
 //! that names a module of a later layer.
 
 mod common;
+#[path = "common/imports.rs"]
+mod imports;
 
 use common::rust_files;
+use imports::{module_of, named_tops, without_comments};
 use std::path::{Path, PathBuf};
 
 /// The layers of `vmm`'s top-level modules, lowest first.
@@ -33,96 +36,6 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-/// The module path of a source file under `src` (`kernel/fs/mod.rs` is
-/// `["kernel", "fs"]`; `lib.rs` is `[]`).
-fn module_of(file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(src()).unwrap().with_extension("");
-    let mut path: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    if matches!(path.last().map(String::as_str), Some("mod" | "lib")) {
-        path.pop();
-    }
-    path
-}
-
-fn ident_at(s: &str) -> &str {
-    let end = s
-        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .unwrap_or(s.len());
-    &s[..end]
-}
-
-/// The top-level items of `use crate::{a::b, c, d::{e, f}}`: the text after
-/// `{` up to its matching `}`, split at depth-one commas.
-fn group_heads(s: &str) -> Vec<&str> {
-    let mut heads = Vec::new();
-    let (mut depth, mut start) = (0, 0);
-    for (i, c) in s.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' if depth == 0 => {
-                heads.push(s[start..i].trim());
-                break;
-            }
-            '}' => depth -= 1,
-            ',' if depth == 0 => {
-                heads.push(s[start..i].trim());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    heads.into_iter().map(ident_at).collect()
-}
-
-/// The top-level modules that `code` (a file of module `module`, comments
-/// removed) names through `crate::` or `super::` paths.
-fn named_tops(code: &str, module: &[String]) -> Vec<String> {
-    let mut tops = Vec::new();
-    for (at, _) in code.match_indices("crate::") {
-        let before = code[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
-            continue;
-        }
-        let rest = &code[at + "crate::".len()..];
-        match rest.strip_prefix('{') {
-            Some(group) => tops.extend(group_heads(group).into_iter().map(String::from)),
-            None => tops.push(ident_at(rest).to_string()),
-        }
-    }
-    for (at, _) in code.match_indices("super::") {
-        let before = code[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
-            continue;
-        }
-        let mut rest = &code[at..];
-        let mut up = 0;
-        while let Some(r) = rest.strip_prefix("super::") {
-            rest = r;
-            up += 1;
-        }
-        if up < module.len() {
-            tops.push(module[0].clone());
-        } else if up == module.len() {
-            match rest.strip_prefix('{') {
-                Some(group) => tops.extend(group_heads(group).into_iter().map(String::from)),
-                None => tops.push(ident_at(rest).to_string()),
-            }
-        }
-    }
-    tops.retain(|t| !t.is_empty());
-    tops
-}
-
-fn without_comments(text: &str) -> String {
-    text.lines()
-        .map(|l| l.split("//").next().unwrap())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn layer_of(top: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&top))
 }
@@ -134,7 +47,7 @@ fn every_layer_uses_only_those_below_it() {
     assert!(files.len() > 50, "no sources under {}", src().display());
     let mut found = Vec::new();
     for f in &files {
-        let module = module_of(f);
+        let module = module_of(&src(), f);
         let Some(own) = module.first().and_then(|top| layer_of(top)) else {
             continue;
         };

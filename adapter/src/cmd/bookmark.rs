@@ -30,8 +30,8 @@ pub struct BookmarksArgs {
 }
 
 pub fn add(args: BookmarkArgs) -> Result<i32> {
-    let store = super::store()?;
-    let run = super::resolve(&args.run)?;
+    let store = crate::app::store()?;
+    let run = crate::app::resolve(&args.run)?;
     if args.step > run.meta.steps {
         usage!(
             "step {} is past the end of run {} ({} steps)",
@@ -49,7 +49,7 @@ pub fn add(args: BookmarkArgs) -> Result<i32> {
 }
 
 pub fn list(args: BookmarksArgs) -> Result<i32> {
-    let run = super::resolve(&args.run)?;
+    let run = crate::app::resolve(&args.run)?;
     let list = run.bookmarks()?;
     let stdout = std::io::stdout();
     let mut o = std::io::BufWriter::new(stdout.lock());

@@ -1,30 +1,20 @@
 //! `rewind check`: rerun a program under perturbed schedules, find one that
 //! violates a property, and narrow it to the step that decides it.
 
-use super::run::{prepare, read_stdin, RunArgs};
-use crate::util::usage;
-use anyhow::{Context, Result};
+use super::run::{read_stdin, RunArgs};
+use crate::app::check::{
+    keep, spec, unnarrowed_label, CheckRequest, DEFAULT_DEPTH, DEFAULT_SCHEDULES,
+};
+use crate::app::{store, warn_all};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use vmm::check::label::{labels, Judged, Label};
 use vmm::check::property::Property;
-use vmm::check::race::{Race, Told};
-use vmm::check::{CheckSpec, Checker, Parent, Progress, Report, Side, Strategy, Tried};
-use vmm::record::Points;
-use vmm::session::Limits;
-use vmm::store::Store;
+use vmm::check::{CheckSpec, Checker, Progress, Report, Strategy, Tried};
 
-/// Schedules tried when `--schedules` is not given.
-pub const DEFAULT_SCHEDULES: u64 = 64;
-/// The strategy when `--strategy` is not given (chosen by the numbers in
-/// docs/design.md, "Search strategies").
-pub const DEFAULT_STRATEGY: StrategyArg = StrategyArg::Random;
-
-/// A check's scheduling points when `--points` is not given: memory points
-/// find races with no system call in their window (docs/design.md, "Memory
-/// scheduling points").
-pub const DEFAULT_POINTS: Points = Points::Memory;
+/// The strategy when `--strategy` is not given (`app::check::DEFAULT_STRATEGY`).
+const DEFAULT_STRATEGY: StrategyArg = StrategyArg::Random;
 
 const POINTS_HELP: &str = "Scheduling points: `memory` (system calls, faults and every access \
      to memory more than one thread touches) or `syscalls` (system calls and faults \
@@ -74,7 +64,7 @@ pub struct CheckArgs {
     #[arg(long, value_enum, default_value_t = DEFAULT_STRATEGY)]
     pub strategy: StrategyArg,
     /// PCT's depth: DEPTH-1 priority change points a schedule.
-    #[arg(long, value_name = "DEPTH", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long, value_name = "DEPTH", default_value_t = DEFAULT_DEPTH, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub depth: u32,
     /// Which seeded schedules to try: with N schedules, seed S tries
     /// schedules S*N+1 to S*N+N.
@@ -89,6 +79,31 @@ pub struct CheckArgs {
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
+}
+
+impl CheckArgs {
+    /// The check these options ask for.
+    pub fn request(&self) -> CheckRequest {
+        CheckRequest {
+            run: self.run.spec(),
+            schedules: self.schedules,
+            all: self.all,
+            jobs: self.jobs,
+            narrow: !self.no_narrow,
+            properties: self.properties.clone(),
+            properties_file: self.properties_file.clone(),
+            want_where: self.where_,
+            strategy: match self.strategy {
+                StrategyArg::Random => Strategy::Random,
+                StrategyArg::Bounded => Strategy::Bounded,
+                StrategyArg::Pct => Strategy::Pct,
+            },
+            depth: self.depth,
+            check_seed: self.check_seed,
+            from_run: self.from_run.clone(),
+            seeds: self.seeds,
+        }
+    }
 }
 
 fn after_help() -> String {
@@ -147,103 +162,9 @@ impl Progress for Lines {
     }
 }
 
-fn properties(args: &CheckArgs) -> Result<Vec<Property>> {
-    let mut out = Vec::new();
-    for p in &args.properties {
-        match Property::parse(p, None) {
-            Ok(p) => out.push(p),
-            Err(e) => usage!("{e}"),
-        }
-    }
-    if let Some(f) = &args.properties_file {
-        match Property::parse_file(f) {
-            Ok(ps) => out.extend(ps),
-            Err(e) => usage!("{e}"),
-        }
-    }
-    if out.is_empty() {
-        out.push(Property::EndsDifferently);
-    }
-    Ok(out)
-}
-
-/// What a check of these arguments runs; `stdin` gives standard input's
-/// bytes once the program is known to be runnable.
-pub fn spec(
-    args: &CheckArgs,
-    store: &vmm::store::Store,
-    stdin: impl FnOnce() -> Vec<u8>,
-) -> Result<CheckSpec> {
-    if args.run.schedule != 0 || args.run.pct.is_some() {
-        usage!("--schedule and --pct are for `rewind run`; `rewind check` tries schedules itself (--strategy)");
-    }
-    let props = properties(args)?;
-    store.prepare()?;
-    let (base, name, parent) = match &args.from_run {
-        Some(spec) => {
-            if args.run.schedule_from.is_none() {
-                usage!("--run needs --schedule-from STEP");
-            }
-            let run = super::resolve(spec)?;
-            let inputs = run
-                .inputs()
-                .with_context(|| format!("cannot check from run {}", run.id))?;
-            // The check's points from the window on: a run's schedules
-            // are forks of it there.
-            let mut inputs = inputs;
-            if let (Some(p), Some(from)) = (args.run.points, args.run.schedule_from) {
-                inputs.manifest.set_points_after(from, p);
-            }
-            let parent = Parent {
-                id: run.id.clone(),
-                applied: run.meta.perturbed.clone(),
-            };
-            (inputs, run.meta.name.clone(), Some(parent))
-        }
-        None => {
-            let mut prepared = prepare(&args.run, store)?;
-            prepared.set_stdin(stdin());
-            // Schedule 0 of a check is its base: the window is the check's.
-            let mut inputs = prepared.inputs;
-            inputs.manifest.points = args.run.points.unwrap_or(DEFAULT_POINTS);
-            inputs.manifest.schedule_from = None;
-            inputs.manifest.schedule_until = None;
-            (inputs, prepared.name, None)
-        }
-    };
-    let strategy = match (args.seeds, args.strategy) {
-        (Some(_), _) => Strategy::Seeds,
-        (None, StrategyArg::Random) => Strategy::Random,
-        (None, StrategyArg::Bounded) => Strategy::Bounded,
-        (None, StrategyArg::Pct) => Strategy::Pct,
-    };
-    Ok(CheckSpec {
-        base,
-        name,
-        limits: Limits {
-            timeout: args.run.timeout,
-            ..Default::default()
-        },
-        schedules: args.seeds.unwrap_or(args.schedules),
-        all: args.all,
-        jobs: args
-            .jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        narrow: !args.no_narrow,
-        properties: props,
-        strategy,
-        depth: args.depth,
-        check_seed: args.check_seed,
-        from: args.run.schedule_from,
-        until: args.run.schedule_until,
-        want_where: args.where_,
-        parent,
-    })
-}
-
 pub fn main(args: CheckArgs) -> Result<i32> {
-    let store = super::store()?;
-    let spec = spec(&args, &store, read_stdin)?;
+    let store = store()?;
+    let spec = spec(&args.request(), &store, read_stdin)?;
     let mut lines = Lines {
         json: args.json,
         tty: std::io::stderr().is_terminal(),
@@ -254,7 +175,7 @@ pub fn main(args: CheckArgs) -> Result<i32> {
     }
     let report = Checker::new(&spec, &store).run(&mut lines)?;
     lines.clear();
-    super::warn_all(&report.warnings);
+    warn_all(&report.warnings);
     let json = keep(&store, &report);
     if args.json {
         println!("{}", serde_json::to_string(&json)?);
@@ -339,102 +260,4 @@ fn print_report(r: &Report, spec: &CheckSpec) {
             Some(&n.without.run)
         )
     );
-}
-
-/// What the first violating run is called when it was not narrowed: by the
-/// same rule as a narrowed pair, against schedule 0.
-fn unnarrowed_label(r: &Report, bad: &Tried) -> Label {
-    if bad.id == r.base.id {
-        // Schedule 0 itself violates a property (not ends-differently).
-        return Label::Failing;
-    }
-    labels(Judged::of(&r.base), Judged::of(bad), true).1
-}
-
-fn side_json(s: &Side) -> serde_json::Value {
-    serde_json::json!({
-        "run": s.run,
-        "status": s.status.to_string(),
-        "label": s.label,
-    })
-}
-
-/// `{"sentence", "before", "between", "after"}`, each access `{"step",
-/// "pid", "tid", "access", "addr", "size", "pc", "variable", "place"}`.
-fn race_json(r: &Race) -> serde_json::Value {
-    let told = |t: &Told| {
-        serde_json::json!({
-            "step": t.touch.step,
-            "pid": t.touch.pid,
-            "tid": t.touch.tid,
-            "access": t.touch.access,
-            "addr": t.touch.addr,
-            "size": t.touch.size,
-            "pc": t.touch.pc,
-            "variable": t.variable,
-            "place": t.place,
-        })
-    };
-    serde_json::json!({
-        "sentence": r.sentence,
-        "before": r.before.as_ref().map(told),
-        "between": told(&r.between),
-        "after": r.after.as_ref().map(told),
-    })
-}
-
-fn tried_json(t: &Tried) -> serde_json::Value {
-    serde_json::json!({
-        "label": t.label.trim(),
-        "run": t.id,
-        "status": t.status.to_string(),
-        "steps": t.steps,
-        "perturbed": vmm::record::json::perturbations(&t.perturbed),
-        "violations": t.violations.iter().map(|(p, w)| serde_json::json!({"property": p, "why": w})).collect::<Vec<_>>(),
-        "broken": t.broken,
-    })
-}
-
-/// Keeps a check's report for readers that were not watching (the language
-/// server, docs/lsp.md; the debug adapter's deciding mark), whether the check
-/// ran here or in a debug session; returns the `--json` report.
-pub fn keep(store: &Store, report: &Report) -> serde_json::Value {
-    let json = json_report(report);
-    if let Err(e) = store.save_check(&report.base.id, &json) {
-        eprintln!("rewind: warning: the check's result is not kept: {e}");
-    }
-    json
-}
-
-fn json_report(r: &Report) -> serde_json::Value {
-    serde_json::json!({
-        "properties": r.properties.iter().map(|p| p.name()).collect::<Vec<_>>(),
-        "never_held": r.never_held,
-        "base": tried_json(&r.base),
-        "tried": r.tried.iter().map(tried_json).collect::<Vec<_>>(),
-        "violations": r.violations(),
-        "exhausted": r.exhausted,
-        "first_violation": r.first_violation().map(|bad| serde_json::json!({
-            "run": bad.id,
-            "label": unnarrowed_label(r, bad),
-        })),
-        "narrowed": r.narrowed.as_ref().map(|n| serde_json::json!({
-            "deciding": vmm::record::json::perturbations(&n.deciding),
-            "property": n.property,
-            "sentence": n.sentence,
-            "without": side_json(&n.without),
-            "with": side_json(&n.with),
-            "passing": n.run_called(Label::Passing),
-            "failing": n.run_called(Label::Failing),
-            "divergence": n.divergence.as_ref().map(|d| serde_json::json!({
-                "left_step": d.left_step(),
-                "right_step": d.right_step(),
-                "lines": d.lines(),
-            })),
-            "where": n.where_,
-            "race": n.race.as_ref().map(race_json),
-            "runs": n.runs,
-            "wall_secs": n.wall.as_secs_f64(),
-        })),
-    })
 }

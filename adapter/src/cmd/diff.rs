@@ -22,7 +22,10 @@ pub struct DiffArgs {
 }
 
 pub fn main(args: DiffArgs) -> Result<i32> {
-    let (a, b) = (super::resolve(&args.left)?, super::resolve(&args.right)?);
+    let (a, b) = (
+        crate::app::resolve(&args.left)?,
+        crate::app::resolve(&args.right)?,
+    );
     let ea = a.events().with_context(|| format!("run {}", a.id))?;
     let eb = b.events().with_context(|| format!("run {}", b.id))?;
     let d = first_divergence(&ea, &eb, CONTEXT);

@@ -28,8 +28,8 @@ pub struct ExportArgs {
 }
 
 pub fn main(args: ExportArgs) -> Result<i32> {
-    let store = super::store()?;
-    let run = super::resolve(&args.run)?;
+    let store = crate::app::store()?;
+    let run = crate::app::resolve(&args.run)?;
     let s = store
         .export(&run, args.replayable, &args.output)
         .with_context(|| format!("cannot export run {}", run.id))?;

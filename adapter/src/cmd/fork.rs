@@ -1,13 +1,12 @@
 //! `rewind fork`: a new run equal to RUN up to STEP, then following another
 //! schedule or seed.
 
-use super::run::summary;
-use anyhow::{Context, Result};
+use crate::app::fork::{fork_points, Shown};
+use crate::app::record::summary;
+use crate::app::{resolve, store};
+use anyhow::Result;
 use clap::Args;
-use vmm::record::diff::first_divergence;
-use vmm::record::fork::{fork_manifest, ForkWith};
-use vmm::session::RunInputs;
-use vmm::store::RunDetails;
+use vmm::record::fork::ForkWith;
 
 #[derive(Args, Debug)]
 #[command(group = clap::ArgGroup::new("with").required(true).args(["schedule", "seed"]))]
@@ -34,8 +33,8 @@ pub struct ForkArgs {
 }
 
 pub fn main(args: ForkArgs) -> Result<i32> {
-    let store = super::store()?;
-    let parent = super::resolve(&args.run)?;
+    let store = store()?;
+    let parent = resolve(&args.run)?;
     let with = match (args.schedule, args.seed) {
         (Some(n), _) => ForkWith::Schedule(n),
         (None, Some(s)) => ForkWith::Seed(s),
@@ -57,104 +56,4 @@ pub fn main(args: ForkArgs) -> Result<i32> {
         super::open::command_line(&forked.run.id, Some(args.step), Some(&parent.id))
     );
     Ok(forked.outcome.status.shell_code())
-}
-
-/// How a fork's run is shown while it runs.
-pub enum Shown {
-    /// Its output, live.
-    Echo,
-    /// A progress line on a terminal.
-    Progress,
-    /// Nothing.
-    Quiet,
-}
-
-/// A fork made.
-pub struct Forked {
-    pub run: vmm::store::Run,
-    pub outcome: vmm::session::Outcome,
-    /// The step of the first event where it differs from its parent.
-    pub first_difference: Option<u64>,
-}
-
-/// Forks `parent` at `step`: equal to it up to the step, then `with`.
-pub fn fork(
-    store: &vmm::store::Store,
-    parent: &vmm::store::Run,
-    step: u64,
-    with: ForkWith,
-    show: Shown,
-) -> Result<Forked> {
-    fork_points(store, parent, step, with, None, show)
-}
-
-/// `fork`, with `points` after the step when given (else the parent's).
-pub fn fork_points(
-    store: &vmm::store::Store,
-    parent: &vmm::store::Run,
-    step: u64,
-    with: ForkWith,
-    points: Option<vmm::record::Points>,
-    show: Shown,
-) -> Result<Forked> {
-    if step > parent.meta.steps {
-        crate::util::usage!(
-            "step {} is past the end of run {} ({} steps)",
-            step,
-            parent.id,
-            parent.meta.steps
-        );
-    }
-    let inputs = parent
-        .inputs()
-        .with_context(|| format!("cannot fork run {}", parent.id))?;
-    let mut manifest = fork_manifest(
-        &parent.id,
-        &inputs.manifest,
-        &parent.meta.perturbed,
-        step,
-        with,
-    );
-    if let Some(p) = points {
-        manifest.set_points_after(step, p);
-    }
-    let inputs = RunInputs { manifest, ..inputs };
-    let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
-    rec.set_echo(matches!(show, Shown::Echo));
-    let limits = parent.limits();
-    // From the last keyframe at or before the step, when the parent kept one.
-    let kf = super::usable_keyframe(parent, store, step).map(|(k, _)| k);
-    // Said on the command line (the timeline benchmark checks it); a quiet
-    // fork (the DAP server's) says nothing.
-    match (&kf, &show) {
-        (_, Shown::Quiet) => {}
-        (Some(k), _) => eprintln!("rewind: forking from the keyframe at step {}", k.step),
-        (None, _) => {
-            eprintln!("rewind: forking from step 0 (no keyframe at or before step {step})")
-        }
-    }
-    let outcome = match show {
-        Shown::Progress => {
-            let mut shown = crate::progress::Progress::new(&mut rec, "forking", parent.meta.steps);
-            parent.run_fork(store, kf.as_ref(), &inputs, &limits, &mut shown)?
-        }
-        _ => parent.run_fork(store, kf.as_ref(), &inputs, &limits, &mut rec)?,
-    };
-    super::warn_all(rec.take_warnings());
-    let run = rec.finish(
-        &outcome,
-        &RunDetails {
-            name: parent.meta.name.clone(),
-            image: inputs.image.clone(),
-            timeout: limits.timeout,
-        },
-    )?;
-    let (a, b) = (parent.events()?, run.events()?);
-    let first_difference = first_divergence(&a, &b, 0)
-        .map(|d| d.right_step().or(d.left_step()).unwrap_or(outcome.steps));
-    Ok(Forked {
-        run,
-        outcome,
-        first_difference,
-    })
 }

@@ -32,7 +32,7 @@ pub fn bytes(n: u64) -> String {
 }
 
 pub fn main(args: GcArgs) -> Result<i32> {
-    let store = super::store()?;
+    let store = crate::app::store()?;
     let lock = store.lock_exclusive(&mut || {
         eprintln!("rewind: waiting for the runs being recorded in this store to finish...")
     })?;

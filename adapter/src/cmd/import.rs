@@ -17,7 +17,7 @@ pub struct ImportArgs {
 }
 
 pub fn main(args: ImportArgs) -> Result<i32> {
-    let store = super::store()?;
+    let store = crate::app::store()?;
     let shown = args.file.display();
     let s = match store.import(&args.file) {
         Ok(s) => s,

@@ -15,7 +15,7 @@ pub struct LogArgs {
 }
 
 pub fn main(args: LogArgs) -> Result<i32> {
-    let run = super::resolve(&args.run)?;
+    let run = crate::app::resolve(&args.run)?;
     let ctx = || format!("run {}: cannot read its output", run.id);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -1,5 +1,6 @@
 //! `rewind ls`: recorded runs, newest first.
 
+use crate::app::runs::run_json;
 use anyhow::Result;
 use clap::Args;
 use std::io::Write;
@@ -35,7 +36,7 @@ pub struct LsArgs {
 }
 
 pub fn main(args: LsArgs) -> Result<i32> {
-    let store = super::store()?;
+    let store = crate::app::store()?;
     let status = match &args.status {
         Some(s) => Some(StatusFilter::parse(s).map_err(anyhow::Error::msg)?),
         None => None,
@@ -49,7 +50,7 @@ pub fn main(args: LsArgs) -> Result<i32> {
         eprintln!("rewind: warning: runs/{name} is damaged and left out: {why}");
     }
     if let Some(spec) = &args.forks_of {
-        let parent = super::resolve(spec)?;
+        let parent = crate::app::resolve(spec)?;
         let forks = vmm::store::maintain::with_descendants(&runs, std::slice::from_ref(&parent.id));
         let ids: std::collections::HashSet<String> = forks
             .into_iter()
@@ -98,25 +99,6 @@ pub fn main(args: LsArgs) -> Result<i32> {
     }
     out.flush()?;
     Ok(0)
-}
-
-/// A run as `rewind ls --json` prints it (and `rewind/runs` answers).
-pub fn run_json(r: &vmm::store::Run) -> serde_json::Value {
-    serde_json::json!({
-        "id": r.id,
-        "name": r.meta.name,
-        "status": r.meta.status,
-        "exit_code": r.meta.exit_code,
-        "steps": r.meta.steps,
-        "virtual_ns": r.meta.virtual_ns,
-        "wall_secs": r.meta.wall_secs,
-        "created": r.meta.created,
-        "events": r.meta.events,
-        "program": r.manifest.program,
-        "argv": r.manifest.argv,
-        "fork_of": r.manifest.fork_of,
-        "schedule": r.manifest.schedule,
-    })
 }
 
 /// `  (fork of <parent> at <step>, schedule N)` for a fork.

@@ -83,7 +83,7 @@ pub fn command_line(run: &str, step: Option<u64>, compare: Option<&str>) -> Stri
 }
 
 pub fn main(args: OpenArgs) -> Result<i32> {
-    let run = super::resolve(&args.run)?;
+    let run = crate::app::resolve(&args.run)?;
     if let Some(s) = args.step.filter(|s| *s > run.meta.steps) {
         usage!(
             "step {s} is past the end of run {} ({} steps)",
@@ -92,7 +92,7 @@ pub fn main(args: OpenArgs) -> Result<i32> {
         );
     }
     let compare = match &args.compare {
-        Some(c) => Some(super::resolve(c)?.id),
+        Some(c) => Some(crate::app::resolve(c)?.id),
         None => None,
     };
     let o = opening(&run.id, args.step, compare.as_deref());

@@ -20,7 +20,7 @@ pub fn main(args: PruneArgs) -> Result<i32> {
     if !args.identical {
         usage!("say what to prune: --identical (forks that ran exactly as an older run did)");
     }
-    let store = super::store()?;
+    let store = crate::app::store()?;
     let lock = store.lock_exclusive(&mut || {
         eprintln!("rewind: waiting for the runs being recorded in this store to finish...")
     })?;

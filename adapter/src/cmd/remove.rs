@@ -17,7 +17,7 @@ pub struct RemoveArgs {
 }
 
 pub fn main(args: RemoveArgs) -> Result<i32> {
-    let store = super::store()?;
+    let store = crate::app::store()?;
     let _lock = store.lock_exclusive(&mut || {
         eprintln!("rewind: waiting for the runs being recorded in this store to finish...")
     })?;

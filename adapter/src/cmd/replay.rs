@@ -18,7 +18,7 @@ pub struct ReplayArgs {
 }
 
 pub fn main(args: ReplayArgs) -> Result<i32> {
-    let run = super::resolve(&args.run)?;
+    let run = crate::app::resolve(&args.run)?;
     let inputs = run
         .inputs()
         .with_context(|| format!("cannot replay run {}", run.id))?;

@@ -1,17 +1,17 @@
 //! `rewind run`: record a program's run.
 
+use crate::app::record::{prepare, summary, RunSpec, DEFAULT_CORES, DEFAULT_CWD};
+use crate::app::{store, warn_all};
 use crate::examples;
-use crate::util::{parse_secs, parse_size, secs, usage};
-use anyhow::{bail, Context, Result};
+use crate::util::{parse_secs, parse_size};
+use anyhow::Result;
 use clap::Args;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
-use vmm::image::Image;
-use vmm::record::manifest::guest_env;
-use vmm::record::{ExitStatus, Manifest, Pct, Perturbation, Perturbed};
-use vmm::session::{self, Limits, Outcome, RunInputs};
-use vmm::store::{RunDetails, Store};
+use vmm::record::{ExitStatus, Pct};
+use vmm::session::{self, Limits};
+use vmm::store::RunDetails;
 
 #[derive(Args, Debug)]
 #[command(
@@ -30,7 +30,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// The guest's working directory (absolute guest path).
-    #[arg(long, value_name = "DIR", default_value = "/")]
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_CWD)]
     pub cwd: String,
     /// Set a guest environment variable (repeatable); overrides the defaults.
     #[arg(long = "env", value_name = "K=V")]
@@ -43,7 +43,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
     /// CPUs the guest is told it has (sched_getaffinity).
-    #[arg(long, value_name = "N", default_value_t = 1,
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_CORES,
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub cores: u32,
     /// Guest memory, like 512M or 2G (pages cost host memory only when touched).
@@ -108,39 +108,32 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
-/// What `run` resolved its arguments to.
-pub struct Prepared {
-    pub inputs: RunInputs,
-    pub name: String,
-}
-
-/// `/a/./b//c/../d` -> `/a/b/d`.
-pub fn normalize_guest(path: &str) -> String {
-    vmm::kernel::fs::vfs::normalize("/", path)
-}
-
-fn env_flags(flags: &[String]) -> Result<Vec<String>> {
-    match guest_env(flags) {
-        Ok(env) => Ok(env),
-        Err(why) => usage!("--env {why}"),
+impl RunArgs {
+    /// The run these options describe.
+    pub fn spec(&self) -> RunSpec {
+        RunSpec {
+            root: self.root.clone(),
+            cwd: self.cwd.clone(),
+            env: self.env.clone(),
+            epoch: self.epoch,
+            seed: self.seed,
+            cores: self.cores,
+            mem: self.mem,
+            timeout: self.timeout,
+            name: self.name.clone(),
+            schedule: self.schedule,
+            schedule_from: self.schedule_from,
+            schedule_until: self.schedule_until,
+            reschedule_at: self.reschedule_at.clone(),
+            stall_at: self.stall_at.clone(),
+            switch_at: self.switch_at.clone(),
+            pct: self.pct.clone(),
+            reseed: self.reseed,
+            points: self.points,
+            example: self.example.clone(),
+            command: self.command.clone(),
+        }
     }
-}
-
-/// Checks that `host` is a readable regular file that starts like an ELF file.
-fn check_program(shown: &str, host: &Path) -> Result<()> {
-    let meta = std::fs::metadata(host).with_context(|| format!("cannot run {shown}"))?;
-    if !meta.is_file() {
-        bail!("cannot run {shown}: not a regular file");
-    }
-    let mut magic = [0u8; 4];
-    let mut f = std::fs::File::open(host).with_context(|| format!("cannot run {shown}"))?;
-    let n = f
-        .read(&mut magic)
-        .with_context(|| format!("cannot run {shown}"))?;
-    if n < 4 || &magic != b"\x7fELF" {
-        bail!("cannot run {shown}: not an ELF executable");
-    }
-    Ok(())
 }
 
 /// Standard input's bytes when it is not a terminal; empty otherwise.
@@ -157,131 +150,6 @@ pub fn read_stdin() -> Vec<u8> {
     buf
 }
 
-impl Prepared {
-    /// Makes `stdin` the run's standard input (an input: it is hashed into the id).
-    pub fn set_stdin(&mut self, stdin: Vec<u8>) {
-        self.inputs.set_stdin(stdin);
-    }
-}
-
-/// Builds the run's inputs from the command line, with an empty standard input.
-pub fn prepare(args: &RunArgs, store: &Store) -> Result<Prepared> {
-    if args.example.is_none() && args.command.is_empty() {
-        usage!("no program: give -- PROG [ARGS]... or --example NAME");
-    }
-    if !args.cwd.starts_with('/') {
-        usage!("--cwd `{}`: must be an absolute guest path", args.cwd);
-    }
-    let cwd = normalize_guest(&args.cwd);
-    let env = env_flags(&args.env)?;
-    if args.mem < (16 << 20) || !args.mem.is_multiple_of(4096) {
-        usage!("--mem: at least 16M, in whole 4K pages");
-    }
-    let (image, program, argv, default_name) = if let Some(name) = &args.example {
-        let Some(bytes) = examples::find(name) else {
-            let names = examples::names().join(", ");
-            usage!("--example `{name}`: no such example (there are: {names})");
-        };
-        // Its errors name the example's file, or say the disk is full.
-        let host = store.example_file(name, bytes)?;
-        let guest = format!("/examples/{name}");
-        let mut argv = vec![guest.clone()];
-        argv.extend(args.command.iter().cloned());
-        let image = Image::Program {
-            guest_path: guest.clone(),
-            host_path: host,
-            deps: Vec::new(),
-        };
-        (image, guest, argv, name.clone())
-    } else {
-        let prog = &args.command[0];
-        if prog.is_empty() {
-            usage!("the program's name is empty");
-        }
-        let argv = args.command.clone();
-        let base = prog.rsplit('/').next().unwrap_or(prog).to_string();
-        match &args.root {
-            None => {
-                check_program(prog, Path::new(prog))?;
-                let host =
-                    std::fs::canonicalize(prog).with_context(|| format!("cannot run {prog}"))?;
-                let Some(guest) = host.to_str().map(str::to_string) else {
-                    bail!("cannot run {prog}: its path is not UTF-8");
-                };
-                let image = Image::program(host).with_context(|| format!("cannot run {prog}"))?;
-                (image, guest, argv, base)
-            }
-            Some(root) => {
-                let shown = root.display();
-                let md = std::fs::metadata(root)
-                    .with_context(|| format!("cannot read --root {shown}"))?;
-                if !md.is_dir() {
-                    bail!("cannot read --root {shown}: not a directory");
-                }
-                std::fs::read_dir(root).with_context(|| format!("cannot read --root {shown}"))?;
-                let root = std::fs::canonicalize(root)
-                    .with_context(|| format!("cannot read --root {shown}"))?;
-                let image = Image::Root { dir: root };
-                let guest = find_in_root(&image, prog, &cwd, &env)
-                    .with_context(|| format!("cannot run {prog} in --root {shown}"))?;
-                let host = image.host_path(&guest).expect("a normalized guest path");
-                check_program(&format!("{prog} ({})", host.display()), &host)?;
-                (image, guest, argv, base)
-            }
-        }
-    };
-    let mut inputs = RunInputs::new(image, program, argv).context("cannot read the image")?;
-    let defaults = inputs.manifest.clone();
-    inputs.manifest = Manifest {
-        env,
-        cwd,
-        epoch: args.epoch.unwrap_or(defaults.epoch),
-        seed: args.seed,
-        cores: args.cores,
-        mem: args.mem,
-        schedule: args.schedule,
-        schedule_from: args.schedule_from.filter(|_| args.schedule != 0),
-        schedule_until: args.schedule_until.filter(|_| args.schedule != 0),
-        perturb: explicit_perturbations(args)?,
-        reseed: args.reseed,
-        points: args.points.unwrap_or_default(),
-        pct: match (args.pct.clone(), args.schedule) {
-            (Some(_), 0) => {
-                usage!("--pct makes --schedule N (N > 0) a PCT schedule: give --schedule")
-            }
-            (p, _) => p,
-        },
-        ..defaults
-    };
-    Ok(Prepared {
-        inputs,
-        name: args.name.clone().unwrap_or(default_name),
-    })
-}
-
-/// The guest path of PROG inside a root image: absolute as is, relative to
-/// the cwd when it has a slash, else the first match in the guest's PATH.
-fn find_in_root(image: &Image, prog: &str, cwd: &str, env: &[String]) -> Result<String> {
-    let exists = |g: &str| image.host_path(g).is_some_and(|h| h.is_file());
-    if prog.starts_with('/') {
-        return Ok(normalize_guest(prog));
-    }
-    if prog.contains('/') {
-        return Ok(normalize_guest(&format!("{cwd}/{prog}")));
-    }
-    let path = env
-        .iter()
-        .find_map(|e| e.strip_prefix("PATH="))
-        .unwrap_or("");
-    for dir in path.split(':').filter(|d| d.starts_with('/')) {
-        let g = normalize_guest(&format!("{dir}/{prog}"));
-        if exists(&g) {
-            return Ok(g);
-        }
-    }
-    bail!("not found in the guest's PATH ({path})")
-}
-
 /// Whether two descriptors are the same file, pipe or terminal.
 fn same_sink(a: i32, b: i32) -> bool {
     // SAFETY: fstat writes into the zeroed structs we pass.
@@ -296,17 +164,6 @@ fn same_sink(a: i32, b: i32) -> bool {
     }
 }
 
-/// The summary line: `run <id> exited:0 after N steps, Xs virtual, Ys wall`.
-pub fn summary(id: &str, o: &Outcome) -> String {
-    format!(
-        "run {id} {} after {} steps, {}s virtual, {}s wall",
-        o.status,
-        o.steps,
-        secs(o.virtual_ns as f64 / 1e9),
-        secs(o.wall.as_secs_f64())
-    )
-}
-
 pub fn main(args: RunArgs) -> Result<i32> {
     if args.example.as_deref() == Some("list") {
         for name in examples::names() {
@@ -314,11 +171,11 @@ pub fn main(args: RunArgs) -> Result<i32> {
         }
         return Ok(0);
     }
-    let store = super::store()?;
+    let store = store()?;
     // Fail early, before reading stdin or hashing, when runs cannot be written.
     store.prepare()?;
     // Check the program before waiting for standard input to end.
-    let mut prepared = prepare(&args, &store)?;
+    let mut prepared = prepare(&args.spec(), &store)?;
     prepared.set_stdin(read_stdin());
     let inputs = &prepared.inputs;
     let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
@@ -346,7 +203,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
     if newline {
         eprintln!();
     }
-    super::warn_all(warnings);
+    warn_all(warnings);
     // Where each thread was comes first: the status line is always the last.
     if matches!(
         outcome.status,
@@ -422,55 +279,24 @@ fn parse_pct(s: &str) -> Result<Pct, String> {
     }
 }
 
-/// The perturbations given with --reschedule-at and --stall-at, in step order.
-fn explicit_perturbations(args: &RunArgs) -> Result<Vec<Perturbed>> {
-    let mut out: Vec<Perturbed> = args
-        .reschedule_at
-        .iter()
-        .map(|&step| Perturbed {
-            step,
-            what: Perturbation::Reschedule,
-        })
-        .chain(args.stall_at.iter().map(|&(step, ns)| Perturbed {
-            step,
-            what: Perturbation::Stall { ns },
-        }))
-        .chain(args.switch_at.iter().map(|&(step, tid)| Perturbed {
-            step,
-            what: Perturbation::Switch { tid },
-        }))
-        .collect();
-    out.sort();
-    if out.windows(2).any(|w| w[0].step == w[1].step) {
-        usage!("one perturbation a step: --reschedule-at, --stall-at and --switch-at name the same step");
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
-    #[test]
-    fn guest_paths() {
-        assert_eq!(normalize_guest("/"), "/");
-        assert_eq!(normalize_guest("/a/./b//c/../d"), "/a/b/d");
-        assert_eq!(normalize_guest("/../.."), "/");
+    #[derive(Parser)]
+    struct Words {
+        #[command(flatten)]
+        run: RunArgs,
     }
 
     #[test]
-    fn env_defaults_and_overrides() {
-        let env = guest_env(&["HOME=/home/x".into(), "A=1".into(), "B=x=y".into()]).unwrap();
-        assert_eq!(
-            env,
-            vec![
-                "PATH=/usr/local/bin:/usr/bin:/bin",
-                "HOME=/home/x",
-                "A=1",
-                "B=x=y"
-            ]
-        );
-        assert!(guest_env(&["NOEQUALS".into()]).is_err());
-        assert!(guest_env(&["=v".into()]).is_err());
+    fn defaults_are_the_specs() {
+        let args = Words::try_parse_from(["run", "--", "prog"]).unwrap().run;
+        let want = RunSpec {
+            command: vec!["prog".into()],
+            ..RunSpec::default()
+        };
+        assert_eq!(args.spec(), want);
     }
 }

@@ -72,8 +72,8 @@ impl Terminal for Tty {
 }
 
 pub fn main(args: ShellArgs) -> Result<i32> {
-    let run = super::inspect::run_at(&args.run, args.step)?;
-    let inside = super::inspect::Inside::of(&run, args.step)?;
+    let run = crate::app::inside::run_at(&args.run, args.step)?;
+    let inside = crate::app::inside::Inside::of(&run, args.step)?;
     let busybox = match &args.busybox {
         Some(p) => p.clone(),
         None => on_path("busybox").context(

@@ -6,7 +6,7 @@
 //! with its seed changed by `rewind check --seeds`) is said to be so rather
 //! than given a command that would make another run.
 
-use super::run::normalize_guest;
+use crate::app::record::normalize_guest;
 use crate::examples;
 use anyhow::Result;
 use clap::Args;
@@ -501,8 +501,8 @@ fn stdin_bytes(run: &Run) -> u64 {
 }
 
 pub fn main(args: ShowArgs) -> Result<i32> {
-    let store = super::store()?;
-    let run = super::resolve(&args.run)?;
+    let store = crate::app::store()?;
+    let run = crate::app::resolve(&args.run)?;
     let m = &run.manifest;
     let r = recipe(&store, &run);
     let mut notes = r.notes.clone();

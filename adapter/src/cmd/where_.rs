@@ -40,8 +40,8 @@ struct Found {
 }
 
 pub fn main(args: WhereArgs) -> Result<i32> {
-    let run = super::inspect::run_at(&args.run, args.step)?;
-    let inside = super::inspect::Inside::of(&run, args.step.saturating_sub(1))?;
+    let run = crate::app::inside::run_at(&args.run, args.step)?;
+    let inside = crate::app::inside::Inside::of(&run, args.step.saturating_sub(1))?;
     let inputs = &inside.inputs;
     let want = args.tid;
     let pages = inside.store.pages();
@@ -96,7 +96,7 @@ pub fn main(args: WhereArgs) -> Result<i32> {
             want.map_or_else(String::new, |t| t.to_string()),
             args.step
         ),
-        Err(SeekError::Ended(at)) => return Err(super::inspect::ended(&run, args.step, at)),
+        Err(SeekError::Ended(at)) => return Err(crate::app::inside::ended(&run, args.step, at)),
         Err(e) => return Err(e.into()),
     };
     for n in &found.notes {

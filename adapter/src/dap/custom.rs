@@ -137,7 +137,7 @@ pub fn handle(s: &mut Session, seq: i64, name: &str, args: &Value) -> Result<Val
         "rewind/check" => check_from_here(s, seq, &a),
         "rewind/compare" => {
             if let Some(spec) = a.str("run")? {
-                let store = crate::cmd::store()?;
+                let store = crate::app::store()?;
                 let other = store.resolve(spec).map_err(|e| anyhow!("`run`: {e}"))?;
                 s.open.as_mut().expect("checked").compare = Some(other);
             }
@@ -197,7 +197,7 @@ pub fn handle(s: &mut Session, seq: i64, name: &str, args: &Value) -> Result<Val
                 .ok_or_else(|| anyhow!("`path` is required"))?
                 .to_string();
             let step = a.u64("step")?.unwrap_or(o.pos);
-            let got = crate::cmd::inspect::seek(&o.run, step, |k| k.file_contents(&path))?;
+            let got = crate::app::inside::seek(&o.run, step, |k| k.file_contents(&path))?;
             Ok(match got {
                 None => json!({"path": path, "step": step, "exists": false}),
                 Some(b) => json!({
@@ -211,7 +211,7 @@ pub fn handle(s: &mut Session, seq: i64, name: &str, args: &Value) -> Result<Val
             })
         }
         "rewind/runs" => {
-            let store = crate::cmd::store()?;
+            let store = crate::app::store()?;
             let mut runs = store.list()?;
             if let Some(spec) = a.str("forksOf")? {
                 let parent = store.resolve(spec).map_err(|e| anyhow!("`forksOf`: {e}"))?;
@@ -226,7 +226,7 @@ pub fn handle(s: &mut Session, seq: i64, name: &str, args: &Value) -> Result<Val
             if let Some(n) = a.u64("limit")? {
                 runs.truncate(n as usize);
             }
-            Ok(json!({"runs": runs.iter().map(crate::cmd::ls::run_json).collect::<Vec<_>>()}))
+            Ok(json!({"runs": runs.iter().map(crate::app::runs::run_json).collect::<Vec<_>>()}))
         }
         _ => bail!("unknown command `{name}` (the rewind/ requests are in docs/dap.md)"),
     }
@@ -351,7 +351,7 @@ fn fork(s: &mut Session, step: u64, with: Option<ForkWith>) -> Result<Value> {
     let o = s.open.as_ref().expect("checked");
     let f = {
         let _recording = super::recording();
-        crate::cmd::fork::fork(&o.store, &o.run, step, with, crate::cmd::fork::Shown::Quiet)?
+        crate::app::fork::fork(&o.store, &o.run, step, with, crate::app::fork::Shown::Quiet)?
     };
     let v = json!({
         "parent": o.run.id,
@@ -388,7 +388,7 @@ fn continued(s: &mut Session) {
 pub fn fork_and_switch(s: &mut Session, step: u64, with: Option<ForkWith>) -> Result<Value> {
     let v = fork(s, step, with)?;
     let id = v["run"].as_str().unwrap_or_default().to_string();
-    let store = crate::cmd::store()?;
+    let store = crate::app::store()?;
     let run = store.resolve(&id)?;
     let step = step.min(run.meta.steps);
     let stop = Stop::new(

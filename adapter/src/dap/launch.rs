@@ -1,17 +1,18 @@
 //! `launch` and `attach` arguments: open a recorded run at a step, record a
 //! program first, or run a check first and open its failing run. The
-//! recording and checking arguments are those of `rewind run` and `rewind
-//! check`, given as JSON fields and parsed by the same code.
+//! recording and checking fields are those of `rewind run` and `rewind
+//! check`, read into the application layer's `RunSpec` and `CheckRequest`.
 
 use super::wire;
 use super::Out;
-use crate::cmd::check::CheckArgs;
-use crate::cmd::run::{prepare, summary, RunArgs};
+use crate::app::check::{self, CheckRequest};
+use crate::app::record::{prepare, summary, RunSpec};
+use crate::util::{parse_secs, parse_size};
 use anyhow::{anyhow, bail, Result};
-use clap::Parser;
 use dap::events::{Event, OutputEventBody, ProgressEndEventBody, ProgressStartEventBody};
 use dap::types::OutputEventCategory;
 use serde_json::{Map, Value};
+use vmm::check::Strategy;
 use vmm::record::{Event as RunEvent, EventKind, Recorder};
 use vmm::session::{self, Limits};
 use vmm::store::{Run, RunDetails, Store};
@@ -36,7 +37,8 @@ pub struct Opened {
     pub said: Vec<String>,
 }
 
-/// JSON field, and the `rewind run`/`rewind check` option it is.
+/// JSON field, and the `rewind run`/`rewind check` option it is: the
+/// application layer's errors name the option, a launch's the field.
 const RUN_FIELDS: &[(&str, &str)] = &[
     ("example", "--example"),
     ("root", "--root"),
@@ -50,6 +52,7 @@ const RUN_FIELDS: &[(&str, &str)] = &[
     ("schedule", "--schedule"),
     ("scheduleFrom", "--schedule-from"),
     ("scheduleUntil", "--schedule-until"),
+    ("env", "--env"),
 ];
 const CHECK_FIELDS: &[(&str, &str)] = &[
     ("schedules", "--schedules"),
@@ -59,78 +62,148 @@ const CHECK_FIELDS: &[(&str, &str)] = &[
     ("checkSeed", "--check-seed"),
     ("jobs", "--jobs"),
     ("points", "--points"),
+    ("properties", "--property"),
 ];
 
-/// A scalar field as a command-line word; an error names the field.
-fn word(field: &str, v: &Value) -> Result<String> {
-    match v {
-        Value::String(s) => Ok(s.clone()),
-        Value::Number(n) => Ok(n.to_string()),
-        _ => bail!("launch argument `{field}` must be a string or a number"),
-    }
-}
+/// A launch's (or a request's) fields, read typed; an error names the field.
+struct Fields<'a>(&'a Map<String, Value>);
 
-fn strings(field: &str, v: &Value) -> Result<Vec<String>> {
-    let Some(a) = v.as_array() else {
-        bail!("launch argument `{field}` must be an array of strings");
-    };
-    a.iter()
-        .map(|x| {
-            x.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| anyhow!("launch argument `{field}` must be an array of strings"))
+impl Fields<'_> {
+    fn get(&self, field: &str) -> Option<&Value> {
+        self.0.get(field).filter(|v| !v.is_null())
+    }
+
+    /// A scalar field as written: a string, or a number's digits.
+    fn text(&self, field: &str) -> Result<Option<String>> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(_) => bail!("launch argument `{field}` must be a string or a number"),
+        }
+    }
+
+    /// A scalar field through `parse`.
+    fn parsed<T>(
+        &self,
+        field: &str,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<Option<T>> {
+        self.text(field)?
+            .map(|t| parse(&t).map_err(|why| anyhow!("launch argument `{field}`: {why}")))
+            .transpose()
+    }
+
+    /// A whole number in `range`.
+    fn number<T: TryFrom<u64> + Copy + Into<u64>>(
+        &self,
+        field: &str,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Result<Option<T>> {
+        self.parsed(field, |t| {
+            t.parse::<u64>()
+                .ok()
+                .filter(|n| range.contains(n))
+                .and_then(|n| T::try_from(n).ok())
+                .ok_or_else(|| {
+                    format!(
+                        "`{t}` is not a whole number from {} to {}",
+                        range.start(),
+                        range.end()
+                    )
+                })
         })
-        .collect()
+    }
+
+    fn whole(&self, field: &str) -> Result<Option<u64>> {
+        self.number(field, 0..=u64::MAX)
+    }
+
+    fn strings(&self, field: &str) -> Result<Option<Vec<String>>> {
+        let Some(v) = self.get(field) else {
+            return Ok(None);
+        };
+        let bad = || anyhow!("launch argument `{field}` must be an array of strings");
+        let a = v.as_array().ok_or_else(bad)?;
+        a.iter()
+            .map(|x| x.as_str().map(str::to_string).ok_or_else(bad))
+            .collect::<Result<_>>()
+            .map(Some)
+    }
+
+    /// `env`: an object of K: V, or an array of "K=V".
+    fn env(&self) -> Result<Vec<String>> {
+        match self.get("env") {
+            None => Ok(Vec::new()),
+            Some(Value::Object(env)) => env
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => Ok(format!("{k}={s}")),
+                    Value::Number(n) => Ok(format!("{k}={n}")),
+                    _ => bail!("launch argument `env` must be a string or a number"),
+                })
+                .collect(),
+            Some(Value::Array(_)) => Ok(self.strings("env")?.unwrap_or_default()),
+            Some(_) => bail!("launch argument `env` must be an object or an array of \"K=V\""),
+        }
+    }
+
+    /// The run a launch records (or checks).
+    fn run_spec(&self) -> Result<RunSpec> {
+        let d = RunSpec::default();
+        let mut spec = RunSpec {
+            example: self.text("example")?,
+            root: self.text("root")?.map(Into::into),
+            cwd: self.text("cwd")?.unwrap_or(d.cwd),
+            epoch: self.whole("epoch")?,
+            seed: self.whole("seed")?.unwrap_or(d.seed),
+            cores: self.number("cores", 1..=1024)?.unwrap_or(d.cores),
+            mem: self.parsed("mem", parse_size)?.unwrap_or(d.mem),
+            timeout: self.parsed("timeout", parse_secs)?,
+            name: self.text("runName")?,
+            schedule: self.whole("schedule")?.unwrap_or(d.schedule),
+            schedule_from: self.whole("scheduleFrom")?,
+            schedule_until: self.whole("scheduleUntil")?,
+            env: self.env()?,
+            ..d
+        };
+        match self.0.get("program") {
+            Some(Value::String(p)) => spec.command.push(p.clone()),
+            Some(_) => bail!("launch argument `program` must be a string"),
+            None if self.0.contains_key("example") => {}
+            None => bail!("launch arguments need `run`, `program`, `example` or `check`"),
+        }
+        spec.command
+            .extend(self.strings("args")?.unwrap_or_default());
+        Ok(spec)
+    }
+
+    /// `req` with the check fields (`schedules`, `strategy`, `properties`..).
+    fn check_request(&self, mut req: CheckRequest) -> Result<CheckRequest> {
+        req.schedules = self.whole("schedules")?.unwrap_or(req.schedules);
+        req.seeds = self.whole("seeds")?;
+        req.depth = self.number("depth", 1..=64)?.unwrap_or(req.depth);
+        req.check_seed = self.whole("checkSeed")?.unwrap_or(req.check_seed);
+        req.jobs = self
+            .whole("jobs")?
+            .map(|j| usize::try_from(j).unwrap_or(usize::MAX));
+        req.run.points = self.parsed("points", str::parse)?.or(req.run.points);
+        req.properties = self.strings("properties")?.unwrap_or_default();
+        let strategy = self.parsed("strategy", |s| match s {
+            "random" => Ok(Strategy::Random),
+            "bounded" => Ok(Strategy::Bounded),
+            "pct" => Ok(Strategy::Pct),
+            _ => Err(format!("`{s}`: one of random, bounded, pct")),
+        })?;
+        req.strategy = strategy.unwrap_or(req.strategy);
+        Ok(req)
+    }
 }
 
-/// The words `rewind run` would be given for these fields.
-fn run_words(m: &Map<String, Value>, extra: &[(&str, &str)]) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    for (field, flag) in RUN_FIELDS.iter().chain(extra) {
-        if let Some(v) = m.get(*field).filter(|v| !v.is_null()) {
-            out.push(flag.to_string());
-            out.push(word(field, v)?);
-        }
-    }
-    match m.get("env") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(env)) => {
-            for (k, v) in env {
-                out.push("--env".into());
-                out.push(format!("{k}={}", word("env", v)?));
-            }
-        }
-        Some(v @ Value::Array(_)) => {
-            for kv in strings("env", v)? {
-                out.push("--env".into());
-                out.push(kv);
-            }
-        }
-        Some(_) => bail!("launch argument `env` must be an object or an array of \"K=V\""),
-    }
-    if let Some(p) = m.get("properties").filter(|_| !extra.is_empty()) {
-        for p in strings("properties", p)? {
-            out.push("--property".into());
-            out.push(p);
-        }
-    }
-    out.push("--".into());
-    match m.get("program") {
-        Some(Value::String(p)) => out.push(p.clone()),
-        Some(_) => bail!("launch argument `program` must be a string"),
-        None if m.contains_key("example") => {}
-        None => bail!("launch arguments need `run`, `program`, `example` or `check`"),
-    }
-    if let Some(a) = m.get("args") {
-        out.extend(strings("args", a)?);
-    }
-    Ok(out)
-}
-
-/// A clap or preparation error, with the option named as its JSON field.
-fn name_field(e: &anyhow::Error, extra: &[(&str, &str)]) -> anyhow::Error {
+/// An application error, with the option it names said as its JSON field.
+fn name_field(e: &anyhow::Error, fields: &[(&str, &str)]) -> anyhow::Error {
     let msg = crate::util::one_line(e);
-    for (field, flag) in RUN_FIELDS.iter().chain(extra).chain(&[("env", "--env")]) {
+    for (field, flag) in fields {
         if msg.contains(&format!("{flag} "))
             || msg.contains(&format!("{flag}:"))
             || msg.contains(&format!("'{flag}"))
@@ -145,25 +218,6 @@ fn name_field(e: &anyhow::Error, extra: &[(&str, &str)]) -> anyhow::Error {
     anyhow!("launch: {msg}")
 }
 
-#[derive(Parser)]
-#[command(name = "launch", no_binary_name = true)]
-struct RunWords {
-    #[command(flatten)]
-    run: RunArgs,
-}
-
-#[derive(Parser)]
-#[command(name = "launch", no_binary_name = true)]
-struct CheckWords {
-    #[command(flatten)]
-    check: CheckArgs,
-}
-
-fn parse_words<P: Parser>(words: &[String], extra: &[(&str, &str)]) -> Result<P> {
-    P::try_parse_from(words)
-        .map_err(|e| name_field(&anyhow!(crate::util::clap_one_line(&e)), extra))
-}
-
 /// The check `rewind check --run RUN --schedule-from FROM --no-narrow`
 /// would run, with `rewind/check`'s fields (`schedules`, `strategy`,
 /// `properties`..) as its options.
@@ -174,31 +228,18 @@ pub fn check_from(run: &Run, from: u64, args: &Value) -> Result<vmm::check::Chec
         Value::Object(m) => m,
         _ => bail!("arguments must be an object"),
     };
-    let mut words: Vec<String> = [
-        "--run",
-        &run.id,
-        "--schedule-from",
-        &from.to_string(),
-        "--no-narrow",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for (field, flag) in CHECK_FIELDS {
-        if let Some(v) = m.get(*field).filter(|v| !v.is_null()) {
-            words.push(flag.to_string());
-            words.push(word(field, v)?);
-        }
-    }
-    if let Some(p) = m.get("properties") {
-        for p in strings("properties", p)? {
-            words.push("--property".into());
-            words.push(p);
-        }
-    }
-    let args = parse_words::<CheckWords>(&words, CHECK_FIELDS)?.check;
-    let store = crate::cmd::store()?;
-    crate::cmd::check::spec(&args, &store, Vec::new).map_err(|e| name_field(&e, CHECK_FIELDS))
+    let base = CheckRequest {
+        run: RunSpec {
+            schedule_from: Some(from),
+            ..RunSpec::default()
+        },
+        from_run: Some(run.id.clone()),
+        narrow: false,
+        ..CheckRequest::default()
+    };
+    let req = Fields(m).check_request(base)?;
+    let store = crate::app::store()?;
+    check::spec(&req, &store, Vec::new).map_err(|e| name_field(&e, CHECK_FIELDS))
 }
 
 /// Opens what the arguments name.
@@ -362,10 +403,9 @@ impl Recorder for Forward<'_> {
 }
 
 fn record_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Result<Opened> {
-    let words = run_words(m, &[])?;
-    let args = parse_words::<RunWords>(&words, &[])?.run;
+    let spec = Fields(m).run_spec()?;
     store.prepare()?;
-    let prepared = prepare(&args, store).map_err(|e| name_field(&e, &[]))?;
+    let prepared = prepare(&spec, store).map_err(|e| name_field(&e, RUN_FIELDS))?;
     let inputs = &prepared.inputs;
     let id = format!("record-{seq}");
     progress_start(
@@ -379,7 +419,7 @@ fn record_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> R
     let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
     rec.set_echo(false);
     let limits = Limits {
-        timeout: args.timeout,
+        timeout: spec.timeout,
         ..Default::default()
     };
     let outcome = {
@@ -401,7 +441,7 @@ fn record_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> R
         &RunDetails {
             name: prepared.name.clone(),
             image: inputs.image.clone(),
-            timeout: args.timeout,
+            timeout: spec.timeout,
         },
     )?;
     progress_end(out, &id, summary(&run.id, &outcome));
@@ -448,11 +488,14 @@ impl CheckProgress {
 }
 
 fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Result<Opened> {
-    let words = run_words(m, CHECK_FIELDS)?;
-    let args = parse_words::<CheckWords>(&words, CHECK_FIELDS)?.check;
+    let fields = Fields(m);
+    let req = fields.check_request(CheckRequest {
+        run: fields.run_spec()?,
+        ..CheckRequest::default()
+    })?;
     store.prepare()?;
-    let spec = crate::cmd::check::spec(&args, store, Vec::new)
-        .map_err(|e| name_field(&e, CHECK_FIELDS))?;
+    let both: Vec<_> = RUN_FIELDS.iter().chain(CHECK_FIELDS).copied().collect();
+    let spec = check::spec(&req, store, Vec::new).map_err(|e| name_field(&e, &both))?;
     let id = format!("check-{seq}");
     progress_start(out, seq, &id, "Checking schedules".into(), false);
     let mut progress = CheckProgress {
@@ -471,7 +514,7 @@ fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Re
             return Err(e.into());
         }
     };
-    crate::cmd::check::keep(store, &report);
+    check::keep(store, &report);
     progress_end(
         out,
         &id,

@@ -596,7 +596,7 @@ impl Session {
                     anyhow!("launch argument `snapshotMemory`: {v} is not a size in MiB")
                 })?,
         };
-        let store = crate::cmd::store()?;
+        let store = crate::app::store()?;
         let opened = launch::open(&store, &args, &self.out, seq)?;
         let stop = match opened.first {
             FirstStop::Exception => Stop::new(
@@ -712,7 +712,7 @@ impl Session {
     pub fn switch_to(&mut self, run: Run, step: u64, stop: Stop) -> Result<()> {
         let o = self.open()?;
         let (compare, deciding) = (o.compare.clone(), o.deciding);
-        let store = crate::cmd::store()?;
+        let store = crate::app::store()?;
         let open = Open::new(store, run, step, compare, deciding)?;
         self.open = Some(open);
         self.later(wire::event(Event::Invalidated(InvalidatedEventBody {

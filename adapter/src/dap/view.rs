@@ -27,10 +27,10 @@ pub fn seek(run: &Run, step: u64) -> Result<View> {
         anyhow::bail!("run {} was removed from the store", run.id);
     }
     let (state_step, (threads, virtual_ns, stacks)) =
-        match crate::cmd::inspect::seek(run, step, look) {
+        match crate::app::inside::seek(run, step, look) {
             Ok(r) => (step, r),
             Err(e) if step > 0 && step >= run.meta.steps => {
-                match crate::cmd::inspect::seek(run, step - 1, look) {
+                match crate::app::inside::seek(run, step - 1, look) {
                     Ok(r) => (step - 1, r),
                     Err(_) => return Err(e),
                 }

@@ -16,7 +16,7 @@ pub const CHECK: &str = "rewind.check";
 pub const SELECT_RUN: &str = "rewind.selectRun";
 pub const COMMANDS: &[&str] = &[RECORD, CHECK, SELECT_RUN];
 /// Schedules the "Check" lens tries (as `rewind check` does by default).
-pub const SCHEDULES: u64 = crate::cmd::check::DEFAULT_SCHEDULES;
+pub const SCHEDULES: u64 = crate::app::check::DEFAULT_SCHEDULES;
 
 /// What a command runs: `{"program": PATH, "args": [..]}`.
 #[derive(serde::Deserialize)]

@@ -1,7 +1,7 @@
 //! The gdb remote stub: a `vmm::debug::Session` served over gdb's remote
 //! protocol by the gdbstub crate. Every thread of the process is a gdb
 //! thread; registers include `orig_rax`, `fs_base` and `gs_base`, and
-//! the connection answers `qGetTLSAddr` (`gdb_tls.rs`: thread-locals, and
+//! the connection answers `qGetTLSAddr` (`tls.rs`: thread-locals, and
 //! glibc's `errno`); breakpoints, watchpoints, stepping and
 //! reverse execution are the session's.
 
@@ -77,7 +77,7 @@ impl Registers for LinuxRegs {
 }
 
 /// What gdb is told the machine is: amd64 Linux with its register set.
-const TARGET_XML: &str = include_str!("gdb-target.xml");
+const TARGET_XML: &str = include_str!("target.xml");
 
 impl Arch for X86_64Linux {
     type Usize = u64;
@@ -106,11 +106,11 @@ pub struct Stub {
     pub first: u32,
     action: Option<Action>,
     /// The threads' pointers, for the connection's `qGetTLSAddr`.
-    pub tls: crate::gdb_tls::TlsTable,
+    pub tls: super::tls::TlsTable,
     /// The process's auxiliary vector as gdb needs it (`qXfer:auxv:read`).
     auxv: Vec<u8>,
     /// The run's files gdb has open (`vFile:`).
-    pub files: crate::gdb_hostio::OpenFiles,
+    pub files: super::hostio::OpenFiles,
 }
 
 impl Stub {
@@ -126,7 +126,7 @@ impl Stub {
             session,
             first,
             action: None,
-            tls: crate::gdb_tls::TlsTable::new(layout),
+            tls: super::tls::TlsTable::new(layout),
             auxv,
             files: Default::default(),
         };

@@ -4,7 +4,7 @@
 //! run's image (an imported run's or a `--root` tree's included), not
 //! from whatever the host has at those paths.
 
-use crate::gdb::Stub;
+use super::stub::Stub;
 use gdbstub::target::ext::host_io::{
     HostIo, HostIoClose, HostIoCloseOps, HostIoErrno, HostIoError, HostIoFstat, HostIoFstatOps,
     HostIoOpen, HostIoOpenFlags, HostIoOpenMode, HostIoOpenOps, HostIoPread, HostIoPreadOps,

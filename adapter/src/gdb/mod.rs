@@ -1,6 +1,6 @@
 //! `rewind gdb`: a fork of a run at a step, served to the system's gdb with
 //! the program's symbols, its separate debug info and its sources as
-//! `rewind where` finds them (`gdb_files`); reverse execution replays the
+//! `rewind where` finds them (`files`); reverse execution replays the
 //! recording.
 
 use anyhow::{Context, Result};
@@ -9,6 +9,11 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use vmm::debug::{DebugError, Origin, Session};
+
+mod files;
+mod hostio;
+mod stub;
+mod tls;
 
 #[derive(Args, Debug)]
 pub struct GdbArgs {
@@ -77,13 +82,13 @@ fn bind(args: &GdbArgs) -> Result<TcpListener> {
 
 pub fn main(args: GdbArgs) -> Result<i32> {
     let listener = bind(&args)?;
-    let run = super::inspect::run_at(&args.run, args.step)?;
-    let store = super::store()?;
+    let run = crate::app::inside::run_at(&args.run, args.step)?;
+    let store = crate::app::store()?;
     let origin =
         Origin::of_run(&run, &store).with_context(|| format!("cannot debug run {}", run.id))?;
     let mut session = match Session::open(origin, args.step, args.pid) {
         Ok(s) => s,
-        Err(DebugError::Ended(at)) => return Err(super::inspect::ended(&run, args.step, at)),
+        Err(DebugError::Ended(at)) => return Err(crate::app::inside::ended(&run, args.step, at)),
         Err(e) => return Err(e.into()),
     };
     let first = match args.tid {
@@ -115,7 +120,7 @@ pub fn main(args: GdbArgs) -> Result<i32> {
         .unwrap_or_else(|| "program".into());
     let prog = dir.path().join(name);
     std::fs::write(&prog, bytes).with_context(|| format!("cannot write {}", prog.display()))?;
-    let (files, notes) = crate::gdb_files::prepare(session.kernel(), pid, dir.path())?;
+    let (files, notes) = files::prepare(session.kernel(), pid, dir.path())?;
     for n in notes {
         eprintln!("rewind: {n}; gdb names those frames by symbol");
     }
@@ -175,12 +180,11 @@ pub fn main(args: GdbArgs) -> Result<i32> {
 /// Serves one gdb connection until it detaches or the process ends.
 fn serve(session: Session, first: u32, stream: TcpStream) -> Result<()> {
     stream.set_nodelay(true)?;
-    let mut stub = crate::gdb::Stub::new(session, first);
-    let conn: Box<dyn gdbstub::conn::ConnectionExt<Error = std::io::Error>> = Box::new(
-        crate::gdb_tls::TlsConn::new(Box::new(stream), stub.tls.clone()),
-    );
+    let mut stub = stub::Stub::new(session, first);
+    let conn: Box<dyn gdbstub::conn::ConnectionExt<Error = std::io::Error>> =
+        Box::new(tls::TlsConn::new(Box::new(stream), stub.tls.clone()));
     let gdb = gdbstub::stub::GdbStub::new(conn);
-    match gdb.run_blocking::<crate::gdb::EventLoop>(&mut stub) {
+    match gdb.run_blocking::<stub::EventLoop>(&mut stub) {
         Ok(_) => Ok(()),
         Err(e) if e.is_connection_error() => Ok(()),
         Err(e) => Err(anyhow::anyhow!("gdb stub: {e}")),

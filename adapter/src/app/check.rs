@@ -1,0 +1,268 @@
+//! Checking a program: rerun it under perturbed schedules, find one that
+//! violates a property, and narrow it to the step that decides it. The
+//! request is what `rewind check`'s options, a debug session's `check`
+//! launch and its `rewind/check` request say; the report is kept for the
+//! readers that were not watching.
+
+use super::record::{prepare, RunSpec};
+use crate::util::usage;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use vmm::check::label::{labels, Judged, Label};
+use vmm::check::property::Property;
+use vmm::check::race::{Race, Told};
+use vmm::check::{CheckSpec, Parent, Report, Side, Strategy, Tried};
+use vmm::record::Points;
+use vmm::session::Limits;
+use vmm::store::Store;
+
+/// Schedules tried when not said.
+pub const DEFAULT_SCHEDULES: u64 = 64;
+/// The strategy when not said (chosen by the numbers in docs/design.md,
+/// "Search strategies").
+pub const DEFAULT_STRATEGY: Strategy = Strategy::Random;
+/// PCT's depth when not said.
+pub const DEFAULT_DEPTH: u32 = 3;
+
+/// A check's scheduling points when not said: memory points find races
+/// with no system call in their window (docs/design.md, "Memory scheduling
+/// points").
+pub const DEFAULT_POINTS: Points = Points::Memory;
+
+/// A check as the user asked for it.
+#[derive(Debug, Clone)]
+pub struct CheckRequest {
+    /// The program's run (or, with `from_run`, the window and points).
+    pub run: RunSpec,
+    pub schedules: u64,
+    /// Try every schedule, then report how many violate.
+    pub all: bool,
+    /// Schedules run at once (`None`: one per core).
+    pub jobs: Option<usize>,
+    /// Narrow the first violating schedule.
+    pub narrow: bool,
+    /// Properties as written (`Property::parse`).
+    pub properties: Vec<String>,
+    /// A file of properties, one a line.
+    pub properties_file: Option<PathBuf>,
+    /// Say where each thread was at the deciding step.
+    pub want_where: bool,
+    /// Random, Bounded or Pct (`seeds` makes it Seeds).
+    pub strategy: Strategy,
+    pub depth: u32,
+    pub check_seed: u64,
+    /// Check from a recorded run: schedules equal to it up to `run.schedule_from`.
+    pub from_run: Option<String>,
+    /// Try the run's own randomness seed and N others.
+    pub seeds: Option<u64>,
+}
+
+impl Default for CheckRequest {
+    fn default() -> CheckRequest {
+        CheckRequest {
+            run: RunSpec::default(),
+            schedules: DEFAULT_SCHEDULES,
+            all: false,
+            jobs: None,
+            narrow: true,
+            properties: Vec::new(),
+            properties_file: None,
+            want_where: false,
+            strategy: DEFAULT_STRATEGY,
+            depth: DEFAULT_DEPTH,
+            check_seed: 0,
+            from_run: None,
+            seeds: None,
+        }
+    }
+}
+
+fn properties(req: &CheckRequest) -> Result<Vec<Property>> {
+    let mut out = Vec::new();
+    for p in &req.properties {
+        match Property::parse(p, None) {
+            Ok(p) => out.push(p),
+            Err(e) => usage!("{e}"),
+        }
+    }
+    if let Some(f) = &req.properties_file {
+        match Property::parse_file(f) {
+            Ok(ps) => out.extend(ps),
+            Err(e) => usage!("{e}"),
+        }
+    }
+    if out.is_empty() {
+        out.push(Property::EndsDifferently);
+    }
+    Ok(out)
+}
+
+/// What a check of this request runs; `stdin` gives standard input's
+/// bytes once the program is known to be runnable.
+pub fn spec(
+    req: &CheckRequest,
+    store: &Store,
+    stdin: impl FnOnce() -> Vec<u8>,
+) -> Result<CheckSpec> {
+    if req.run.schedule != 0 || req.run.pct.is_some() {
+        usage!("--schedule and --pct are for `rewind run`; `rewind check` tries schedules itself (--strategy)");
+    }
+    let props = properties(req)?;
+    store.prepare()?;
+    let (base, name, parent) = match &req.from_run {
+        Some(spec) => {
+            if req.run.schedule_from.is_none() {
+                usage!("--run needs --schedule-from STEP");
+            }
+            let run = super::resolve(spec)?;
+            let inputs = run
+                .inputs()
+                .with_context(|| format!("cannot check from run {}", run.id))?;
+            // The check's points from the window on: a run's schedules
+            // are forks of it there.
+            let mut inputs = inputs;
+            if let (Some(p), Some(from)) = (req.run.points, req.run.schedule_from) {
+                inputs.manifest.set_points_after(from, p);
+            }
+            let parent = Parent {
+                id: run.id.clone(),
+                applied: run.meta.perturbed.clone(),
+            };
+            (inputs, run.meta.name.clone(), Some(parent))
+        }
+        None => {
+            let mut prepared = prepare(&req.run, store)?;
+            prepared.set_stdin(stdin());
+            // Schedule 0 of a check is its base: the window is the check's.
+            let mut inputs = prepared.inputs;
+            inputs.manifest.points = req.run.points.unwrap_or(DEFAULT_POINTS);
+            inputs.manifest.schedule_from = None;
+            inputs.manifest.schedule_until = None;
+            (inputs, prepared.name, None)
+        }
+    };
+    let strategy = match req.seeds {
+        Some(_) => Strategy::Seeds,
+        None => req.strategy,
+    };
+    Ok(CheckSpec {
+        base,
+        name,
+        limits: Limits {
+            timeout: req.run.timeout,
+            ..Default::default()
+        },
+        schedules: req.seeds.unwrap_or(req.schedules),
+        all: req.all,
+        jobs: req
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        narrow: req.narrow,
+        properties: props,
+        strategy,
+        depth: req.depth,
+        check_seed: req.check_seed,
+        from: req.run.schedule_from,
+        until: req.run.schedule_until,
+        want_where: req.want_where,
+        parent,
+    })
+}
+
+/// What the first violating run is called when it was not narrowed: by the
+/// same rule as a narrowed pair, against schedule 0.
+pub fn unnarrowed_label(r: &Report, bad: &Tried) -> Label {
+    if bad.id == r.base.id {
+        // Schedule 0 itself violates a property (not ends-differently).
+        return Label::Failing;
+    }
+    labels(Judged::of(&r.base), Judged::of(bad), true).1
+}
+
+fn side_json(s: &Side) -> serde_json::Value {
+    serde_json::json!({
+        "run": s.run,
+        "status": s.status.to_string(),
+        "label": s.label,
+    })
+}
+
+/// `{"sentence", "before", "between", "after"}`, each access `{"step",
+/// "pid", "tid", "access", "addr", "size", "pc", "variable", "place"}`.
+fn race_json(r: &Race) -> serde_json::Value {
+    let told = |t: &Told| {
+        serde_json::json!({
+            "step": t.touch.step,
+            "pid": t.touch.pid,
+            "tid": t.touch.tid,
+            "access": t.touch.access,
+            "addr": t.touch.addr,
+            "size": t.touch.size,
+            "pc": t.touch.pc,
+            "variable": t.variable,
+            "place": t.place,
+        })
+    };
+    serde_json::json!({
+        "sentence": r.sentence,
+        "before": r.before.as_ref().map(told),
+        "between": told(&r.between),
+        "after": r.after.as_ref().map(told),
+    })
+}
+
+fn tried_json(t: &Tried) -> serde_json::Value {
+    serde_json::json!({
+        "label": t.label.trim(),
+        "run": t.id,
+        "status": t.status.to_string(),
+        "steps": t.steps,
+        "perturbed": vmm::record::json::perturbations(&t.perturbed),
+        "violations": t.violations.iter().map(|(p, w)| serde_json::json!({"property": p, "why": w})).collect::<Vec<_>>(),
+        "broken": t.broken,
+    })
+}
+
+/// Keeps a check's report for readers that were not watching (the language
+/// server, docs/lsp.md; the debug adapter's deciding mark), whether the check
+/// ran here or in a debug session; returns the `--json` report.
+pub fn keep(store: &Store, report: &Report) -> serde_json::Value {
+    let json = json_report(report);
+    if let Err(e) = store.save_check(&report.base.id, &json) {
+        eprintln!("rewind: warning: the check's result is not kept: {e}");
+    }
+    json
+}
+
+fn json_report(r: &Report) -> serde_json::Value {
+    serde_json::json!({
+        "properties": r.properties.iter().map(|p| p.name()).collect::<Vec<_>>(),
+        "never_held": r.never_held,
+        "base": tried_json(&r.base),
+        "tried": r.tried.iter().map(tried_json).collect::<Vec<_>>(),
+        "violations": r.violations(),
+        "exhausted": r.exhausted,
+        "first_violation": r.first_violation().map(|bad| serde_json::json!({
+            "run": bad.id,
+            "label": unnarrowed_label(r, bad),
+        })),
+        "narrowed": r.narrowed.as_ref().map(|n| serde_json::json!({
+            "deciding": vmm::record::json::perturbations(&n.deciding),
+            "property": n.property,
+            "sentence": n.sentence,
+            "without": side_json(&n.without),
+            "with": side_json(&n.with),
+            "passing": n.run_called(Label::Passing),
+            "failing": n.run_called(Label::Failing),
+            "divergence": n.divergence.as_ref().map(|d| serde_json::json!({
+                "left_step": d.left_step(),
+                "right_step": d.right_step(),
+                "lines": d.lines(),
+            })),
+            "where": n.where_,
+            "race": n.race.as_ref().map(race_json),
+            "runs": n.runs,
+            "wall_secs": n.wall.as_secs_f64(),
+        })),
+    })
+}

@@ -1,0 +1,43 @@
+//! The application layer: the use cases the front ends share, with typed
+//! inputs. The CLI (`cmd`), the debug adapter (`dap`), the language server
+//! (`lsp`) and the gdb stub (`gdb`) call these and do only their own
+//! protocol; none of them imports another (`adapter/tests/layers.rs`).
+
+pub mod check;
+pub mod fork;
+pub mod inside;
+pub mod record;
+pub mod runs;
+
+use anyhow::{Context, Result};
+use vmm::store::{Run, Store};
+
+/// The store of runs, from the environment.
+pub fn store() -> Result<Store> {
+    Ok(Store::from_env()?)
+}
+
+/// Resolves a RUN argument.
+pub fn resolve(spec: &str) -> Result<Run> {
+    let store = store()?;
+    store.resolve(spec).with_context(|| format!("run `{spec}`"))
+}
+
+/// Prints what the store went on without, one `rewind: warning:` line each.
+pub fn warn_all(warnings: impl IntoIterator<Item = impl std::fmt::Display>) {
+    for w in warnings {
+        eprintln!("rewind: warning: {w}");
+    }
+}
+
+/// The keyframe to start from to reach `step` of `run` (see
+/// `Run::usable_keyframe`), saying on stderr when its keyframes are unusable.
+pub fn usable_keyframe(
+    run: &Run,
+    store: &Store,
+    step: u64,
+) -> Option<(vmm::record::keyframe::Keyframe, bool)> {
+    let usable = run.usable_keyframe(store, step);
+    warn_all(usable.warning);
+    usable.keyframe
+}
