@@ -222,11 +222,20 @@ impl Kernel<'_> {
         self.threads
             .insert(pid, Thread::first_of(pid, &man.program));
         self.sched.current = pid;
+        // As Linux: /proc/self/exe is the file, links resolved (the loader
+        // finds `$ORIGIN` from it), and AT_EXECFN the path as the shell
+        // gave it to execve (PROG when it has a slash, else where PATH found it).
+        let exe = self.exe_path(&man.program);
+        self.cur_proc().exe.clone_from(&exe);
+        let execfn = match man.argv.first() {
+            Some(a) if a.contains('/') => a.clone(),
+            _ => man.program.clone(),
+        };
         let loaded = self
-            .load_executable(&man.program, bytes)
+            .load_executable(&exe, bytes)
             .map_err(|e| e.engine(std::path::Path::new(&man.program)))?;
         self.symbols = super::symbols::SymbolTable::from_elf(&man.program, bytes, loaded.bias);
-        self.start_program(&loaded, &man.argv, &man.env, &man.program)
+        self.start_program(&loaded, &man.argv, &man.env, &execfn)
             .map_err(|_| EngineError::OutOfMemory)?;
         self.emit(EventKind::ThreadStart { parent: 0 });
         self.recorded.switches += 1;

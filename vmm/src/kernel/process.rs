@@ -673,17 +673,19 @@ impl Kernel<'_> {
     ) -> SysResult<Sys> {
         let tid = self.cur_tid();
         let text = super::render::call_text_with(self, tid, call, Some(0));
-        let exe = {
-            let cwd = self.cur_proc().cwd.clone();
-            let path = super::fs::vfs::normalize(&cwd, if file.is_empty() { name } else { file });
-            // Where its links lead (`/proc/self/exe` names the program itself).
-            match self.resolve_from(super::fs::vfs::ROOT_INO, &path, true) {
-                Ok(r) if r.ino.is_some() => self.path_of(r.parent, &r.name),
-                _ => path,
-            }
-        };
+        let cwd = self.cur_proc().cwd.clone();
+        let exe = self.exe_path(&super::fs::vfs::normalize(
+            &cwd,
+            if file.is_empty() { name } else { file },
+        ));
+        // The name it was called by, as Linux's comm (a script's, not its
+        // interpreter's); the file's own for an execveat of a bare descriptor.
+        let bare_fd = name
+            .strip_prefix("/dev/fd/")
+            .is_some_and(|n| !n.contains('/'));
+        let comm = if bare_fd { exe.as_str() } else { name };
         super::elf::check(bytes).map_err(|e| e.errno())?;
-        self.exec_commit(&exe);
+        self.exec_commit(&exe, comm);
         self.cur_proc().argv.clone_from(&argv);
         self.cur_proc().env.clone_from(&env);
         let r = self
@@ -713,11 +715,20 @@ impl Kernel<'_> {
         }
     }
 
+    /// Where the links of the absolute `path` lead: what `/proc/PID/exe`
+    /// names (the program file itself); `path` when it does not resolve.
+    pub(super) fn exe_path(&mut self, path: &str) -> String {
+        match self.resolve_from(super::fs::vfs::ROOT_INO, path, true) {
+            Ok(r) if r.ino.is_some() => self.path_of(r.parent, &r.name),
+            _ => path.to_string(),
+        }
+    }
+
     /// The point of no return of execve: the other threads end, the address
     /// space is a new empty one, POSIX timers are deleted, close-on-exec
     /// descriptors close, handled signals go back to their default, the
     /// vfork parent goes on.
-    fn exec_commit(&mut self, exe: &str) {
+    fn exec_commit(&mut self, exe: &str, comm: &str) {
         let pid = self.cur_pid();
         let me = self.cur_tid();
         let others: Vec<Tid> = self.procs[&pid]
@@ -785,7 +796,7 @@ impl Kernel<'_> {
             self.vfs.release(d);
         }
         let t = self.cur_thread();
-        t.name = thread_name(exe);
+        t.name = thread_name(comm);
         t.clear_child_tid = 0;
         t.robust_list = 0;
         t.signals.altstack = Default::default();

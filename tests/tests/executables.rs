@@ -1,0 +1,184 @@
+//! Linux's view of the executable (issue 24, item 1): `/proc/self/exe` and
+//! `/proc/PID/exe` name the program file itself (links resolved, absolute),
+//! AT_EXECFN the path as given to execve, comm the name it was called by,
+//! for programs started through symbolic links and relative paths (as the
+//! first program and through execve) and `#!` scripts (through execve);
+//! each compared with the same start natively. And Debian's `/usr/bin/java`, a link through
+//! /etc/alternatives whose loader finds `$ORIGIN/../lib` from
+//! /proc/self/exe, runs. Every recorded run is replayed (`Home` at drop).
+
+use rewind_tests::*;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+/// A root with `exe-view` at /opt/x/bin, reached by relative links
+/// /usr/bin/tool -> /etc/alt/tool -> /opt/x/bin/exe-view (as Debian's
+/// alternatives), an absolute link /bin/abs, and a script /bin/script
+/// whose interpreter line names the link relative to the cwd.
+fn tree() -> tempfile::TempDir {
+    let root = tempfile::Builder::new()
+        .prefix("rewind-exe-root-")
+        .tempdir()
+        .unwrap();
+    let r = root.path();
+    for d in ["bin", "opt/x/bin", "etc/alt", "usr/bin"] {
+        std::fs::create_dir_all(r.join(d)).unwrap();
+    }
+    std::fs::copy(guest("exe-view"), r.join("opt/x/bin/exe-view")).unwrap();
+    symlink("../../opt/x/bin/exe-view", r.join("etc/alt/tool")).unwrap();
+    symlink("../../etc/alt/tool", r.join("usr/bin/tool")).unwrap();
+    symlink("/opt/x/bin/exe-view", r.join("bin/abs")).unwrap();
+    std::fs::write(r.join("bin/script"), "#!../usr/bin/tool -a\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(r.join("bin/script"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    root
+}
+
+/// `prog args` from guest directory `cwd` of `root`: inside Rewind (--root)
+/// and natively (its paths then start with the root's host path, cut off).
+#[track_caller]
+fn same_view(home: &Home, root: &Path, cwd: &str, prog: &str, args: &[&str]) {
+    let host_cwd = root.join(cwd.trim_start_matches('/'));
+    let native = native_with_env(&[], Some(&host_cwd), prog, args, b"");
+    assert_eq!(
+        native.code,
+        0,
+        "{} in {}: {native}",
+        prog,
+        host_cwd.display()
+    );
+    let want = native.stdout.replace(root.to_str().unwrap(), "");
+    let mut full = vec!["--root", root.to_str().unwrap(), "--cwd", cwd, "--", prog];
+    full.extend(args);
+    let run = home.run(&full);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    assert_eq!(run.out.stdout, want, "`{prog} {args:?}` in {cwd}");
+    assert!(
+        want.contains("/proc/self/exe: /opt/x/bin/exe-view"),
+        "{want}"
+    );
+}
+
+#[test]
+fn proc_exe_and_execfn_are_as_linux_gives_them() {
+    // The root outlives the home, whose runs are replayed when it is dropped.
+    let root = tree();
+    let home = Home::new();
+    let r = root.path();
+    // The first program through relative links, by a relative path.
+    same_view(&home, r, "/", "./usr/bin/tool", &["1"]);
+    // Through execve: a `#!` script, a link by a relative path.
+    same_view(
+        &home,
+        r,
+        "/bin",
+        "../usr/bin/tool",
+        &["exec", "./script", "s", "y"],
+    );
+    same_view(
+        &home,
+        r,
+        "/usr",
+        "bin/tool",
+        &["exec", "../etc/alt/tool", "t", "z"],
+    );
+    // An absolute link (natively it would name the host's /opt).
+    let run = home.run(&[
+        "--root",
+        r.to_str().unwrap(),
+        "--",
+        "/bin/abs",
+        "exec",
+        "/bin/abs",
+        "a",
+    ]);
+    assert_eq!(
+        run.out.stdout,
+        "/proc/self/exe: /opt/x/bin/exe-view\n/proc/PID/exe: /opt/x/bin/exe-view\n\
+         AT_EXECFN: /bin/abs\nargv[0]: a\ncomm: abs\n",
+        "{}",
+        run.out
+    );
+}
+
+/// Copies the host tree at `from` into `root` at the same path, symbolic
+/// links as they are, leaving what is there already. (Copies, never hard
+/// links: a copy onto a hard link would write into the host's file.)
+fn mirror(root: &Path, from: &Path) {
+    let to = root.join(from.strip_prefix("/").unwrap());
+    let md = std::fs::symlink_metadata(from).unwrap();
+    if md.is_dir() {
+        for e in std::fs::read_dir(from).unwrap() {
+            mirror(root, &e.unwrap().path());
+        }
+        return;
+    }
+    if std::fs::symlink_metadata(&to).is_ok() {
+        return;
+    }
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    if md.file_type().is_symlink() {
+        symlink(std::fs::read_link(from).unwrap(), &to).unwrap();
+    } else {
+        std::fs::copy(from, &to).unwrap();
+    }
+}
+
+/// Mirrors the host file at absolute `path` into `root`, with every
+/// symbolic link on the way to it.
+fn mirror_path(root: &Path, path: &str) {
+    let real = vmm::image::resolve_links(path, |p| {
+        let host = Path::new(p);
+        if !host.is_symlink() {
+            return Ok(None);
+        }
+        mirror(root, host);
+        let target = std::fs::read_link(host).map_err(|_| ())?;
+        Ok(Some(target.to_str().ok_or(())?.to_string()))
+    })
+    .expect("no link loop");
+    mirror(root, Path::new(&real));
+}
+
+#[test]
+fn java_through_its_alternatives_link_runs() {
+    let Some(java) = host_program("/usr/bin/java", "default-jre-headless") else {
+        return;
+    };
+    let real = std::fs::canonicalize(&java).unwrap();
+    // .../bin/java -> the JDK's home, its libraries and configuration.
+    let jdk = real.parent().unwrap().parent().unwrap();
+    let root = tempfile::Builder::new()
+        .prefix("rewind-java-root-")
+        .tempdir()
+        .unwrap();
+
+    mirror_path(root.path(), &java);
+    for sub in ["bin/java", "lib", "conf"] {
+        mirror(root.path(), &jdk.join(sub));
+    }
+    // The configuration its conf/ links into, and the C libraries.
+    for dir in ["/etc/java-17-openjdk", "/etc/java-21-openjdk"] {
+        if Path::new(dir).exists() {
+            mirror(root.path(), Path::new(dir));
+        }
+    }
+    for lib in [
+        "/lib64/ld-linux-x86-64.so.2",
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "/lib/x86_64-linux-gnu/libm.so.6",
+        "/lib/x86_64-linux-gnu/libz.so.1",
+        "/lib/x86_64-linux-gnu/libstdc++.so.6",
+        "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+    ] {
+        mirror_path(root.path(), lib);
+    }
+    let native = native_with_env(&[], None, &java, &["-Xint", "-version"], b"");
+    assert_eq!(native.code, 0, "{native}");
+    let home = Home::new();
+    let r = root.path().to_str().unwrap();
+    let run = home.run(&["--root", r, "--", &java, "-Xint", "-version"]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    let version = native.stderr.lines().next().unwrap();
+    assert!(run.out.stderr.contains(version), "{version}:\n{}", run.out);
+}
