@@ -14,6 +14,7 @@ mod imports;
 
 use common::rust_files;
 use imports::{module_of, named_tops, without_comments};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers of the adapter's top-level modules, lowest first.
@@ -110,4 +111,104 @@ fn a_planted_upward_or_sideways_import_fails() {
     assert!(violations(&dap, "use crate::app::record::prepare; use super::wire;").is_empty());
     assert!(violations(&at("cmd::run"), "use crate::util::usage; use super::ls;").is_empty());
     assert!(violations(&dap, "// not crate::cmd::run").is_empty());
+}
+
+/// The modules of the directory of `top` (`dap/wire.rs` is `wire`,
+/// `dap/x/y.rs` is part of `x`) and the siblings each names through
+/// `super::` or `crate::top::`.
+fn sibling_graph(top: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(&src().join(top), &mut files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut named = Vec::new();
+    for f in &files {
+        let module = module_of(&src(), f);
+        let Some(own) = module.get(1) else { continue };
+        graph.entry(own.clone()).or_default();
+        let code = without_comments(&std::fs::read_to_string(f).unwrap());
+        let via_crate = format!("crate::{top}::");
+        let mut names = named_tops(&code, &module[1..]);
+        names.extend(named_tops(
+            &code.replace(&via_crate, "crate::"),
+            &module[1..],
+        ));
+        named.push((own.clone(), names));
+    }
+    for (own, names) in named {
+        let siblings: BTreeSet<String> = names
+            .into_iter()
+            .filter(|n| *n != own && graph.contains_key(n))
+            .collect();
+        graph.get_mut(&own).unwrap().extend(siblings);
+    }
+    graph
+}
+
+/// A cycle in `graph`, as the path that closes it.
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        g: &BTreeMap<String, BTreeSet<String>>,
+        n: &str,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == n) {
+            let mut c = path[i..].to_vec();
+            c.push(n.to_string());
+            return Some(c);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        path.push(n.to_string());
+        for m in g.get(n).into_iter().flatten() {
+            if let Some(c) = visit(g, m, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(graph, n, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_front_end_has_a_cycle_among_its_modules() {
+    for top in ["app", "cmd", "dap", "lsp", "gdb"] {
+        let graph = sibling_graph(top);
+        assert!(graph.len() > 2, "no modules under {top}");
+        if let Some(c) = cycle(&graph) {
+            panic!(
+                "{top}'s modules import each other in a circle: {}",
+                c.join(" -> ")
+            );
+        }
+    }
+}
+
+#[test]
+fn a_planted_cycle_is_found() {
+    let g = |edges: &[(&str, &str)]| {
+        let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (a, b) in edges {
+            g.entry(a.to_string()).or_default().insert(b.to_string());
+            g.entry(b.to_string()).or_default();
+        }
+        g
+    };
+    assert_eq!(
+        cycle(&g(&[
+            ("session", "moves"),
+            ("moves", "wire"),
+            ("moves", "session")
+        ])),
+        Some(vec!["moves".into(), "session".into(), "moves".into()])
+    );
+    assert_eq!(cycle(&g(&[("a", "b"), ("b", "c"), ("a", "c")])), None);
+    let dap = sibling_graph("dap");
+    assert!(dap["launch"].contains("wire"), "{dap:?}");
 }

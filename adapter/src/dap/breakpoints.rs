@@ -136,7 +136,7 @@ pub struct At<'a> {
 impl Context for At<'_> {
     fn register(&mut self, name: &str) -> Option<u64> {
         let t = self.live.core.registers(self.tid).ok()?;
-        register_of(&t, self.tid, name)
+        super::live::register_of(&t, self.tid, name)
     }
 
     fn memory(&mut self, addr: u64, len: usize) -> Option<Vec<u8>> {
@@ -144,37 +144,8 @@ impl Context for At<'_> {
     }
 
     fn program(&mut self, expr: &str) -> Option<Result<(Option<i128>, String), String>> {
-        super::variables::at_stop(self.live, self.tid, expr)
+        self.live.evaluate(self.tid, expr)
     }
-}
-
-/// A register of thread `tid` by the name a condition gives it.
-pub fn register_of(t: &vmm::debug::ThreadRegs, tid: u32, name: &str) -> Option<u64> {
-    let r = &t.regs;
-    Some(match name {
-        "rip" | "pc" => r.rip,
-        "rsp" | "sp" => r.rsp,
-        "rbp" | "fp" => r.rbp,
-        "rax" => r.rax,
-        "rbx" => r.rbx,
-        "rcx" => r.rcx,
-        "rdx" => r.rdx,
-        "rsi" => r.rsi,
-        "rdi" => r.rdi,
-        "r8" => r.r8,
-        "r9" => r.r9,
-        "r10" => r.r10,
-        "r11" => r.r11,
-        "r12" => r.r12,
-        "r13" => r.r13,
-        "r14" => r.r14,
-        "r15" => r.r15,
-        "rflags" | "eflags" => r.rflags,
-        "fs_base" => t.fs_base,
-        "gs_base" => t.gs_base,
-        "tid" => tid as u64,
-        _ => return None,
-    })
 }
 
 /// Whether `b` stops here: its condition holds (an expression that cannot

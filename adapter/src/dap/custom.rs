@@ -1,7 +1,9 @@
 //! The custom requests (`rewind/...`), each answering with JSON that
 //! docs/dap.md shows.
 
-use super::session::{Session, Stop};
+use super::launch::ForkBy;
+use super::open::Stop;
+use super::session::Session;
 use super::view;
 use super::wire;
 use anyhow::{anyhow, bail, Result};
@@ -14,222 +16,237 @@ use serde_json::{json, Value};
 use vmm::check::Checker;
 use vmm::record::fork::{fork_manifest, ForkWith};
 
-/// Every custom request.
-const REQUESTS: &[&str] = &[
-    "rewind/goto",
-    "rewind/reverseStepIn",
-    "rewind/lanes",
-    "rewind/events",
-    "rewind/fork",
-    "rewind/check",
-    "rewind/compare",
-    "rewind/bookmark",
-    "rewind/cat",
-    "rewind/runs",
+/// What a custom request is answered by.
+type Handler = fn(&mut Session, i64, &Args) -> Result<Value>;
+
+/// Every custom request: its name, whether it needs a run open, its handler.
+const REQUESTS: &[(&str, bool, Handler)] = &[
+    ("rewind/goto", true, goto),
+    ("rewind/reverseStepIn", true, reverse_step_in),
+    ("rewind/lanes", true, lanes),
+    ("rewind/events", true, events),
+    ("rewind/fork", true, fork_request),
+    ("rewind/check", true, check_from_here),
+    ("rewind/compare", true, compare),
+    ("rewind/bookmark", true, bookmark),
+    ("rewind/cat", true, cat),
+    ("rewind/runs", false, runs),
 ];
-/// Requests the client may send before any run is open.
-const WITHOUT_RUN: &[&str] = &["rewind/runs"];
 
 pub fn handle(s: &mut Session, seq: i64, name: &str, args: &Value) -> Result<Value> {
-    if !REQUESTS.contains(&name) {
+    let Some((_, needs_run, handler)) = REQUESTS.iter().find(|(n, ..)| *n == name) else {
         bail!("unknown command `{name}` (the rewind/ requests are in docs/dap.md)");
-    }
-    if !WITHOUT_RUN.contains(&name) && s.open.is_none() {
+    };
+    if *needs_run && s.open.is_none() {
         bail!("no run is open: send `launch` or `attach` first");
     }
-    let a = Args(args);
-    match name {
-        "rewind/goto" => {
-            let step = a.u64_req("step")?;
-            let o = s.open.as_ref().expect("checked");
-            if step > o.run.meta.steps {
-                bail!(
-                    "`step`: {step} is past the end of run {} ({} steps)",
-                    o.run.id,
-                    o.run.meta.steps
-                );
-            }
-            continued(s);
-            s.move_to(
-                step,
-                Stop::new(StoppedEventReason::Goto, format!("step {step}")),
-            )?;
-            Ok(json!({"step": step}))
-        }
-        "rewind/reverseStepIn" => {
-            let tid = match a.0.get("threadId") {
-                None => s
-                    .open
-                    .as_ref()
-                    .and_then(|o| o.focus())
-                    .map(|(_, t)| i64::from(t))
-                    .ok_or_else(|| anyhow!("`threadId`: no thread is alive here"))?,
-                Some(_) => a.u64_req("threadId")? as i64,
-            };
-            s.step_request(tid, super::moves::Kind::In, None, false)?;
-            Ok(json!({}))
-        }
-        "rewind/lanes" => {
-            let o = s.open.as_ref().expect("checked");
-            let end = o.run.meta.steps;
-            let from = a.u64("from")?.unwrap_or(0);
-            let to = a.u64("to")?.unwrap_or(end).min(end);
-            if from > to {
-                bail!("`from` ({from}) is after `to` ({to})");
-            }
-            let max = a.u64("max")?.unwrap_or(500).clamp(1, 10_000) as usize;
-            let mut v = view::lanes(&o.switches, end, from, to, max, &o.run.meta.thread_names);
-            v["run"] = json!(o.run.id);
-            if let Some(c) = &o.compare {
-                let sw = c.switches()?;
-                let mut cv = view::lanes(
-                    &sw,
-                    c.meta.steps,
-                    from,
-                    to.min(c.meta.steps),
-                    max,
-                    &c.meta.thread_names,
-                );
-                cv["run"] = json!(c.id);
-                v["compare"] = cv;
-            }
-            Ok(v)
-        }
-        "rewind/events" => {
-            let o = s.open.as_ref().expect("checked");
-            let from = a.u64("from")?.unwrap_or(0);
-            let to = a.u64("to")?.unwrap_or(u64::MAX);
-            let tid = a.u64("tid")?;
-            let kinds = a.strings("kinds")?;
-            let text = a.str("text")?;
-            let limit = a.u64("limit")?.unwrap_or(1000).min(100_000) as usize;
-            let mut matched = o
-                .events
-                .iter()
-                .filter(|e| e.step >= from && e.step <= to)
-                .filter(|e| tid.is_none_or(|t| e.tid as u64 == t))
-                .filter(|e| {
-                    kinds
-                        .as_ref()
-                        .is_none_or(|k| k.iter().any(|k| k == view::kind_name(e)))
-                })
-                .filter(|e| text.is_none_or(|t| view::event_text(e).contains(t)));
-            let events: Vec<Value> = matched.by_ref().take(limit).map(view::event_json).collect();
-            let more = matched.next().is_some();
-            Ok(json!({"events": events, "truncated": more}))
-        }
-        "rewind/fork" => {
-            let o = s.open.as_ref().expect("checked");
-            let step = a.u64("step")?.unwrap_or(o.pos);
-            let with = match (a.u64("schedule")?, a.u64("seed")?) {
-                (Some(_), Some(_)) => bail!("give `schedule` or `seed`, not both"),
-                (Some(n), None) => Some(ForkWith::Schedule(n)),
-                (None, Some(n)) => Some(ForkWith::Seed(n)),
-                (None, None) => None,
-            };
-            if a.bool("open")?.unwrap_or(false) {
-                continued(s);
-                fork_and_switch(s, step, with)
-            } else {
-                fork(s, step, with)
-            }
-        }
-        "rewind/check" => check_from_here(s, seq, &a),
-        "rewind/compare" => {
-            if let Some(spec) = a.str("run")? {
-                let store = crate::app::store()?;
-                let other = store.resolve(spec).map_err(|e| anyhow!("`run`: {e}"))?;
-                s.open.as_mut().expect("checked").compare = Some(other);
-            }
-            let o = s.open.as_ref().expect("checked");
-            let Some(c) = &o.compare else {
-                bail!("no run to compare with: give `run`, or open with `compare`");
-            };
-            let context = a.u64("context")?.unwrap_or(5).min(1000) as usize;
-            let other = c.events()?;
-            let d = vmm::record::diff::first_divergence(&o.events, &other, context);
-            let evs = |l: &[vmm::record::Event]| l.iter().map(view::event_json).collect::<Vec<_>>();
-            Ok(match d {
-                None => {
-                    json!({"left": o.run.id, "right": c.id, "identical": true, "events": o.events.len()})
-                }
-                Some(d) => json!({
-                    "left": o.run.id,
-                    "right": c.id,
-                    "identical": false,
-                    "index": d.index,
-                    "leftStep": d.left_step(),
-                    "rightStep": d.right_step(),
-                    "shared": evs(&d.shared),
-                    "leftEvents": evs(&d.left),
-                    "rightEvents": evs(&d.right),
-                }),
-            })
-        }
-        "rewind/bookmark" => {
-            let o = s.open.as_ref().expect("checked");
-            let action = a.str("action")?.unwrap_or("list");
-            match action {
-                "add" => {
-                    let step = a.u64("step")?.unwrap_or(o.pos);
-                    if step > o.run.meta.steps {
-                        bail!("`step`: {step} is past the end of the run");
-                    }
-                    let note = a
-                        .str("note")?
-                        .ok_or_else(|| anyhow!("`note` is required to add a bookmark"))?;
-                    let b = o.store.add_bookmark(&o.run, step, note)?;
-                    Ok(json!({"added": b, "bookmarks": o.run.bookmarks()?}))
-                }
-                "remove" => {
-                    let step = a.u64_req("step")?;
-                    let n = o.store.remove_bookmarks(&o.run, step, a.str("note")?)?;
-                    Ok(json!({"removed": n, "bookmarks": o.run.bookmarks()?}))
-                }
-                "list" => Ok(json!({"bookmarks": o.run.bookmarks()?})),
-                other => bail!("`action`: `{other}` is not add, list or remove"),
-            }
-        }
-        "rewind/cat" => {
-            let o = s.open.as_ref().expect("checked");
-            let path = a
-                .str("path")?
-                .ok_or_else(|| anyhow!("`path` is required"))?
-                .to_string();
-            let step = a.u64("step")?.unwrap_or(o.pos);
-            let got = crate::app::inside::seek(&o.run, step, |k| k.file_contents(&path))?;
-            Ok(match got {
-                None => json!({"path": path, "step": step, "exists": false}),
-                Some(b) => json!({
-                    "path": path,
-                    "step": step,
-                    "exists": true,
-                    "size": b.len(),
-                    "utf8": std::str::from_utf8(&b).is_ok(),
-                    "text": String::from_utf8_lossy(&b),
-                }),
-            })
-        }
-        "rewind/runs" => {
-            let store = crate::app::store()?;
-            let mut runs = store.list()?;
-            if let Some(spec) = a.str("forksOf")? {
-                let parent = store.resolve(spec).map_err(|e| anyhow!("`forksOf`: {e}"))?;
-                let ids: std::collections::HashSet<String> =
-                    vmm::store::maintain::with_descendants(&runs, std::slice::from_ref(&parent.id))
-                        .into_iter()
-                        .map(|r| r.id)
-                        .filter(|id| *id != parent.id)
-                        .collect();
-                runs.retain(|r| ids.contains(&r.id));
-            }
-            if let Some(n) = a.u64("limit")? {
-                runs.truncate(n as usize);
-            }
-            Ok(json!({"runs": runs.iter().map(crate::app::runs::run_json).collect::<Vec<_>>()}))
-        }
-        _ => bail!("unknown command `{name}` (the rewind/ requests are in docs/dap.md)"),
+    handler(s, seq, &Args(args))
+}
+
+/// `rewind/goto`: to a step.
+fn goto(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
+    let step = a.u64_req("step")?;
+    let o = s.open.as_ref().expect("checked");
+    if step > o.run.meta.steps {
+        bail!(
+            "`step`: {step} is past the end of run {} ({} steps)",
+            o.run.id,
+            o.run.meta.steps
+        );
     }
+    continued(s);
+    s.move_to(
+        step,
+        Stop::new(StoppedEventReason::Goto, format!("step {step}")),
+    )?;
+    Ok(json!({"step": step}))
+}
+
+/// `rewind/reverseStepIn`: back into the call that returned.
+fn reverse_step_in(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
+    let tid = match a.0.get("threadId") {
+        None => s
+            .open
+            .as_ref()
+            .and_then(|o| o.focus())
+            .map(|(_, t)| i64::from(t))
+            .ok_or_else(|| anyhow!("`threadId`: no thread is alive here"))?,
+        Some(_) => a.u64_req("threadId")? as i64,
+    };
+    s.step_request(tid, super::moves::Kind::In, None, false)?;
+    Ok(json!({}))
+}
+
+/// `rewind/lanes`: which thread ran when, in buckets.
+fn lanes(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
+    let o = s.open.as_ref().expect("checked");
+    let end = o.run.meta.steps;
+    let from = a.u64("from")?.unwrap_or(0);
+    let to = a.u64("to")?.unwrap_or(end).min(end);
+    if from > to {
+        bail!("`from` ({from}) is after `to` ({to})");
+    }
+    let max = a.u64("max")?.unwrap_or(500).clamp(1, 10_000) as usize;
+    let mut v = view::lanes(&o.switches, end, from, to, max, &o.run.meta.thread_names);
+    v["run"] = json!(o.run.id);
+    if let Some(c) = &o.compare {
+        let sw = c.switches()?;
+        let mut cv = view::lanes(
+            &sw,
+            c.meta.steps,
+            from,
+            to.min(c.meta.steps),
+            max,
+            &c.meta.thread_names,
+        );
+        cv["run"] = json!(c.id);
+        v["compare"] = cv;
+    }
+    Ok(v)
+}
+
+/// `rewind/events`: the run's events, filtered.
+fn events(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
+    let o = s.open.as_ref().expect("checked");
+    let from = a.u64("from")?.unwrap_or(0);
+    let to = a.u64("to")?.unwrap_or(u64::MAX);
+    let tid = a.u64("tid")?;
+    let kinds = a.strings("kinds")?;
+    let text = a.str("text")?;
+    let limit = a.u64("limit")?.unwrap_or(1000).min(100_000) as usize;
+    let mut matched = o
+        .events
+        .iter()
+        .filter(|e| e.step >= from && e.step <= to)
+        .filter(|e| tid.is_none_or(|t| e.tid as u64 == t))
+        .filter(|e| {
+            kinds
+                .as_ref()
+                .is_none_or(|k| k.iter().any(|k| k == view::kind_name(e)))
+        })
+        .filter(|e| text.is_none_or(|t| view::event_text(e).contains(t)));
+    let events: Vec<Value> = matched.by_ref().take(limit).map(view::event_json).collect();
+    let more = matched.next().is_some();
+    Ok(json!({"events": events, "truncated": more}))
+}
+
+/// `rewind/fork`: a fork at a step, opened or not.
+fn fork_request(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
+    let o = s.open.as_ref().expect("checked");
+    let step = a.u64("step")?.unwrap_or(o.pos);
+    let with = match (a.u64("schedule")?, a.u64("seed")?) {
+        (Some(_), Some(_)) => bail!("give `schedule` or `seed`, not both"),
+        (Some(n), None) => Some(ForkWith::Schedule(n)),
+        (None, Some(n)) => Some(ForkWith::Seed(n)),
+        (None, None) => None,
+    };
+    if a.bool("open")?.unwrap_or(false) {
+        continued(s);
+        fork_and_switch(s, step, with)
+    } else {
+        fork(s, step, with)
+    }
+}
+
+/// `rewind/compare`: where the run and another first differ.
+fn compare(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
+    if let Some(spec) = a.str("run")? {
+        let store = crate::app::store()?;
+        let other = store.resolve(spec).map_err(|e| anyhow!("`run`: {e}"))?;
+        s.open.as_mut().expect("checked").compare = Some(other);
+    }
+    let o = s.open.as_ref().expect("checked");
+    let Some(c) = &o.compare else {
+        bail!("no run to compare with: give `run`, or open with `compare`");
+    };
+    let context = a.u64("context")?.unwrap_or(5).min(1000) as usize;
+    let other = c.events()?;
+    let d = vmm::record::diff::first_divergence(&o.events, &other, context);
+    let evs = |l: &[vmm::record::Event]| l.iter().map(view::event_json).collect::<Vec<_>>();
+    Ok(match d {
+        None => {
+            json!({"left": o.run.id, "right": c.id, "identical": true, "events": o.events.len()})
+        }
+        Some(d) => json!({
+            "left": o.run.id,
+            "right": c.id,
+            "identical": false,
+            "index": d.index,
+            "leftStep": d.left_step(),
+            "rightStep": d.right_step(),
+            "shared": evs(&d.shared),
+            "leftEvents": evs(&d.left),
+            "rightEvents": evs(&d.right),
+        }),
+    })
+}
+
+/// `rewind/bookmark`: add, list or remove the run's bookmarks.
+fn bookmark(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
+    let o = s.open.as_ref().expect("checked");
+    let action = a.str("action")?.unwrap_or("list");
+    match action {
+        "add" => {
+            let step = a.u64("step")?.unwrap_or(o.pos);
+            if step > o.run.meta.steps {
+                bail!("`step`: {step} is past the end of the run");
+            }
+            let note = a
+                .str("note")?
+                .ok_or_else(|| anyhow!("`note` is required to add a bookmark"))?;
+            let b = o.store.add_bookmark(&o.run, step, note)?;
+            Ok(json!({"added": b, "bookmarks": o.run.bookmarks()?}))
+        }
+        "remove" => {
+            let step = a.u64_req("step")?;
+            let n = o.store.remove_bookmarks(&o.run, step, a.str("note")?)?;
+            Ok(json!({"removed": n, "bookmarks": o.run.bookmarks()?}))
+        }
+        "list" => Ok(json!({"bookmarks": o.run.bookmarks()?})),
+        other => bail!("`action`: `{other}` is not add, list or remove"),
+    }
+}
+
+/// `rewind/cat`: a file as the guest saw it at a step.
+fn cat(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
+    let o = s.open.as_ref().expect("checked");
+    let path = a
+        .str("path")?
+        .ok_or_else(|| anyhow!("`path` is required"))?
+        .to_string();
+    let step = a.u64("step")?.unwrap_or(o.pos);
+    let got = crate::app::inside::seek(&o.run, step, |k| k.file_contents(&path))?;
+    Ok(match got {
+        None => json!({"path": path, "step": step, "exists": false}),
+        Some(b) => json!({
+            "path": path,
+            "step": step,
+            "exists": true,
+            "size": b.len(),
+            "utf8": std::str::from_utf8(&b).is_ok(),
+            "text": String::from_utf8_lossy(&b),
+        }),
+    })
+}
+
+/// `rewind/runs`: the store's runs, newest first.
+fn runs(_s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
+    let store = crate::app::store()?;
+    let mut runs = store.list()?;
+    if let Some(spec) = a.str("forksOf")? {
+        let parent = store.resolve(spec).map_err(|e| anyhow!("`forksOf`: {e}"))?;
+        let ids: std::collections::HashSet<String> =
+            vmm::store::maintain::with_descendants(&runs, std::slice::from_ref(&parent.id))
+                .into_iter()
+                .map(|r| r.id)
+                .filter(|id| *id != parent.id)
+                .collect();
+        runs.retain(|r| ids.contains(&r.id));
+    }
+    if let Some(n) = a.u64("limit")? {
+        runs.truncate(n as usize);
+    }
+    Ok(json!({"runs": runs.iter().map(crate::app::runs::run_json).collect::<Vec<_>>()}))
 }
 
 /// Typed access to a request's arguments; errors name the field.
@@ -286,45 +303,13 @@ impl Args<'_> {
     }
 }
 
-/// How a fork that names no schedule or seed is made (`restartFrame`, and
-/// `rewind/fork` without either): launch's `forkWith`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ForkBy {
-    /// The next schedule no fork at that step used yet.
-    #[default]
-    Schedule,
-    /// The next seed no fork at that step used yet.
-    Seed,
-}
-
-impl ForkBy {
-    /// Launch's `forkWith` (`"schedule"`, the default, or `"seed"`).
-    pub fn of_launch(args: &Value) -> Result<ForkBy> {
-        match args.get("forkWith").filter(|v| !v.is_null()) {
-            None => Ok(ForkBy::Schedule),
-            Some(v) => match v.as_str() {
-                Some("schedule") => Ok(ForkBy::Schedule),
-                Some("seed") => Ok(ForkBy::Seed),
-                _ => bail!("launch argument `forkWith` must be \"schedule\" or \"seed\", not {v}"),
-            },
-        }
-    }
-
-    fn with(self, n: u64) -> ForkWith {
-        match self {
-            ForkBy::Schedule => ForkWith::Schedule(n),
-            ForkBy::Seed => ForkWith::Seed(n),
-        }
-    }
-}
-
 /// The first schedule (or seed, by `forkWith`) whose fork of the open run
 /// at `step` is not in the store yet.
 fn next_unused(s: &Session, step: u64) -> Result<ForkWith> {
     let o = s.open.as_ref().expect("checked");
     let inputs = o.run.inputs()?;
     for n in 1..10_000 {
-        let with = s.fork_by.with(n);
+        let with = s.options().fork_by.with(n);
         let m = fork_manifest(
             &o.run.id,
             &inputs.manifest,
@@ -336,7 +321,7 @@ fn next_unused(s: &Session, step: u64) -> Result<ForkWith> {
             return Ok(with);
         }
     }
-    let what = match s.fork_by {
+    let what = match s.options().fork_by {
         ForkBy::Schedule => "schedule",
         ForkBy::Seed => "seed",
     };
@@ -350,7 +335,7 @@ fn fork(s: &mut Session, step: u64, with: Option<ForkWith>) -> Result<Value> {
     };
     let o = s.open.as_ref().expect("checked");
     let f = {
-        let _recording = super::recording();
+        let _recording = super::conn::recording();
         crate::app::fork::fork(&o.store, &o.run, step, with, crate::app::fork::Shown::Quiet)?
     };
     let v = json!({
@@ -418,7 +403,7 @@ fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
     let (candidates, _) = checker.candidates(o.run.meta.steps);
     let n = candidates.len() as u64;
     let progress = format!("check-{seq}");
-    let out = s.out.clone();
+    let out = s.out().clone();
     out.send(wire::event(Event::ProgressStart(ProgressStartEventBody {
         progress_id: progress.clone(),
         title: format!("Checking {n} schedules from step {from}"),
@@ -430,12 +415,12 @@ fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
     let mut results = Vec::new();
     let mut cancelled = false;
     for (c, i) in candidates.iter().zip(1u64..) {
-        if s.control.is_cancelled(seq, &progress) {
+        if s.is_cancelled(seq, &progress) {
             cancelled = true;
             break;
         }
         let tried = {
-            let _recording = super::recording();
+            let _recording = super::conn::recording();
             checker.try_one(c)
         };
         let t = match tried {

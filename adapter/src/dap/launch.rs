@@ -3,8 +3,8 @@
 //! recording and checking fields are those of `rewind run` and `rewind
 //! check`, read into the application layer's `RunSpec` and `CheckRequest`.
 
+use super::conn::Out;
 use super::wire;
-use super::Out;
 use crate::app::check::{self, CheckRequest};
 use crate::app::record::{prepare, summary, RunSpec};
 use crate::util::{parse_secs, parse_size};
@@ -13,6 +13,7 @@ use dap::events::{Event, OutputEventBody, ProgressEndEventBody, ProgressStartEve
 use dap::types::OutputEventCategory;
 use serde_json::{Map, Value};
 use vmm::check::Strategy;
+use vmm::record::fork::ForkWith;
 use vmm::record::{Event as RunEvent, EventKind, Recorder};
 use vmm::session::{self, Limits};
 use vmm::store::{Run, RunDetails, Store};
@@ -415,7 +416,7 @@ fn record_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> R
         format!("Recording {}", inputs.manifest.program),
         false,
     );
-    let _recording = super::recording();
+    let _recording = super::conn::recording();
     let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
     rec.set_echo(false);
     let limits = Limits {
@@ -504,7 +505,7 @@ fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Re
         phase: String::new(),
     };
     let report = {
-        let _recording = super::recording();
+        let _recording = super::conn::recording();
         vmm::check::Checker::new(&spec, store).run(&mut progress)
     };
     let report = match report {
@@ -559,4 +560,78 @@ fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Re
         "check: none of the {} schedules violates a property; nothing to open",
         report.tried.len()
     )
+}
+
+/// How a fork that names no schedule or seed is made (`restartFrame`, and
+/// `rewind/fork` without either): launch's `forkWith`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ForkBy {
+    /// The next schedule no fork at that step used yet.
+    #[default]
+    Schedule,
+    /// The next seed no fork at that step used yet.
+    Seed,
+}
+
+impl ForkBy {
+    /// Launch's `forkWith` (`"schedule"`, the default, or `"seed"`).
+    pub fn of_launch(args: &Value) -> Result<ForkBy> {
+        match args.get("forkWith").filter(|v| !v.is_null()) {
+            None => Ok(ForkBy::Schedule),
+            Some(v) => match v.as_str() {
+                Some("schedule") => Ok(ForkBy::Schedule),
+                Some("seed") => Ok(ForkBy::Seed),
+                _ => bail!("launch argument `forkWith` must be \"schedule\" or \"seed\", not {v}"),
+            },
+        }
+    }
+
+    pub fn with(self, n: u64) -> ForkWith {
+        match self {
+            ForkBy::Schedule => ForkWith::Schedule(n),
+            ForkBy::Seed => ForkWith::Seed(n),
+        }
+    }
+}
+
+/// How a session behaves after launch, from its launch arguments.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// `stepping: "events"`: next/stepIn/stepOut/stepBack move between the
+    /// thread's events, as before line stepping.
+    pub event_steps: bool,
+    /// `forkWith`: what `restartFrame` forks with.
+    pub fork_by: ForkBy,
+    /// `snapshotMemory`: the debug core's snapshots' budget, bytes.
+    pub snapshot_budget: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            event_steps: false,
+            fork_by: ForkBy::default(),
+            snapshot_budget: vmm::debug::DEFAULT_SNAPSHOT_BUDGET,
+        }
+    }
+}
+
+impl Options {
+    /// The options a launch's arguments give, checked before anything is recorded.
+    pub fn of_launch(args: &Value) -> Result<Options> {
+        let snapshot_budget = match args.get("snapshotMemory") {
+            None => vmm::debug::DEFAULT_SNAPSHOT_BUDGET,
+            Some(v) => v
+                .as_u64()
+                .and_then(|mib| mib.checked_mul(1 << 20))
+                .ok_or_else(|| {
+                    anyhow!("launch argument `snapshotMemory`: {v} is not a size in MiB")
+                })?,
+        };
+        Ok(Options {
+            event_steps: args.get("stepping").and_then(Value::as_str) == Some("events"),
+            fork_by: ForkBy::of_launch(args)?,
+            snapshot_budget,
+        })
+    }
 }

@@ -8,6 +8,7 @@ use anyhow::{anyhow, Result};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use symbols::lines::LineTable;
+use symbols::values::expr::{self, Env, Evaluated};
 use symbols::Symbolizer;
 use vmm::debug::{DebugError, Origin, Position, Session as Core, Stop as CoreStop, Watch};
 use vmm::store::{Run, Store};
@@ -247,5 +248,91 @@ impl Live {
 
     pub fn pc(&self) -> u64 {
         self.regs(self.tid()).map_or(0, |r| r.rip)
+    }
+}
+
+/// Memory through the debug core, for the symbols crate.
+pub struct CoreMemory<'a>(pub &'a mut vmm::debug::Session);
+
+impl symbols::Memory for CoreMemory<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
+        match self.0.read_memory(addr, buf.len()) {
+            Ok(b) => {
+                buf.copy_from_slice(&b);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+/// A register of thread `tid` by the name a condition gives it.
+pub fn register_of(t: &vmm::debug::ThreadRegs, tid: u32, name: &str) -> Option<u64> {
+    let r = &t.regs;
+    Some(match name {
+        "rip" | "pc" => r.rip,
+        "rsp" | "sp" => r.rsp,
+        "rbp" | "fp" => r.rbp,
+        "rax" => r.rax,
+        "rbx" => r.rbx,
+        "rcx" => r.rcx,
+        "rdx" => r.rdx,
+        "rsi" => r.rsi,
+        "rdi" => r.rdi,
+        "r8" => r.r8,
+        "r9" => r.r9,
+        "r10" => r.r10,
+        "r11" => r.r11,
+        "r12" => r.r12,
+        "r13" => r.r13,
+        "r14" => r.r14,
+        "r15" => r.r15,
+        "rflags" | "eflags" => r.rflags,
+        "fs_base" => t.fs_base,
+        "gs_base" => t.gs_base,
+        "tid" => tid as u64,
+        _ => return None,
+    })
+}
+
+/// `text` over the variables of thread `tid`'s innermost frame where a scan
+/// stopped (a breakpoint's condition, a logpoint's `{expression}`): None
+/// without debug info there; else its integer value when it is one, and
+/// its text as shown, or why it could not be evaluated.
+fn at_stop(
+    live: &mut Live,
+    tid: u32,
+    text: &str,
+) -> Option<Result<(Option<i128>, String), String>> {
+    let sym = live.sym_of(tid)?;
+    let t = live.core.registers(tid).ok()?;
+    let bt = live.core.kernel().backtrace(tid)?;
+    let mut mem = CoreMemory(&mut live.core);
+    let vars = sym.variables(&bt, 0, &mut mem).ok()?;
+    let register = |name: &str| register_of(&t, tid, name);
+    let env = Env {
+        vars: &vars,
+        register: &register,
+    };
+    Some(match expr::evaluate(text, &env, &mut mem) {
+        Ok(e) => {
+            let n = match &e {
+                Evaluated::Int { value, .. } => Some(*value),
+                Evaluated::Value(v) => v.as_int(&mut mem).ok(),
+            };
+            Ok((n, e.show(&mut mem).value))
+        }
+        Err(e) => Err(e.to_string()),
+    })
+}
+
+impl Live {
+    /// `text` evaluated where thread `tid` stopped (`at_stop`).
+    pub fn evaluate(
+        &mut self,
+        tid: u32,
+        text: &str,
+    ) -> Option<Result<(Option<i128>, String), String>> {
+        at_stop(self, tid, text)
     }
 }

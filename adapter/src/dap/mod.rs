@@ -9,24 +9,28 @@
 
 mod breakpoints;
 mod cond;
+mod conn;
 mod custom;
+mod dispatch;
+mod handles;
 mod launch;
 mod listen;
 mod live;
 mod moves;
+mod open;
 mod profile;
 mod requests;
 mod session;
+mod stack;
 mod variables;
 mod view;
 mod wire;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use conn::{Control, Out};
 use serde_json::Value;
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::mpsc;
 
@@ -49,49 +53,6 @@ pub struct DapArgs {
     /// Listen on a Unix socket made at PATH with mode 0600.
     #[arg(long, value_name = "PATH")]
     pub socket: Option<std::path::PathBuf>,
-}
-
-/// What the reader shares with the session thread.
-#[derive(Default)]
-pub struct Control {
-    /// Request seqs and progress ids the client cancelled.
-    cancelled: Mutex<HashSet<String>>,
-    /// The client is gone: long work should stop.
-    closed: AtomicBool,
-}
-
-impl Control {
-    /// Whether the request (`seq`) or its progress (`progress`) was cancelled,
-    /// or the client left.
-    pub fn is_cancelled(&self, seq: i64, progress: &str) -> bool {
-        if self.closed.load(Ordering::SeqCst) {
-            return true;
-        }
-        let c = self.cancelled.lock().unwrap_or_else(|e| e.into_inner());
-        c.contains(&seq.to_string()) || c.contains(progress)
-    }
-}
-
-/// Held while a session records (a fork, one schedule of a check, a
-/// launch's recording or check). The store names what it is writing after
-/// the run and the process (`runs/.tmp-<id>-<pid>`, pages alike), so two
-/// sessions of one `rewind dap --port` making the same run at once (a fork
-/// at the same step with the same schedule) would write into each other's
-/// files; in separate processes the names differ.
-static RECORDING: Mutex<()> = Mutex::new(());
-
-pub fn recording() -> std::sync::MutexGuard<'static, ()> {
-    RECORDING.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Where the session sends messages; a closed client makes sends no-ops.
-#[derive(Clone)]
-pub struct Out(mpsc::UnboundedSender<Value>);
-
-impl Out {
-    pub fn send(&self, v: Value) {
-        let _ = self.0.send(v);
-    }
 }
 
 pub fn main(args: DapArgs) -> Result<i32> {
@@ -183,7 +144,7 @@ where
     let session = std::thread::Builder::new()
         .name("dap-session".into())
         .spawn(move || {
-            session::Session::new(out, c).serve(req_rx);
+            dispatch::Server::new(out, c).serve(req_rx);
             let _ = done_tx.send(());
         });
     if session.is_err() {
@@ -196,7 +157,7 @@ where
     }
     // The reader is dropped here, and with it the session's request channel:
     // the session ends after the request it is serving.
-    control.closed.store(true, Ordering::SeqCst);
+    control.close();
     if let Ok(h) = session {
         let _ = tokio::task::spawn_blocking(move || h.join()).await;
     }
@@ -232,12 +193,11 @@ async fn read_loop<R: AsyncRead + Unpin>(
         let msg = wire::parse(&body);
         if let wire::Incoming::Standard { seq, name, command } = &msg {
             if let dap::requests::Command::Cancel(a) = command.as_ref() {
-                let mut c = control.cancelled.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(id) = a.request_id {
-                    c.insert(id.to_string());
+                    control.cancel(id.to_string());
                 }
                 if let Some(p) = &a.progress_id {
-                    c.insert(p.clone());
+                    control.cancel(p.clone());
                 }
                 out.send(wire::response(*seq, name, None));
                 continue;

@@ -10,8 +10,10 @@
 
 use super::breakpoints::{judge, At, Breakpoints, Counts};
 use super::live::{Flow, Hit, Live, Reach};
-use super::session::{Session, Stop};
+use super::open::Stop;
+use super::session::Session;
 use super::view;
+use super::wire;
 use anyhow::{anyhow, bail, Result};
 use dap::types::StoppedEventReason;
 use std::collections::BTreeSet;
@@ -114,6 +116,7 @@ impl Session {
     /// The debug core at the position (opened on first use).
     pub fn live(&mut self) -> Result<&mut Live> {
         let watches = self.bps.watches();
+        let budget = self.options().snapshot_budget;
         let o = self
             .open
             .as_mut()
@@ -129,12 +132,7 @@ impl Session {
             o.live = None;
         }
         if o.live.is_none() {
-            o.live = Some(Live::open(
-                &o.run,
-                &o.store,
-                o.view.state_step,
-                self.snapshot_budget,
-            )?);
+            o.live = Some(Live::open(&o.run, &o.store, o.view.state_step, budget)?);
         }
         let at = o.at;
         let step = o.view.state_step;
@@ -700,7 +698,7 @@ impl Session {
     /// Prints what the logpoints a move passed said, in the order they ran.
     fn print_logged(&mut self, lines: Vec<String>) {
         for l in lines {
-            self.later(super::requests::output(l));
+            self.later(wire::output(l));
         }
     }
 

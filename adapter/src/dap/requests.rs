@@ -10,14 +10,14 @@ use super::session::Session;
 use super::wire;
 use anyhow::{anyhow, bail, Result};
 use base64::Engine as _;
-use dap::events::{Event, OutputEventBody};
+use dap::events::Event;
 use dap::requests::{
     DataBreakpointInfoArguments, DisassembleArguments, GotoTargetsArguments, ModulesArguments,
     ReadMemoryArguments, SetBreakpointsArguments, SetDataBreakpointsArguments,
     SetFunctionBreakpointsArguments, SetInstructionBreakpointsArguments, SourceArguments,
     WriteMemoryArguments,
 };
-use dap::types::{OutputEventCategory, SteppingGranularity};
+use dap::types::SteppingGranularity;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -92,7 +92,7 @@ impl Session {
             .stacks
             .get(&(tid as u32))
             .is_some_and(|b| b.frames.iter().any(|f| f.location.is_some()));
-        if self.event_steps || (!lines && !instruction) {
+        if self.options().event_steps || (!lines && !instruction) {
             return self.step_thread(tid, forward);
         }
         if forward {
@@ -379,13 +379,13 @@ impl Session {
             } else {
                 String::new()
             };
-            self.later(output(format!(
+            self.later(wire::output(format!(
                 "logpoint {name}:{line}: {total} time{} in the recording{more}\n",
                 if total == 1 { "" } else { "s" }
             )));
         }
         for l in lines {
-            self.later(output(l));
+            self.later(wire::output(l));
         }
         Ok(())
     }
@@ -536,7 +536,7 @@ impl Session {
             })
             .collect();
         if total > n {
-            self.later(output(format!(
+            self.later(wire::output(format!(
                 "line {at} ran {total} times in the recording; gotoTargets lists the first {n}\n"
             )));
         }
@@ -591,7 +591,7 @@ impl Session {
             json!({"memoryReference": format!("{addr:#x}"), "offset": 0, "count": bytes.len()}),
         ));
         if diverged {
-            self.later(output(
+            self.later(wire::output(
                 "rewind: memory was written: the session is no longer the recording; it goes \
                  forward from here, and `goto` (or rewind/goto) returns to the recording\n"
                     .into(),
@@ -797,12 +797,4 @@ fn data_info(addr: u64, len: u64, name: &str) -> Value {
         "accessTypes": ["write", "read", "readWrite"],
         "canPersist": false,
     })
-}
-
-pub(super) fn output(text: String) -> Value {
-    wire::event(Event::Output(OutputEventBody {
-        category: Some(OutputEventCategory::Console),
-        output: text,
-        ..Default::default()
-    }))
 }

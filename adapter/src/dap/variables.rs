@@ -6,79 +6,24 @@
 //! References are valid until the position changes (every stop clears
 //! them): scopes are `LOCALS | frameId`, `ARGUMENTS | frameId` and
 //! `GLOBALS | frameId`, values `VALUE | n`. Conditions and logpoints read
-//! the variables of the thread that stopped (`at_stop`).
+//! the variables of the thread that stopped (`live::at_stop`).
 
+use super::handles::{Node, ARGUMENTS, GLOBALS, KIND, LOCALS, VALUE};
+use super::live::CoreMemory;
 use super::session::Session;
 use super::wire;
 use anyhow::{anyhow, bail, Result};
 use dap::requests::{EvaluateArguments, SetVariableArguments, VariablesArguments};
 use dap::types::{Scope, ScopePresentationhint, Variable, VariablesArgumentsFilter};
 use serde_json::{json, Value as Json};
-use std::collections::HashMap;
 use std::sync::Arc;
 use symbols::values::expr::{self, Env, Evaluated};
 use symbols::{Backtrace, FrameVariables, Shown, Value};
-
-/// Variable references, above the session's own (`1 << 32`, `2 << 32`).
-const LOCALS: i64 = 3 << 32;
-const ARGUMENTS: i64 = 4 << 32;
-const VALUE: i64 = 5 << 32;
-const GLOBALS: i64 = 6 << 32;
-const KIND: i64 = !0xffff_ffff;
 
 /// Children sent for one `variables` request without a `count`.
 const PAGE: u64 = 1000;
 /// Globals a scope lists, at most.
 const MAX_GLOBALS: usize = 1000;
-/// Value references one position hands out, at most.
-const MAX_HANDLES: usize = 100_000;
-
-/// What the references of the position point to.
-#[derive(Default)]
-pub struct Handles {
-    values: Vec<Node>,
-    frames: HashMap<i64, FrameVariables>,
-}
-
-/// A value a reference names, with the expression that reaches it.
-#[derive(Clone)]
-struct Node {
-    value: Value,
-    name: String,
-    evaluate_name: String,
-    frame_id: i64,
-}
-
-impl Handles {
-    fn add(&mut self, n: Node) -> i64 {
-        if self.values.len() >= MAX_HANDLES {
-            return 0;
-        }
-        self.values.push(n);
-        VALUE | self.values.len() as i64
-    }
-
-    fn node(&self, reference: i64) -> Option<&Node> {
-        let i = usize::try_from(reference & 0xffff_ffff).ok()?;
-        self.values.get(i.checked_sub(1)?)
-    }
-}
-
-/// Memory through the debug core, for the symbols crate.
-struct CoreMemory<'a>(&'a mut vmm::debug::Session);
-
-impl symbols::Memory for CoreMemory<'_> {
-    fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
-        match self.0.read_memory(addr, buf.len()) {
-            Ok(b) => {
-                buf.copy_from_slice(&b);
-                true
-            }
-            Err(_) => false,
-        }
-    }
-}
-
 /// `frameId` is `tid << 8 | index`.
 fn split_frame(frame_id: i64) -> (i64, usize) {
     (frame_id >> 8, (frame_id & 0xff) as usize)
@@ -442,7 +387,7 @@ impl Session {
         if frame > 0 {
             return Ok(vec![("fs_base", t.fs_base), ("gs_base", t.gs_base)]);
         }
-        let mut named = super::session::named_registers(t).to_vec();
+        let mut named = super::view::named_registers(t).to_vec();
         named.push(("eflags", t.regs.rflags));
         Ok(named)
     }
@@ -490,35 +435,4 @@ fn variable(name: String, evaluate_name: Option<String>, s: &Shown, reference: i
         memory_reference: s.address.map(|a| format!("{a:#x}")),
         ..Default::default()
     }
-}
-
-/// `text` over the variables of thread `tid`'s innermost frame where a scan
-/// stopped (a breakpoint's condition, a logpoint's `{expression}`): None
-/// without debug info there; else its integer value when it is one, and
-/// its text as shown, or why it could not be evaluated.
-pub fn at_stop(
-    live: &mut super::live::Live,
-    tid: u32,
-    text: &str,
-) -> Option<Result<(Option<i128>, String), String>> {
-    let sym = live.sym_of(tid)?;
-    let t = live.core.registers(tid).ok()?;
-    let bt = live.core.kernel().backtrace(tid)?;
-    let mut mem = CoreMemory(&mut live.core);
-    let vars = sym.variables(&bt, 0, &mut mem).ok()?;
-    let register = |name: &str| super::breakpoints::register_of(&t, tid, name);
-    let env = Env {
-        vars: &vars,
-        register: &register,
-    };
-    Some(match expr::evaluate(text, &env, &mut mem) {
-        Ok(e) => {
-            let n = match &e {
-                Evaluated::Int { value, .. } => Some(*value),
-                Evaluated::Value(v) => v.as_int(&mut mem).ok(),
-            };
-            Ok((n, e.show(&mut mem).value))
-        }
-        Err(e) => Err(e.to_string()),
-    })
 }

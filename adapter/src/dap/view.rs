@@ -173,6 +173,33 @@ fn merge_into_buckets(list: &[(u64, u64)], from: u64, bucket: u64) -> Vec<(u64, 
     out
 }
 
+/// A thread's registers by name, in the order the Registers scope shows them.
+pub fn named_registers(t: &vmm::inspect::ThreadAt) -> [(&'static str, u64); 20] {
+    let r = &t.regs;
+    [
+        ("rip", r.rip),
+        ("rsp", r.rsp),
+        ("rbp", r.rbp),
+        ("rax", r.rax),
+        ("rbx", r.rbx),
+        ("rcx", r.rcx),
+        ("rdx", r.rdx),
+        ("rsi", r.rsi),
+        ("rdi", r.rdi),
+        ("r8", r.r8),
+        ("r9", r.r9),
+        ("r10", r.r10),
+        ("r11", r.r11),
+        ("r12", r.r12),
+        ("r13", r.r13),
+        ("r14", r.r14),
+        ("r15", r.r15),
+        ("rflags", r.rflags),
+        ("fs_base", t.fs_base),
+        ("gs_base", t.gs_base),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

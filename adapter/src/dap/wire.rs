@@ -285,6 +285,15 @@ pub async fn write_message<W: AsyncWrite + Unpin>(
     w.flush().await
 }
 
+/// An `output` event to the debug console.
+pub fn output(text: String) -> Value {
+    event(dap::events::Event::Output(dap::events::OutputEventBody {
+        category: Some(dap::types::OutputEventCategory::Console),
+        output: text,
+        ..Default::default()
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

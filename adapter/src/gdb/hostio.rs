@@ -10,14 +10,6 @@ use gdbstub::target::ext::host_io::{
     HostIoOpen, HostIoOpenFlags, HostIoOpenMode, HostIoOpenOps, HostIoPread, HostIoPreadOps,
     HostIoResult, HostIoStat,
 };
-use std::collections::BTreeMap;
-
-/// Files gdb has open: their bytes, read whole when opened.
-#[derive(Default)]
-pub struct OpenFiles {
-    files: BTreeMap<u32, Vec<u8>>,
-    next: u32,
-}
 
 /// At most this many files open at once.
 const MAX_OPEN: usize = 64;

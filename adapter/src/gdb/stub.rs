@@ -28,6 +28,13 @@ use gdbstub_arch::x86::reg::X86_64CoreRegs;
 use vmm::debug::{DebugError, Session, Stop, ThreadRegs, Watch};
 use vmm::record::ExitStatus;
 
+/// Files gdb has open (`hostio.rs`): their bytes, read whole when opened.
+#[derive(Default)]
+pub struct OpenFiles {
+    pub(super) files: std::collections::BTreeMap<u32, Vec<u8>>,
+    pub(super) next: u32,
+}
+
 /// x86-64 as Linux shows it to gdb: the core and SSE registers, then
 /// `orig_rax` and the segment bases.
 pub enum X86_64Linux {}
@@ -110,7 +117,7 @@ pub struct Stub {
     /// The process's auxiliary vector as gdb needs it (`qXfer:auxv:read`).
     auxv: Vec<u8>,
     /// The run's files gdb has open (`vFile:`).
-    pub files: super::hostio::OpenFiles,
+    pub files: OpenFiles,
 }
 
 impl Stub {

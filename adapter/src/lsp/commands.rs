@@ -2,7 +2,7 @@
 //! very `rewind` binary (`rewind run`, `rewind check`) with work-done
 //! progress, then publish diagnostics from what they left in the store.
 
-use super::server::{lock, Shared};
+use super::state::{lock, Shared};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use tokio::io::AsyncBufReadExt;

@@ -20,6 +20,7 @@ pub mod index;
 pub mod lenses;
 pub mod places;
 pub mod server;
+mod state;
 pub mod watch;
 
 #[cfg(test)]
