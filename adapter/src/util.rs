@@ -4,6 +4,14 @@
 /// unknown run, a damaged store): every error, and clap's usage errors.
 pub const TROUBLE: u8 = 2;
 
+/// The RUN argument of the commands that take one recorded run.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArg {
+    /// The run: id, unique id prefix, @, @N or name.
+    #[arg(value_name = "RUN")]
+    pub spec: String,
+}
+
 /// `anyhow::bail!` for an error in how the command was called.
 macro_rules! usage {
     ($($t:tt)*) => {

@@ -8,9 +8,8 @@ use std::io::Write;
 
 #[derive(Args, Debug)]
 pub struct BookmarkArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// The step the note is about.
     #[arg(value_name = "STEP")]
     pub step: u64,
@@ -21,9 +20,8 @@ pub struct BookmarkArgs {
 
 #[derive(Args, Debug)]
 pub struct BookmarksArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// One JSON object a line: step, note, created.
     #[arg(long)]
     pub json: bool,
@@ -31,7 +29,7 @@ pub struct BookmarksArgs {
 
 pub fn add(args: BookmarkArgs) -> Result<i32> {
     let store = crate::app::store()?;
-    let run = crate::app::resolve(&args.run)?;
+    let run = crate::app::resolve(&args.run.spec)?;
     if args.step > run.meta.steps {
         usage!(
             "step {} is past the end of run {} ({} steps)",
@@ -49,7 +47,7 @@ pub fn add(args: BookmarkArgs) -> Result<i32> {
 }
 
 pub fn list(args: BookmarksArgs) -> Result<i32> {
-    let run = crate::app::resolve(&args.run)?;
+    let run = crate::app::resolve(&args.run.spec)?;
     let list = run.bookmarks()?;
     let stdout = std::io::stdout();
     let mut o = std::io::BufWriter::new(stdout.lock());

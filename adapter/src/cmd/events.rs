@@ -21,7 +21,7 @@ pub struct EventsArgs {
 
 pub fn main(args: EventsArgs) -> Result<i32> {
     let super::RunSteps { run, from, to } = &args.steps;
-    let run = crate::app::resolve(run)?;
+    let run = crate::app::resolve(&run.spec)?;
     let mut trace = run
         .trace()
         .with_context(|| format!("run {}: cannot read its events", run.id))?;

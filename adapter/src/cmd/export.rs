@@ -13,9 +13,8 @@ use std::path::PathBuf;
                         replay` works on another machine with the same CPU vendor."
 )]
 pub struct ExportArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// Also carry the inputs and keyframes, so the run replays elsewhere.
     #[arg(long)]
     pub replayable: bool,
@@ -29,7 +28,7 @@ pub struct ExportArgs {
 
 pub fn main(args: ExportArgs) -> Result<i32> {
     let store = crate::app::store()?;
-    let run = crate::app::resolve(&args.run)?;
+    let run = crate::app::resolve(&args.run.spec)?;
     let s = store
         .export(&run, args.replayable, &args.output)
         .with_context(|| format!("cannot export run {}", run.id))?;

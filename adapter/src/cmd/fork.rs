@@ -11,9 +11,8 @@ use vmm::record::fork::ForkWith;
 #[derive(Args, Debug)]
 #[command(group = clap::ArgGroup::new("with").required(true).args(["schedule", "seed"]))]
 pub struct ForkArgs {
-    /// The run to fork: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// The last step the fork shares with RUN.
     #[arg(value_name = "STEP")]
     pub step: u64,
@@ -34,7 +33,7 @@ pub struct ForkArgs {
 
 pub fn main(args: ForkArgs) -> Result<i32> {
     let store = store()?;
-    let parent = resolve(&args.run)?;
+    let parent = resolve(&args.run.spec)?;
     let with = match (args.schedule, args.seed) {
         (Some(n), _) => ForkWith::Schedule(n),
         (None, Some(s)) => ForkWith::Seed(s),

@@ -12,9 +12,8 @@ pub const NO_SUCH_FILE: i32 = 1;
 
 #[derive(Args, Debug)]
 pub struct CatArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// The step after which to look.
     #[arg(value_name = "STEP")]
     pub step: u64,
@@ -25,16 +24,15 @@ pub struct CatArgs {
 
 #[derive(Args, Debug)]
 pub struct PsArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// The step after which to look.
     #[arg(long = "at", value_name = "STEP")]
     pub at: u64,
 }
 
 pub fn cat(args: CatArgs) -> Result<i32> {
-    let run = run_at(&args.run, args.step)?;
+    let run = run_at(&args.run.spec, args.step)?;
     let path = args.path.clone();
     match seek(&run, args.step, |k| k.file_contents(&path))? {
         Some(bytes) => {
@@ -52,7 +50,7 @@ pub fn cat(args: CatArgs) -> Result<i32> {
 }
 
 pub fn ps(args: PsArgs) -> Result<i32> {
-    let run = run_at(&args.run, args.at)?;
+    let run = run_at(&args.run.spec, args.at)?;
     for line in seek(&run, args.at, |k| k.process_lines())? {
         println!("{line}");
     }

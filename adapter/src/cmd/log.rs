@@ -6,16 +6,15 @@ use std::io::Write;
 
 #[derive(Args, Debug)]
 pub struct LogArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// Only what was written to this descriptor (1 stdout, 2 stderr).
     #[arg(long, value_name = "N")]
     pub fd: Option<i32>,
 }
 
 pub fn main(args: LogArgs) -> Result<i32> {
-    let run = crate::app::resolve(&args.run)?;
+    let run = crate::app::resolve(&args.run.spec)?;
     let ctx = || format!("run {}: cannot read its output", run.id);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

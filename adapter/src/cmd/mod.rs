@@ -25,9 +25,8 @@ pub mod where_;
 /// A run and a stretch of its steps (`rewind events`, `rewind threads`).
 #[derive(clap::Args, Debug)]
 pub struct RunSteps {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// From this step.
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub from: u64,

@@ -23,9 +23,8 @@ pub enum Editor {
                   URI and the Neovim command that open the run; with it, runs that editor."
 )]
 pub struct OpenArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// The step to open at [default: the fatal signal, else step 0].
     #[arg(value_name = "STEP")]
     pub step: Option<u64>,
@@ -83,7 +82,7 @@ pub fn command_line(run: &str, step: Option<u64>, compare: Option<&str>) -> Stri
 }
 
 pub fn main(args: OpenArgs) -> Result<i32> {
-    let run = crate::app::resolve(&args.run)?;
+    let run = crate::app::resolve(&args.run.spec)?;
     if let Some(s) = args.step.filter(|s| *s > run.meta.steps) {
         usage!(
             "step {s} is past the end of run {} ({} steps)",

@@ -9,16 +9,15 @@ use vmm::session;
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// Bound the replay in host seconds [default: the recording's --timeout, if any].
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub timeout: Option<Duration>,
 }
 
 pub fn main(args: ReplayArgs) -> Result<i32> {
-    let run = crate::app::resolve(&args.run)?;
+    let run = crate::app::resolve(&args.run.spec)?;
     let inputs = run
         .inputs()
         .with_context(|| format!("cannot replay run {}", run.id))?;

@@ -20,9 +20,8 @@ const MAX_WITH_FILES: usize = 10_000;
 
 #[derive(Args, Debug)]
 pub struct ShellArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// The step after which the shell starts.
     #[arg(value_name = "STEP")]
     pub step: u64,
@@ -72,7 +71,7 @@ impl Terminal for Tty {
 }
 
 pub fn main(args: ShellArgs) -> Result<i32> {
-    let run = crate::app::inside::run_at(&args.run, args.step)?;
+    let run = crate::app::inside::run_at(&args.run.spec, args.step)?;
     let inside = crate::app::inside::Inside::of(&run, args.step)?;
     let busybox = match &args.busybox {
         Some(p) => p.clone(),

@@ -21,9 +21,8 @@ use vmm::store::{ImageLocation, Run, Store};
 
 #[derive(Args, Debug)]
 pub struct ShowArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// Print one JSON object: id, name, status, steps, fork_of, inputs,
     /// image, stdin_bytes, commands (each with argv, cwd, stdin and shell),
     /// reproducible, why_not, notes.
@@ -502,7 +501,7 @@ fn stdin_bytes(run: &Run) -> u64 {
 
 pub fn main(args: ShowArgs) -> Result<i32> {
     let store = crate::app::store()?;
-    let run = crate::app::resolve(&args.run)?;
+    let run = crate::app::resolve(&args.run.spec)?;
     let m = &run.manifest;
     let r = recipe(&store, &run);
     let mut notes = r.notes.clone();

@@ -17,7 +17,7 @@ pub struct ThreadsArgs {
 
 pub fn main(args: ThreadsArgs) -> Result<i32> {
     let super::RunSteps { run, from, to } = &args.steps;
-    let run = crate::app::resolve(run)?;
+    let run = crate::app::resolve(&run.spec)?;
     let switches = run
         .switches()
         .with_context(|| format!("run {}: cannot read which thread ran when", run.id))?;

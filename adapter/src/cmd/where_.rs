@@ -11,9 +11,8 @@ use vmm::inspect::{at_exit, SeekError};
 
 #[derive(Args, Debug)]
 pub struct WhereArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// The step: its exit, as the thread made it.
     #[arg(value_name = "STEP")]
     pub step: u64,
@@ -40,7 +39,7 @@ struct Found {
 }
 
 pub fn main(args: WhereArgs) -> Result<i32> {
-    let run = crate::app::inside::run_at(&args.run, args.step)?;
+    let run = crate::app::inside::run_at(&args.run.spec, args.step)?;
     let inside = crate::app::inside::Inside::of(&run, args.step.saturating_sub(1))?;
     let inputs = &inside.inputs;
     let want = args.tid;

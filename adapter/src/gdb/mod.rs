@@ -17,9 +17,8 @@ mod tls;
 
 #[derive(Args, Debug)]
 pub struct GdbArgs {
-    /// The run: id, unique id prefix, @, @N or name.
-    #[arg(value_name = "RUN")]
-    pub run: String,
+    #[command(flatten)]
+    pub run: crate::util::RunArg,
     /// The step after which the session starts.
     #[arg(value_name = "STEP")]
     pub step: u64,
@@ -82,7 +81,7 @@ fn bind(args: &GdbArgs) -> Result<TcpListener> {
 
 pub fn main(args: GdbArgs) -> Result<i32> {
     let listener = bind(&args)?;
-    let run = crate::app::inside::run_at(&args.run, args.step)?;
+    let run = crate::app::inside::run_at(&args.run.spec, args.step)?;
     let store = crate::app::store()?;
     let origin =
         Origin::of_run(&run, &store).with_context(|| format!("cannot debug run {}", run.id))?;
