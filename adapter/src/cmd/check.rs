@@ -12,6 +12,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use vmm::check::property::Property;
 use vmm::check::{CheckSpec, Checker, Progress, Report, Strategy, Tried};
+use vmm::store::Store;
 
 /// The strategy when `--strategy` is not given (`app::check::DEFAULT_STRATEGY`).
 const DEFAULT_STRATEGY: StrategyArg = StrategyArg::Random;
@@ -79,6 +80,8 @@ pub struct CheckArgs {
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub shards: Box<super::shard::ShardArgs>,
 }
 
 impl CheckArgs {
@@ -115,13 +118,25 @@ fn after_help() -> String {
 }
 
 /// A line per schedule on stdout; a transient progress line on a terminal.
-struct Lines {
+pub(crate) struct Lines {
     json: bool,
     tty: bool,
     phase: String,
 }
 
 impl Lines {
+    pub(crate) fn new(json: bool) -> Lines {
+        let lines = Lines {
+            json,
+            tty: std::io::stderr().is_terminal(),
+            phase: String::new(),
+        };
+        if !json {
+            lines.clear();
+        }
+        lines
+    }
+
     fn clear(&self) {
         if self.tty {
             eprint!("\r\x1b[K");
@@ -163,24 +178,34 @@ impl Progress for Lines {
 }
 
 pub fn main(args: CheckArgs) -> Result<i32> {
+    if !args.shards.merge.is_empty() {
+        return super::shard::merge(&args);
+    }
     let store = store()?;
     let spec = spec(&args.request(), &store, read_stdin)?;
-    let mut lines = Lines {
-        json: args.json,
-        tty: std::io::stderr().is_terminal(),
-        phase: String::new(),
-    };
-    if !args.json {
-        lines.clear();
+    if args.shards.shard.is_some() {
+        return super::shard::shard(&args, &spec, &store);
     }
+    let mut lines = Lines::new(args.json);
     let report = Checker::new(&spec, &store).run(&mut lines)?;
+    show(&store, &report, &spec, &mut lines, args.json)
+}
+
+/// Prints a check's report (`--json`: one JSON object) and keeps it; the exit status.
+pub(crate) fn show(
+    store: &Store,
+    report: &Report,
+    spec: &CheckSpec,
+    lines: &mut Lines,
+    json: bool,
+) -> Result<i32> {
     lines.clear();
     warn_all(&report.warnings);
-    let json = keep(&store, &report);
-    if args.json {
-        println!("{}", serde_json::to_string(&json)?);
+    let kept = keep(store, report);
+    if json {
+        println!("{}", serde_json::to_string(&kept)?);
     } else {
-        print_report(&report, &spec);
+        print_report(report, spec);
     }
     std::io::stdout().flush()?;
     Ok(if report.failed() { 1 } else { 0 })

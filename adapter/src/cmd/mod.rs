@@ -17,6 +17,7 @@ pub mod prune;
 pub mod remove;
 pub mod replay;
 pub mod run;
+pub mod shard;
 pub mod shell;
 pub mod show;
 pub mod threads;

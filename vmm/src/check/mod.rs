@@ -6,9 +6,11 @@
 //! other, so every id a check prints can be replayed, diffed or forked.
 
 pub mod label;
+pub mod merge;
 pub mod narrow;
 pub mod property;
 pub mod race;
+pub mod shard;
 pub mod window;
 /// The perturbations live below the kernel, which applies them.
 pub use crate::schedule;
@@ -121,6 +123,8 @@ pub struct Tried {
     pub broken: Vec<String>,
     /// The SDK's `sometimes` messages and whether each held in this run.
     pub sometimes: Vec<(String, bool)>,
+    /// How long the run took.
+    pub wall: std::time::Duration,
 }
 
 impl Tried {
@@ -348,6 +352,7 @@ impl<'a> Checker<'a> {
         self.base_wall = wall;
         self.base_steps = steps;
         self.window = Some(window::Window::of(events, steps));
+        self.add_sdk(events);
         self
     }
 
@@ -451,6 +456,7 @@ impl<'a> Checker<'a> {
             violations,
             broken,
             sometimes: property::sometimes(events),
+            wall: o.wall,
         }
     }
 
@@ -502,65 +508,86 @@ impl<'a> Checker<'a> {
         Ok(self.judge(c.label(), id, &o, &events))
     }
 
-    /// The whole check.
-    pub fn run(mut self, progress: &mut dyn Progress) -> Result<Report, CheckError> {
-        progress.phase("schedule 0");
+    /// Records schedule 0 and learns from it what the schedules after it
+    /// need (its status, wall time, steps, window, whether it uses the
+    /// SDK); returns it judged, called `label`.
+    fn schedule0(&mut self, label: &str) -> Result<Tried, CheckError> {
         let base_inputs = self.spec.base.clone();
         let (id, o, events) = self.record(&base_inputs, &self.spec.limits)?;
         self.base_status = Some(o.status);
         self.base_wall = o.wall;
         self.base_steps = o.steps;
         self.window = Some(window::Window::of(&events, o.steps));
-        if property::uses_sdk(&events) && !self.properties.contains(&Property::Sdk) {
+        self.add_sdk(&events);
+        Ok(self.judge(label.into(), id, &o, &events))
+    }
+
+    /// Checks the SDK's property too when schedule 0 uses the SDK.
+    fn add_sdk(&mut self, events: &[Event]) {
+        if property::uses_sdk(events) && !self.properties.contains(&Property::Sdk) {
             self.properties.push(Property::Sdk);
         }
-        let base = self.judge("schedule   0".into(), id, &o, &events);
-        progress.tried(&base, 0, 0);
-        let (candidates, bound) = if base.violated() && !self.spec.all {
+    }
+
+    /// The schedules to try after schedule 0 (none when it violates and
+    /// the check stops at the first violation), and the bound of a bounded search.
+    fn plan(&self, base: &Tried) -> (Vec<Candidate>, Option<u32>) {
+        if base.violated() && !self.spec.all {
             (Vec::new(), None)
         } else {
-            self.candidates(o.steps)
-        };
-        let total = candidates.len() as u64;
+            self.candidates(self.base_steps)
+        }
+    }
+
+    /// The whole check.
+    pub fn run(mut self, progress: &mut dyn Progress) -> Result<Report, CheckError> {
+        progress.phase("schedule 0");
+        let base = self.schedule0("schedule   0")?;
+        progress.tried(&base, 0, 0);
+        let (candidates, bound) = self.plan(&base);
         progress.phase("schedules");
         let all = self.spec.all;
         let tried = self.try_all(&candidates, progress, &|t: &Tried| !all && t.violated())?;
+        let report = self.report(base, tried, bound, candidates.len());
+        self.finish(report, progress)
+    }
+
+    /// The report of schedule 0 and the schedules tried after it, out of
+    /// `total` planned, before narrowing.
+    fn report(&self, base: Tried, tried: Vec<Tried>, bound: Option<u32>, total: usize) -> Report {
         let exhausted = bound
             .filter(|_| !tried.iter().any(|t| t.violated()))
             .map(|k| {
-                let (_, steps) = self.bounded_steps(o.steps);
+                let (_, steps) = self.bounded_steps(self.base_steps);
                 let what = if k == 1 { "1 reschedule" } else { "1 or 2 reschedules" };
                 format!(
                     "every schedule with {what} {steps} was tried ({total}); none violates a property"
                 )
             });
-        let mut never_held: Vec<String> = Vec::new();
-        if self.properties.contains(&Property::Sdk) {
-            for t in std::iter::once(&base).chain(&tried) {
-                for (m, _) in &t.sometimes {
-                    let held = std::iter::once(&base)
-                        .chain(&tried)
-                        .any(|t| t.sometimes.iter().any(|(m2, h)| m2 == m && *h));
-                    if !held && !never_held.contains(m) {
-                        never_held.push(m.clone());
-                    }
-                }
-            }
-        }
         let mut report = Report {
             base,
             tried,
             exhausted,
             narrowed: None,
             properties: self.properties.clone(),
-            never_held,
+            never_held: Vec::new(),
             warnings: Vec::new(),
         };
-        // Schedule 0 violating needs no perturbation: nothing to narrow.
+        report.never_held = never_held(&report);
+        report
+    }
+
+    /// Narrows the report's first violation (unless schedule 0 is it: no
+    /// perturbation to narrow) and adds what the store went on without.
+    fn finish(
+        &self,
+        mut report: Report,
+        progress: &mut dyn Progress,
+    ) -> Result<Report, CheckError> {
         if self.spec.narrow && !report.base.violated() {
             if let Some(bad) = report.first_violation().cloned() {
                 progress.phase("narrowing");
-                report.narrowed = Some(narrow::narrow(&self, &bad)?);
+                report.narrowed = Some(narrow::narrow(self, &bad)?);
             }
         }
         report.warnings =
@@ -664,4 +691,22 @@ impl<'a> Checker<'a> {
         }
         Ok(out)
     }
+}
+
+/// The SDK's `sometimes` messages that held in no run of the report.
+fn never_held(r: &Report) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    if !r.properties.contains(&Property::Sdk) {
+        return out;
+    }
+    let runs = || std::iter::once(&r.base).chain(&r.tried);
+    for t in runs() {
+        for (m, _) in &t.sometimes {
+            let held = runs().any(|t| t.sometimes.iter().any(|(m2, h)| m2 == m && *h));
+            if !held && !out.contains(m) {
+                out.push(m.clone());
+            }
+        }
+    }
+    out
 }

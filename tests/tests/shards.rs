@@ -1,0 +1,209 @@
+//! A check split into shards (`rewind check --shard I/N --results DIR`) and
+//! merged (`rewind check --merge DIR...`) gives the one-machine check's
+//! report, byte for byte; a killed, missing or foreign shard is said
+//! plainly and nothing is merged wrongly.
+
+use rewind_tests::{failing_run_in, Home, Output};
+use std::path::Path;
+
+/// The report with narrowing's wall time (the one thing that differs
+/// between two runs of the same check) masked.
+fn masked(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.strip_prefix("narrowed in ") {
+            Some(rest) => format!("narrowed in {}", rest.split(',').next().unwrap_or("")),
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn masked_json(text: &str) -> serde_json::Value {
+    let mut v: serde_json::Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("no JSON report ({e}):\n{text}"));
+    if v["narrowed"].is_object() {
+        v["narrowed"]["wall_secs"] = 0.into();
+    }
+    v
+}
+
+/// Runs shards 1..=n (those `only` keeps) of `rewind check ARGS` into `dir`.
+fn shards(home: &Home, args: &[&str], n: u32, dir: &Path, only: impl Fn(u32) -> bool) {
+    for i in (1..=n).filter(|i| only(*i)) {
+        let shard = format!("{i}/{n}");
+        let mut full = vec!["check"];
+        full.extend_from_slice(args);
+        full.extend(["--shard", &shard, "--results", dir.to_str().unwrap()]);
+        let out = home.rewind(&full);
+        assert!(out.code <= 1, "shard {shard} failed:\n{out}");
+        assert!(
+            out.stdout.contains(&format!("shard {shard}: ")),
+            "shard {shard} says what it ran:\n{out}"
+        );
+    }
+}
+
+fn merge(home: &Home, dirs: &[&Path], json: bool) -> Output {
+    let mut args = vec!["check", "--merge"];
+    args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
+    if json {
+        args.push("--json");
+    }
+    home.rewind(&args)
+}
+
+/// `rewind check --example NAME` split into 1, 2, 3 and 7 shards, each
+/// split merged in a home of its own: the same report and the same JSON,
+/// and the failing run it names replays identically there.
+fn splits_merge_into_the_one_machine_check(example: &str) {
+    let args = ["--example", example];
+    let one = Home::new();
+    let text = one.rewind(&["check", "--example", example]);
+    assert_eq!(text.code, 1, "the check finds {example}'s race:\n{text}");
+    let json = one.rewind(&["check", "--example", example, "--json"]);
+    let shard_home = Home::new();
+    for n in [1, 2, 3, 7] {
+        let dir = tempfile::tempdir().unwrap();
+        shards(&shard_home, &args, n, dir.path(), |_| true);
+        let merged = Home::new();
+        let out = merge(&merged, &[dir.path()], false);
+        assert_eq!(out.code, text.code, "merge of {n} shards:\n{out}");
+        assert_eq!(
+            masked(&out.stdout),
+            masked(&text.stdout),
+            "{example} in {n} shards merges into the one-machine report"
+        );
+        let out = merge(&merged, &[dir.path()], true);
+        assert_eq!(
+            masked_json(&out.stdout),
+            masked_json(&json.stdout),
+            "{example} in {n} shards merges into the one-machine --json"
+        );
+        merged.replay_identical(&failing_run_in(&text));
+    }
+}
+
+#[test]
+fn bank_in_shards() {
+    splits_merge_into_the_one_machine_check("bank");
+}
+
+#[test]
+fn pool_in_shards() {
+    splits_merge_into_the_one_machine_check("pool");
+}
+
+#[test]
+fn flag_in_shards() {
+    splits_merge_into_the_one_machine_check("flag");
+}
+
+/// Records of schedules named `schedule-N.json` in `dir`, schedule 0's aside.
+fn records(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.starts_with("schedule-")
+                        && n.ends_with(".json")
+                        && n != "schedule-000000.json"
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// A shard SIGKILLed mid-run leaves whole records; the merge says it is
+/// incomplete and merges nothing; run again, the merge is the check's.
+#[test]
+fn a_killed_shard_run_again() {
+    let check = [
+        "--example",
+        "bank",
+        "--schedules",
+        "12",
+        "--all",
+        "--no-narrow",
+    ];
+    let home = Home::new();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(rewind_tests::rewind_bin());
+    cmd.arg("check")
+        .args(check)
+        .args(["--shard", "1/2", "--results"])
+        .arg(dir.path())
+        .env("REWIND_HOME", home.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().expect("rewind starts");
+    let started = std::time::Instant::now();
+    while records(dir.path()) < 2 && started.elapsed() < std::time::Duration::from_secs(300) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let before = records(dir.path());
+    assert!(
+        (2..6).contains(&before),
+        "killed after 2 of its 6 records: {before}"
+    );
+    shards(&home, &check, 2, dir.path(), |i| i == 2);
+    let merged = Home::new();
+    let out = merge(&merged, &[dir.path()], false);
+    assert_eq!(out.code, 2, "an incomplete shard is trouble:\n{out}");
+    assert!(
+        out.stderr.contains("shard 1/2 is incomplete") && out.stderr.contains("nothing was merged"),
+        "the merge says which shard is incomplete:\n{out}"
+    );
+    shards(&home, &check, 2, dir.path(), |i| i == 1);
+    let mut full = vec!["check"];
+    full.extend_from_slice(&check);
+    let want = home.rewind(&full);
+    let out = merge(&merged, &[dir.path()], false);
+    assert_eq!(out.code, want.code, "{out}");
+    assert_eq!(
+        out.stdout, want.stdout,
+        "the rerun shard merges into the check"
+    );
+}
+
+/// A shard never run, and the records of another check: each a clear
+/// one-line error, exit 2, nothing merged.
+#[test]
+fn missing_and_foreign_shards() {
+    let home = Home::new();
+    let bank = tempfile::tempdir().unwrap();
+    let flag = tempfile::tempdir().unwrap();
+    let bank_check = ["--example", "bank", "--schedules", "6", "--no-narrow"];
+    shards(&home, &bank_check, 3, bank.path(), |i| i != 2);
+    let out = merge(&home, &[bank.path()], false);
+    assert_eq!(out.code, 2, "{out}");
+    assert_eq!(out.stderr_lines().len(), 1, "one line:\n{out}");
+    assert!(
+        out.stderr.contains("shard 2/3 is missing (no records)"),
+        "the merge names the missing shard:\n{out}"
+    );
+    assert!(out.stdout.is_empty(), "nothing merged:\n{out}");
+    let flag_check = ["--example", "flag", "--schedules", "6", "--no-narrow"];
+    shards(&home, &flag_check, 2, flag.path(), |i| i == 1);
+    let out = merge(&home, &[flag.path(), bank.path()], false);
+    assert_eq!(out.code, 2, "{out}");
+    assert!(
+        out.stderr
+            .contains("hold the records of two different checks"),
+        "{out}"
+    );
+    let mut full = vec!["check"];
+    full.extend_from_slice(&flag_check);
+    full.extend(["--shard", "2/2", "--results", bank.path().to_str().unwrap()]);
+    let out = home.rewind(&full);
+    assert_eq!(out.code, 2, "{out}");
+    assert!(
+        out.stderr.contains("holds the records of another check"),
+        "a shard refuses a directory of another check:\n{out}"
+    );
+}

@@ -1,0 +1,314 @@
+//! The merge of a sharded check (`rewind check --merge DIR...`): the shards'
+//! records read back in check order into the report the check gives on one
+//! machine, its first violation imported and narrowed here.
+//!
+//! Nothing the shards were to run is run here: the plan is rebuilt from
+//! schedule 0 (imported from its `.rwd`, as every shard recorded it), each
+//! candidate up to the first violation must have a record, and when one has
+//! none the merge says which shards are missing or incomplete and stops.
+
+use super::shard::{Described, Finished, Record, Shard, ShardError, VERSION};
+use super::{CheckSpec, Checker, Progress, Report, Tried};
+use crate::record::Event;
+use crate::store::archive::ArchiveError;
+use crate::store::Store;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The records of every directory, by index.
+#[derive(Default)]
+struct Shelf {
+    /// The check's hash and the directory it was first read from.
+    check: Option<(String, PathBuf)>,
+    shards: Option<u32>,
+    records: BTreeMap<u64, (Record, PathBuf)>,
+    finished: BTreeMap<u32, Finished>,
+    /// Shards that left at least one record of a candidate.
+    seen: BTreeMap<u32, u64>,
+}
+
+fn refused(what: String) -> ShardError {
+    ShardError::Refused(what)
+}
+
+/// `schedule-000012.json` (12), `shard-2-of-7.json`.
+enum Named {
+    Schedule(u64),
+    Finished,
+}
+
+fn named(name: &str) -> Option<Named> {
+    let stem = name.strip_suffix(".json")?;
+    if let Some(n) = stem.strip_prefix("schedule-") {
+        return n.parse().ok().map(Named::Schedule);
+    }
+    let (i, n) = stem.strip_prefix("shard-")?.split_once("-of-")?;
+    (i.parse::<u32>().is_ok() && n.parse::<u32>().is_ok()).then_some(Named::Finished)
+}
+
+impl Shelf {
+    fn read(dirs: &[PathBuf]) -> Result<Shelf, ShardError> {
+        let mut shelf = Shelf::default();
+        for dir in dirs {
+            let entries = std::fs::read_dir(dir)
+                .map_err(|e| refused(format!("cannot read {}: {e}", dir.display())))?;
+            let mut names: Vec<String> = entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            let before = shelf.records.len() + shelf.finished.len();
+            for name in names {
+                match named(&name) {
+                    Some(n) => shelf.add(dir, &name, n)?,
+                    None => continue,
+                }
+            }
+            if shelf.records.len() + shelf.finished.len() == before {
+                return Err(refused(format!(
+                    "{} holds no shard records (`rewind check --shard I/N --results DIR` writes them)",
+                    dir.display()
+                )));
+            }
+        }
+        Ok(shelf)
+    }
+
+    fn add(&mut self, dir: &Path, name: &str, n: Named) -> Result<(), ShardError> {
+        let path = dir.join(name);
+        let bytes = std::fs::read(&path)
+            .map_err(|e| refused(format!("cannot read {}: {e}", path.display())))?;
+        let bad = |e: serde_json::Error| {
+            refused(format!("{} is not a shard record: {e}", path.display()))
+        };
+        match n {
+            Named::Schedule(index) => {
+                let r: Record = serde_json::from_slice(&bytes).map_err(bad)?;
+                if r.index != index {
+                    return Err(refused(format!(
+                        "{} is the record of schedule {}, not {index}",
+                        path.display(),
+                        r.index
+                    )));
+                }
+                self.same(dir, r.version, &r.check, r.shard, r.shards)?;
+                if index > 0 {
+                    *self.seen.entry(r.shard).or_default() += 1;
+                }
+                self.put(dir, r)
+            }
+            Named::Finished => {
+                let f: Finished = serde_json::from_slice(&bytes).map_err(bad)?;
+                self.same(dir, f.version, &f.check, f.shard, f.shards)?;
+                self.finished.insert(f.shard, f);
+                Ok(())
+            }
+        }
+    }
+
+    /// Refuses a record of another check, or of another split of this one.
+    fn same(
+        &mut self,
+        dir: &Path,
+        version: u32,
+        check: &str,
+        shard: u32,
+        shards: u32,
+    ) -> Result<(), ShardError> {
+        if version != VERSION {
+            return Err(refused(format!(
+                "{} holds shard records of format {version}; this rewind reads format {VERSION}",
+                dir.display()
+            )));
+        }
+        Shard::new(shard, shards)
+            .map_err(|e| refused(format!("{}: a record of {e}", dir.display())))?;
+        match &self.check {
+            Some((c, first)) if c != check => {
+                return Err(refused(format!(
+                    "{} and {} hold the records of two different checks (other inputs); nothing was merged",
+                    first.display(),
+                    dir.display()
+                )))
+            }
+            Some(_) => {}
+            None => self.check = Some((check.to_string(), dir.to_path_buf())),
+        }
+        match self.shards {
+            Some(n) if n != shards => Err(refused(format!(
+                "{} holds records of a split into {shards} shards, others of a split into {n}: merge the shards of one split",
+                dir.display()
+            ))),
+            _ => {
+                self.shards = Some(shards);
+                Ok(())
+            }
+        }
+    }
+
+    /// Keeps a record; one already read for the same schedule must agree.
+    fn put(&mut self, dir: &Path, r: Record) -> Result<(), ShardError> {
+        if let Some((old, _)) = self.records.get(&r.index) {
+            if (&old.run, &old.status, &old.violations) != (&r.run, &r.status, &r.violations) {
+                return Err(refused(format!(
+                    "two records of schedule {} disagree (runs {} and {}); nothing was merged",
+                    r.index, old.run, r.run
+                )));
+            }
+            if old.rwd.is_some() || r.rwd.is_none() {
+                return Ok(());
+            }
+        }
+        self.records.insert(r.index, (r, dir.to_path_buf()));
+        Ok(())
+    }
+
+    /// What shard `s` left, for a message.
+    fn state(&self, s: u32) -> String {
+        match (self.finished.get(&s), self.seen.get(&s)) {
+            (Some(_), _) => "lost records it wrote".into(),
+            (None, Some(n)) => format!("incomplete ({n} records, it did not finish)"),
+            (None, None) => "missing (no records)".into(),
+        }
+    }
+}
+
+/// A sharded check ready to merge: its spec and schedule 0.
+pub struct Prepared {
+    pub spec: CheckSpec,
+    base: Tried,
+    events: Vec<Event>,
+    shelf: Shelf,
+}
+
+/// Imports the run a record's `.rwd` carries.
+fn import(store: &Store, dir: &Path, r: &Record) -> Result<crate::store::Run, ShardError> {
+    let Some(name) = &r.rwd else {
+        return Err(refused(format!(
+            "the record of schedule {} in {} names no .rwd",
+            r.index,
+            dir.display()
+        )));
+    };
+    let file = dir.join(name);
+    let s = store.import(&file).map_err(|e| match e {
+        ArchiveError::Refused(why) => refused(format!("cannot import {}: {why}", file.display())),
+        ArchiveError::Store(e) => e.into(),
+    })?;
+    if s.run.id != r.run {
+        return Err(refused(format!(
+            "{} holds run {}, not run {} as its record says",
+            file.display(),
+            s.run.id,
+            r.run
+        )));
+    }
+    Ok(s.run)
+}
+
+/// Reads the directories and imports schedule 0: the check they merge.
+pub fn prepare(dirs: &[PathBuf], store: &Store, jobs: usize) -> Result<Prepared, ShardError> {
+    let shelf = Shelf::read(dirs)?;
+    let Some((base, dir)) = shelf.records.get(&0) else {
+        return Err(refused(
+            "no directory holds schedule 0's record: every shard writes it first, so no shard got that far"
+                .into(),
+        ));
+    };
+    let described: &Described = base.described.as_ref().ok_or_else(|| {
+        refused(format!(
+            "schedule 0's record in {} does not say what the check is",
+            dir.display()
+        ))
+    })?;
+    if Some(&described.hash()) != shelf.check.as_ref().map(|c| &c.0) {
+        return Err(refused(format!(
+            "schedule 0's record in {} does not match its check",
+            dir.display()
+        )));
+    }
+    let run = import(store, dir, base)?;
+    let inputs = run.inputs()?;
+    let events = run
+        .events()
+        .map_err(|e| super::CheckError::Trace(run.id.clone(), e.to_string()))?;
+    let spec = described.spec(inputs, jobs)?;
+    Ok(Prepared {
+        spec,
+        base: base.tried(),
+        events,
+        shelf,
+    })
+}
+
+/// The merged report, and notes on shards whose missing records the
+/// answer does not need.
+pub fn merge(
+    p: &Prepared,
+    store: &Store,
+    progress: &mut dyn Progress,
+) -> Result<(Report, Vec<String>), ShardError> {
+    let base = &p.base;
+    let checker =
+        Checker::new(&p.spec, store).with_base(base.status, base.wall, base.steps, &p.events);
+    let (cands, bound) = checker.plan(base);
+    let shards = p.shelf.shards.unwrap_or(1);
+    let mut tried = Vec::new();
+    // The shards whose records of the candidates up to the first violation are missing.
+    let mut missing = BTreeSet::new();
+    for (k, c) in cands.iter().enumerate() {
+        let Some((r, _)) = p.shelf.records.get(&(k as u64 + 1)) else {
+            missing.insert(Shard::of(k, shards));
+            continue;
+        };
+        if r.label != c.label() {
+            return Err(refused(format!(
+                "the record of schedule {} is of `{}` where the check's plan has `{}`",
+                k + 1,
+                r.label,
+                c.label()
+            )));
+        }
+        tried.push(r.tried());
+        if r.violations.is_empty() || p.spec.all {
+            continue;
+        }
+        break;
+    }
+    if !missing.is_empty() {
+        return Err(refused(missing_message(&p.shelf, &missing, shards)));
+    }
+    let notes = (1..=shards)
+        .filter(|s| !p.shelf.finished.contains_key(s))
+        .map(|s| {
+            format!(
+                "shard {s}/{shards} is {}, but the answer needs none of its missing schedules",
+                p.shelf.state(s)
+            )
+        })
+        .collect();
+    progress.tried(base, 0, 0);
+    for (k, t) in tried.iter().enumerate() {
+        progress.tried(t, k as u64 + 1, cands.len() as u64);
+    }
+    // Every candidate up to the first violation has its record: its index is its place.
+    if let Some(k) = tried.iter().position(|t| t.violated()) {
+        if let Some((r, dir)) = p.shelf.records.get(&(k as u64 + 1)) {
+            import(store, dir, r)?;
+        }
+    }
+    let report = checker.report(base.clone(), tried, bound, cands.len());
+    Ok((checker.finish(report, progress)?, notes))
+}
+
+fn missing_message(shelf: &Shelf, missing: &BTreeSet<u32>, shards: u32) -> String {
+    let told: Vec<String> = missing
+        .iter()
+        .map(|s| format!("shard {s}/{shards} is {}", shelf.state(*s)))
+        .collect();
+    format!(
+        "cannot merge: {}; run {} (again) with the same check and --results; nothing was merged",
+        told.join(", "),
+        if missing.len() == 1 { "it" } else { "them" }
+    )
+}
