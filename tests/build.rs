@@ -5,6 +5,7 @@
 //! - `threads.c` and `account.c` with musl too: `musl-gcc -static` ->
 //!   `threads-musl`, `account-musl`;
 //! - `threads.rs` with Rust std, static-pie: `rustc -C target-feature=+crt-static` -> `threads-rust`;
+//! - `flaky.rs`, a libtest binary (`rustc --test`) with a flaky test -> `flaky-test`;
 //! - `values.rs` the same way unoptimized (its variables in memory, for the
 //!   debug adapter's variables tests) -> `values-rust`;
 //! - `hello.c` dynamically linked -> `hello-dynamic` (run with its interpreter and libc);
@@ -148,6 +149,19 @@ fn main() {
         ],
         &tests.join("values.rs"),
         &out.join("values-rust"),
+    );
+    build(
+        &rustc,
+        &[
+            "--edition",
+            "2021",
+            "--test",
+            "-C",
+            "target-feature=+crt-static",
+            "-O",
+        ],
+        &tests.join("flaky.rs"),
+        &out.join("flaky-test"),
     );
 }
 

@@ -37,6 +37,8 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// Rerun a program under perturbed schedules and narrow a failure to one step.
     Check(cmd::check::CheckArgs),
+    /// Run a test binary under perturbed schedules: a failing exit in any is the failure (--artifacts DIR keeps it).
+    Test(cmd::check::CheckArgs),
     /// List recorded runs, newest first.
     Ls(cmd::ls::LsArgs),
     /// Print a run's events, one a line.
@@ -109,6 +111,11 @@ fn main() -> ExitCode {
             signals::install();
             signals::die_on_broken_pipe();
             cmd::check::main(a)
+        }
+        Command::Test(a) => {
+            signals::install();
+            signals::die_on_broken_pipe();
+            cmd::test::main(a)
         }
         Command::Ls(a) => {
             signals::die_on_broken_pipe();

@@ -188,7 +188,13 @@ pub fn main(args: CheckArgs) -> Result<i32> {
     }
     let mut lines = Lines::new(args.json);
     let report = Checker::new(&spec, &store).run(&mut lines)?;
-    show(&store, &report, &spec, &mut lines, args.json)
+    let code = show(&store, &report, &spec, &mut lines, args.json)?;
+    if let Some(dir) = &args.run.artifacts.artifacts {
+        if let Some(f) = super::artifacts::of_check(&spec.name, &report) {
+            super::artifacts::write(&store, dir, &f)?;
+        }
+    }
+    Ok(code)
 }
 
 /// Prints a check's report (`--json`: one JSON object) and keeps it; the exit status.

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod artifacts;
 pub mod bookmark;
 pub mod check;
 pub mod diff;
@@ -20,6 +21,7 @@ pub mod run;
 pub mod shard;
 pub mod shell;
 pub mod show;
+pub mod test;
 pub mod threads;
 pub mod where_;
 

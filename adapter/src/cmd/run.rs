@@ -96,6 +96,8 @@ pub struct RunArgs {
     /// Keep no keyframes (seeks and forks of this run then rerun from step 0).
     #[arg(long)]
     pub no_keyframes: bool,
+    #[command(flatten)]
+    pub artifacts: super::artifacts::ArtifactArgs,
     /// Run a built-in example program (`rewind run --example list` lists them).
     #[arg(long, value_name = "NAME", conflicts_with = "root")]
     pub example: Option<String>,
@@ -214,6 +216,18 @@ pub fn main(args: RunArgs) -> Result<i32> {
         }
     }
     eprintln!("rewind: {}", summary(&run.id, &outcome));
+    if let (Some(dir), true) = (
+        &args.artifacts.artifacts,
+        outcome.status != ExitStatus::Exited(0),
+    ) {
+        let failure = super::artifacts::Failure {
+            run: &run.id,
+            summary: format!("{}: {}", prepared.name, summary(&run.id, &outcome)),
+            step: Some(outcome.steps),
+            compare: None,
+        };
+        super::artifacts::write(&store, dir, &failure)?;
+    }
     Ok(outcome.status.shell_code())
 }
 
