@@ -32,6 +32,21 @@ fn debug_client_lines_and_breakpoints() {
     );
 }
 
+/// At the step of a fatal fault: stopped where it was raised; stepBack and
+/// next by statement change line (tests/dap-client/fault.test.mjs).
+#[test]
+fn debug_client_at_the_fault() {
+    let served = rewind_tests::guest("served");
+    let source = guest_source("served.c");
+    debug_client(
+        "fault.test.mjs",
+        &[
+            ("SERVED", served.as_os_str()),
+            ("SERVED_SOURCE", source.as_os_str()),
+        ],
+    );
+}
+
 /// `rewind open` prints what opens a run in an editor; `check` and `fork`
 /// print that command for what they made, and it works.
 #[test]

@@ -567,3 +567,47 @@ fn pid_debugs_an_execd_child_and_its_parent_with_their_libraries() {
     assert_has(&out, "where-procs.c:");
     home.replay_identical(&run.id);
 }
+
+/// At the step of the SIGSEGV that ended the run (issue 24, item 6): gdb
+/// stops where the fault was raised, as a core file shows it: the faulting
+/// instruction in the worker's frame, its locals, and every thread.
+#[test]
+fn at_the_step_of_the_fault_gdb_stops_where_it_was_raised() {
+    let home = Home::new();
+    let id = failing_pool(&home);
+    let step = step_of(&home, &id, "SIGSEGV");
+    let out = gdb(
+        &home,
+        &id,
+        &step,
+        &["bt", "p me", "p pool.queue", "x/i $pc", "info threads"],
+    );
+    assert_in_order(
+        &out,
+        &[
+            "#0  ",
+            "worker (arg=",
+            "pool.c:56",
+            "$1 = ",
+            "$2 = (struct job *) 0x0",
+            "=> 0x",
+        ],
+    );
+    // The faulting worker is the current thread; main, blocked in
+    // pthread_join, is there too.
+    let threads: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains(" Thread 1."))
+        .collect();
+    assert!(
+        threads
+            .iter()
+            .any(|l| l.starts_with('*') && l.contains("worker")),
+        "{out}"
+    );
+    assert!(
+        threads.iter().any(|l| l.contains("Thread 1.1000 ")),
+        "{out}"
+    );
+}

@@ -253,9 +253,40 @@ pub struct Session {
 
 impl Session {
     /// Opens the run at `step` (after that step was served), on process `pid`
-    /// (default: the process of the thread on the CPU).
+    /// (default: the process of the thread on the CPU). At the step of the
+    /// fault that ended the run, there is no after: the session stands where
+    /// the fault was raised, its signal pending, every thread as it was (as
+    /// a core file shows them).
     pub fn open(origin: Origin, step: u64, pid: Option<Pid>) -> Result<Session, DebugError> {
         let origin = Rc::new(origin);
+        match Session::open_after(origin.clone(), step, pid) {
+            Err(DebugError::Ended(at)) if at == step && step > 0 => {
+                Session::at_fatal_fault(origin, step, pid)
+            }
+            r => r,
+        }
+    }
+
+    /// Opens at `step - 1` and runs to the fault that is `step`.
+    fn at_fatal_fault(
+        origin: Rc<Origin>,
+        step: u64,
+        pid: Option<Pid>,
+    ) -> Result<Session, DebugError> {
+        let mut s = Session::open_after(origin, step - 1, pid)?;
+        match s.cont()? {
+            Stop::Signal { .. } => {
+                if pid.is_none() {
+                    s.pid = s.live.k.cur_pid();
+                }
+                Ok(s)
+            }
+            // Killed by a signal sent, not raised by an instruction.
+            _ => Err(DebugError::Ended(step)),
+        }
+    }
+
+    fn open_after(origin: Rc<Origin>, step: u64, pid: Option<Pid>) -> Result<Session, DebugError> {
         let mut snaps = snapshots::Snapshots::new(origin.pages.clone());
         let k = snaps.kernel_at(&origin, step)?;
         let pid = match pid {
