@@ -811,3 +811,16 @@ impl Home {
             .unwrap_or_else(|| panic!("no {name} in run {run}"))
     }
 }
+
+/// A check's report with narrowing's wall time (the one thing that differs
+/// between two runs of the same check) masked.
+pub fn without_wall_time(report: &str) -> String {
+    report
+        .lines()
+        .map(|l| match l.strip_prefix("narrowed in ") {
+            Some(rest) => format!("narrowed in {}", rest.split(',').next().unwrap_or("")),
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

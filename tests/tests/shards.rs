@@ -3,20 +3,8 @@
 //! report, byte for byte; a killed, missing or foreign shard is said
 //! plainly and nothing is merged wrongly.
 
-use rewind_tests::{failing_run_in, Home, Output};
+use rewind_tests::{failing_run_in, without_wall_time as masked, Home, Output};
 use std::path::Path;
-
-/// The report with narrowing's wall time (the one thing that differs
-/// between two runs of the same check) masked.
-fn masked(text: &str) -> String {
-    text.lines()
-        .map(|l| match l.strip_prefix("narrowed in ") {
-            Some(rest) => format!("narrowed in {}", rest.split(',').next().unwrap_or("")),
-            None => l.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 fn masked_json(text: &str) -> serde_json::Value {
     let mut v: serde_json::Value = serde_json::from_str(text.trim())
