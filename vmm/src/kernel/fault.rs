@@ -33,6 +33,7 @@ const SI_KERNEL: i32 = 0x80;
 
 impl Kernel<'_> {
     pub(super) fn exception(&mut self, vector: u8, error_code: u64, cr2: u64) {
+        let (vector, error_code) = self.hardware_vector(vector, error_code);
         let rip = self.m.regs().rip;
         let (signo, code, addr) = match vector {
             VEC_PAGE_FAULT => {
@@ -68,11 +69,44 @@ impl Kernel<'_> {
             VEC_BREAKPOINT => (SIGTRAP, TRAP_BRKPT, rip),
             VEC_DEBUG => (SIGTRAP, TRAP_TRACE, rip),
             VEC_ALIGNMENT => (SIGBUS, BUS_ADRALN, cr2),
-            VEC_STACK | VEC_GENERAL_PROTECTION | VEC_OVERFLOW | VEC_BOUND => {
-                (SIGSEGV, SI_KERNEL, 0)
-            }
+            // A stack fault (a non-canonical rsp) is SIGBUS on Linux, not SIGSEGV.
+            VEC_STACK => (SIGBUS, SI_KERNEL, 0),
+            VEC_GENERAL_PROTECTION | VEC_OVERFLOW | VEC_BOUND => (SIGSEGV, SI_KERNEL, 0),
             _ => (SIGSEGV, SI_KERNEL, 0),
         };
         self.force_signal(SigInfo::fault(signo, code, addr).with_trap(vector, error_code));
+    }
+
+    /// The vector and error code the hardware Linux runs on gives for the
+    /// instruction at rip, where PVM's paravirtual delivery differs (found
+    /// by the instruction fuzzer, guest/tests/insn-fuzz.c): there, `int N`,
+    /// `sysenter`, `xsaves` and `xrstors` from ring 3 raise #UD (Linux: #GP,
+    /// SIGSEGV; `int 3` a breakpoint), and `mov` with CR1 or CR5-15 a #GP
+    /// (Linux: #UD, SIGILL). On hardware virtualization they already agree.
+    fn hardware_vector(&mut self, vector: u8, error_code: u64) -> (u8, u64) {
+        use crate::machine::insn::{privileged, Privileged};
+        if vector != VEC_INVALID_OPCODE && vector != VEC_GENERAL_PROTECTION {
+            return (vector, error_code);
+        }
+        let rip = self.m.regs().rip;
+        let Ok(bytes) = self.read_user_some(rip, 15) else {
+            return (vector, error_code);
+        };
+        match (vector, privileged(&bytes, rip)) {
+            // A trap: the thread resumes after it, as after `int3`.
+            (VEC_INVALID_OPCODE, Some(Privileged::SoftwareInterrupt { vector: 3, len })) => {
+                self.m.regs_mut().rip = rip.wrapping_add(len);
+                (VEC_BREAKPOINT, 0)
+            }
+            // The gate's selector in the IDT, as the hardware's #GP reports it.
+            (VEC_INVALID_OPCODE, Some(Privileged::SoftwareInterrupt { vector, .. })) => {
+                (VEC_GENERAL_PROTECTION, (vector as u64) << 3 | 2)
+            }
+            (VEC_INVALID_OPCODE, Some(Privileged::KernelOnly)) => (VEC_GENERAL_PROTECTION, 0),
+            (VEC_GENERAL_PROTECTION, Some(Privileged::ReservedControlRegister)) => {
+                (VEC_INVALID_OPCODE, 0)
+            }
+            _ => (vector, error_code),
+        }
     }
 }

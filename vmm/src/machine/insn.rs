@@ -449,3 +449,68 @@ mod tests {
         assert!(!complete_load(&mut r, Register::XMM0, Extend::Same, 8, 1));
     }
 }
+
+/// What ring 3 tried, for the faults whose vector a paravirtual host (PVM)
+/// reports differently from the hardware Linux runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Privileged {
+    /// `int N` (`CD nn`), and its length with prefixes.
+    SoftwareInterrupt { vector: u8, len: u64 },
+    /// `sysenter`, `xsaves` or `xrstors`: a #GP from ring 3 on Intel.
+    KernelOnly,
+    /// `mov` to or from a control register that does not exist (CR1, CR5-7,
+    /// CR9-15): #UD before the privilege check.
+    ReservedControlRegister,
+}
+
+/// Decodes the instruction at `rip` into one of the [`Privileged`] kinds.
+pub fn privileged(bytes: &[u8], rip: u64) -> Option<Privileged> {
+    if reserved_control_register(bytes) {
+        return Some(Privileged::ReservedControlRegister);
+    }
+    let insn = Decoder::with_ip(64, bytes, rip, DecoderOptions::NONE).decode();
+    if insn.is_invalid() {
+        return None;
+    }
+    match insn.mnemonic() {
+        Mnemonic::Int => Some(Privileged::SoftwareInterrupt {
+            vector: insn.immediate8(),
+            len: insn.len() as u64,
+        }),
+        // On AMD, `sysenter` in long mode is #UD on the hardware too.
+        Mnemonic::Sysenter if intel() => Some(Privileged::KernelOnly),
+        Mnemonic::Xsaves | Mnemonic::Xsaves64 | Mnemonic::Xrstors | Mnemonic::Xrstors64 => {
+            Some(Privileged::KernelOnly)
+        }
+        _ => None,
+    }
+}
+
+/// Whether this CPU is Intel's (the guest runs `cpuid` natively, so it sees
+/// the same).
+fn intel() -> bool {
+    let r = std::arch::x86_64::__cpuid(0);
+    (r.ebx, r.edx, r.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e)
+}
+
+/// `mov` to or from CR1, CR5-7 or CR9-15 (`0F 20`/`0F 22`, the register in
+/// ModRM.reg and REX.R), which a decoder takes for no instruction at all.
+fn reserved_control_register(bytes: &[u8]) -> bool {
+    let mut rex_r = 0;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3 | 0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 => {}
+            0x40..=0x4f => rex_r = (b >> 2 & 1) << 3,
+            _ => break,
+        }
+        i += 1;
+    }
+    match bytes.get(i..i + 3) {
+        Some(&[0x0f, 0x20 | 0x22, modrm]) => {
+            let cr = (modrm >> 3 & 7) | rex_r;
+            !matches!(cr, 0 | 2 | 3 | 4 | 8)
+        }
+        _ => false,
+    }
+}
