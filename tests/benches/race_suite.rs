@@ -26,6 +26,9 @@ enum Verdict {
     FirstRun,
     /// The first failing schedule's position.
     Found(usize),
+    /// No schedule failed, but one ran out of its --timeout: a hang or a
+    /// slow run, not a find.
+    TimedOut(usize),
     Missed,
 }
 
@@ -34,6 +37,7 @@ impl std::fmt::Display for Verdict {
         match self {
             Verdict::FirstRun => f.write_str("schedule 0"),
             Verdict::Found(n) => write!(f, "{n}"),
+            Verdict::TimedOut(n) => write!(f, "timed out at {n}"),
             Verdict::Missed => write!(f, ">{SCHEDULES}"),
         }
     }
@@ -66,17 +70,22 @@ fn check(h: &Home, prog: &Path, points: &str) -> Verdict {
     let Ok(v) = serde_json::from_str::<serde_json::Value>(out.stdout.trim()) else {
         return Verdict::Missed;
     };
+    let timed_out = |t: &serde_json::Value| t["status"].as_str() == Some("timed-out");
     let violated = |t: &serde_json::Value| {
         t["violations"].as_array().is_some_and(|a| !a.is_empty())
-            || t["status"].as_str() != Some("exited:0")
+            || (t["status"].as_str() != Some("exited:0") && !timed_out(t))
     };
     if violated(&v["base"]) {
         return Verdict::FirstRun;
     }
     let tried = v["tried"].as_array().cloned().unwrap_or_default();
-    match tried.iter().position(violated) {
-        Some(i) => Verdict::Found(i + 1),
-        None => Verdict::Missed,
+    match (
+        tried.iter().position(violated),
+        tried.iter().position(timed_out),
+    ) {
+        (Some(i), _) => Verdict::Found(i + 1),
+        (None, Some(i)) => Verdict::TimedOut(i + 1),
+        (None, None) => Verdict::Missed,
     }
 }
 
@@ -100,6 +109,7 @@ fn main() {
     println!("| program | memory points | syscall points |");
     println!("| --- | --- | --- |");
     let (mut counted, mut first, mut mem_found, mut sys_found) = (0, 0, 0, 0);
+    let (mut mem_timed_out, mut sys_timed_out) = (0, 0);
     for src in &sources {
         let name = src.file_stem().unwrap().to_string_lossy().to_string();
         let bin = bins.join(&name);
@@ -118,10 +128,15 @@ fn main() {
         counted += 1;
         mem_found += matches!(mem, Verdict::Found(_)) as usize;
         sys_found += matches!(sys, Verdict::Found(_)) as usize;
+        mem_timed_out += matches!(mem, Verdict::TimedOut(_)) as usize;
+        sys_timed_out += matches!(sys, Verdict::TimedOut(_)) as usize;
     }
     println!();
     println!("{first} show their bug on the first run; of the other {counted}:");
     println!("  memory points found {mem_found}, syscall points found {sys_found} (within {SCHEDULES} schedules)");
+    println!(
+        "  timed out without a find: memory points {mem_timed_out}, syscall points {sys_timed_out}"
+    );
     let _ = std::fs::remove_dir_all(&bins);
 }
 

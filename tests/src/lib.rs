@@ -697,13 +697,21 @@ pub fn host_program(path: &str, package: &str) -> Option<String> {
     if Path::new(path).exists() {
         return Some(path.to_string());
     }
-    let why = format!("{path} is not installed (scripts/setup-tests installs {package})");
+    skip_unless_required(&format!(
+        "{path} is not installed (scripts/setup-tests installs {package})"
+    ));
+    None
+}
+
+/// Skips what `why` says is missing: visibly ([`skipped`]), or, under
+/// `REWIND_REQUIRE_ALL_GUESTS=1` (scripts/test sets it), by failing the test.
+#[track_caller]
+pub fn skip_unless_required(why: &str) {
     assert!(
         std::env::var_os("REWIND_REQUIRE_ALL_GUESTS").is_none_or(|v| v != "1"),
         "{why}, and REWIND_REQUIRE_ALL_GUESTS=1 requires it"
     );
-    skipped(&why);
-    None
+    skipped(why);
 }
 
 /// Whether some line of `events` contains every one of `parts`.

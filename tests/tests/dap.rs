@@ -148,7 +148,9 @@ fn emacs_dap_mode_session() {
 #[test]
 fn nvim_dap_session() {
     let Some(dap_path) = std::env::var_os("NVIM_DAP_PATH") else {
-        eprintln!("nvim_dap_session: skipped (set NVIM_DAP_PATH to a checkout of nvim-dap)");
+        // Not required even under REWIND_REQUIRE_ALL_GUESTS: nvim-dap is on
+        // no package registry, so no script of ours can install it.
+        rewind_tests::skipped("set NVIM_DAP_PATH to a checkout of nvim-dap to run nvim-dap");
         return;
     };
     let nvim = std::env::var_os("REWIND_NVIM").map_or_else(

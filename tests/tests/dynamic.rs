@@ -446,11 +446,10 @@ print(sorted(results), threading.active_count())
 
 #[test]
 fn python3_with_threads_runs_as_natively() {
-    let python = "/usr/bin/python3.11";
-    if !Path::new(python).exists() {
-        eprintln!("skipped: {python} is not installed");
+    let Some(python) = rewind_tests::host_program("/usr/bin/python3.11", "python3.11") else {
         return;
-    }
+    };
+    let python = python.as_str();
     // The standard library files this code loads natively, which the root
     // then holds beside the interpreter and its libraries.
     let list = format!(
