@@ -7,7 +7,10 @@
 #
 #   contrib/ci/rewind-test.sh TEST-BINARY [ARGS]...
 #
+# REWIND_OPTIONS adds options of `rewind check` (word-split), like
+# "--points memory".
 # Exit status: the test's (0 passed, 1 failed in some schedule, 2 trouble).
 set -u
-exec rewind test --schedules "${REWIND_SCHEDULES:-64}" \
+# shellcheck disable=SC2086
+exec rewind test --schedules "${REWIND_SCHEDULES:-64}" ${REWIND_OPTIONS:-} \
     --artifacts "${REWIND_ARTIFACTS:-rewind-artifacts}" -- "$@"

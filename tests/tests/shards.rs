@@ -44,11 +44,12 @@ fn merge(home: &Home, dirs: &[&Path], json: bool) -> Output {
 /// split merged in a home of its own: the same report and the same JSON,
 /// and the failing run it names replays identically there.
 fn splits_merge_into_the_one_machine_check(example: &str) {
-    let args = ["--example", example];
+    // One search, pinned: a sharded check's plan is one strategy's.
+    let args = ["--example", example, "--strategy", "random"];
     let one = Home::new();
-    let text = one.rewind(&["check", "--example", example]);
+    let text = one.rewind(&[&["check"][..], &args].concat());
     assert_eq!(text.code, 1, "the check finds {example}'s race:\n{text}");
-    let json = one.rewind(&["check", "--example", example, "--json"]);
+    let json = one.rewind(&[&["check"][..], &args, &["--json"]].concat());
     let shard_home = Home::new();
     for n in [1, 2, 3, 7] {
         let dir = tempfile::tempdir().unwrap();
@@ -109,6 +110,8 @@ fn a_killed_shard_run_again() {
     let check = [
         "--example",
         "bank",
+        "--strategy",
+        "random",
         "--schedules",
         "12",
         "--all",
@@ -166,7 +169,15 @@ fn missing_and_foreign_shards() {
     let home = Home::new();
     let bank = tempfile::tempdir().unwrap();
     let flag = tempfile::tempdir().unwrap();
-    let bank_check = ["--example", "bank", "--schedules", "6", "--no-narrow"];
+    let bank_check = [
+        "--example",
+        "bank",
+        "--strategy",
+        "random",
+        "--schedules",
+        "6",
+        "--no-narrow",
+    ];
     shards(&home, &bank_check, 3, bank.path(), |i| i != 2);
     let out = merge(&home, &[bank.path()], false);
     assert_eq!(out.code, 2, "{out}");
@@ -176,7 +187,15 @@ fn missing_and_foreign_shards() {
         "the merge names the missing shard:\n{out}"
     );
     assert!(out.stdout.is_empty(), "nothing merged:\n{out}");
-    let flag_check = ["--example", "flag", "--schedules", "6", "--no-narrow"];
+    let flag_check = [
+        "--example",
+        "flag",
+        "--strategy",
+        "random",
+        "--schedules",
+        "6",
+        "--no-narrow",
+    ];
     shards(&home, &flag_check, 2, flag.path(), |i| i == 1);
     let out = merge(&home, &[flag.path(), bank.path()], false);
     assert_eq!(out.code, 2, "{out}");

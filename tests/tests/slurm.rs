@@ -193,7 +193,7 @@ fn a_check_through_a_slurm_job_array() {
         Err(why) => return skipped(&format!("Slurm on loopback: {why}")),
     };
     let one = Home::new();
-    let want = one.rewind(&["check", "--example", "bank"]);
+    let want = one.rewind(&["check", "--example", "bank", "--strategy", "random"]);
     assert_eq!(want.code, 1, "{want}");
     let merged = Home::new();
     let results = cluster.dir.path().join("results");
@@ -207,7 +207,14 @@ fn a_check_through_a_slurm_job_array() {
     let out = cluster
         .command("sh")
         .arg(&submit)
-        .args(["3", results.to_str().unwrap(), "--example", "bank"])
+        .args([
+            "3",
+            results.to_str().unwrap(),
+            "--example",
+            "bank",
+            "--strategy",
+            "random",
+        ])
         .env("PATH", path)
         .env("REWIND_HOME", merged.path())
         .env("TMPDIR", cluster.dir.path().join("tmp"))
