@@ -190,7 +190,12 @@ fn spinning_thread_times_out_naming_where() {
         run.out
     );
     assert_lines(&home.log(&run.id), &["starting the spinner"]);
+    // The replay runs to the recorded step, whatever the host clock says...
     home.replay_identical(&run.id);
+    // ...and one its own clock cuts short, with fewer events, differs.
+    let short = home.rewind(&["replay", &run.id, "--timeout", "0.00001"]);
+    assert_eq!(short.code, 1, "{short}");
+    assert!(short.stdout.starts_with("different: "), "{short}");
 }
 
 #[test]

@@ -36,9 +36,9 @@ impl Recorder for MemRecorder {
 /// What a replay found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// The same `events` over `steps`. A run that timed out (recorded or
-    /// replayed) stopped where the host's clock said: only the events both
-    /// sides reached were compared (`timed_out`).
+    /// The same `events` over `steps`. `timed_out`: the recording ended
+    /// `timed-out` (its host's clock stopped it), and the replay, bounded by
+    /// its step count, reached every one of its events.
     Identical {
         events: u64,
         steps: u64,
@@ -56,8 +56,7 @@ pub fn compare(
     replayed: &MemRecorder,
 ) -> Result<Verdict, StoreError> {
     let recorded_status = run.meta.exit;
-    let timed_out =
-        recorded_status == ExitStatus::TimedOut || outcome.status == ExitStatus::TimedOut;
+    let timed_out = recorded_status == ExitStatus::TimedOut;
     let mut trace = run.trace()?;
     let mut mine = replayed.events.iter();
     let mut n = 0u64;
@@ -68,7 +67,7 @@ pub fn compare(
         match (recorded, b) {
             (None, None) => break,
             (Some(a), Some(b)) if a == *b => n += 1,
-            (Some(_), None) | (None, Some(_)) if timed_out => break,
+            // A replay that reached fewer events (or more) is not identical.
             (a, b) => {
                 let step = a
                     .as_ref()
@@ -89,13 +88,6 @@ pub fn compare(
             "different: the run ended {}, recorded {}",
             outcome.status, recorded_status
         )]));
-    }
-    if timed_out {
-        return Ok(Verdict::Identical {
-            events: n,
-            steps: outcome.steps.min(run.meta.steps),
-            timed_out,
-        });
     }
     if outcome.steps != run.meta.steps {
         return Ok(Verdict::Different(vec![format!(

@@ -22,7 +22,15 @@ pub fn main(args: ReplayArgs) -> Result<i32> {
         .inputs()
         .with_context(|| format!("cannot replay run {}", run.id))?;
     let mut limits = run.limits();
-    limits.timeout = args.timeout.or(limits.timeout);
+    // A replay is bounded by what it reproduces: a timed-out recording's
+    // step count. The recording's host timeout, generously scaled, only
+    // guards against a replay that never gets there.
+    if run.meta.exit == vmm::run::ExitStatus::TimedOut {
+        limits.max_steps = Some(run.meta.steps);
+    }
+    limits.timeout = args
+        .timeout
+        .or(limits.timeout.map(|t| t * 10 + Duration::from_secs(60)));
     let mut rec = MemRecorder::default();
     let outcome = session::run(
         &inputs,
@@ -40,7 +48,7 @@ pub fn main(args: ReplayArgs) -> Result<i32> {
             timed_out,
         } => {
             let note = if timed_out {
-                " (timed out: compared the events both reached)"
+                " (timed out when recorded: replayed to the same step)"
             } else {
                 ""
             };

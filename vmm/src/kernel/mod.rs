@@ -248,7 +248,7 @@ impl<'r> Kernel<'r> {
             if let Some(e) = self.failure.take() {
                 return Err(e);
             }
-            if watchdog.fired() {
+            if watchdog.fired() || limits.max_steps.is_some_and(|m| self.step >= m) {
                 notes.stuck = self.where_threads_are();
                 self.finish(ExitStatus::TimedOut);
                 break;

@@ -54,6 +54,10 @@ pub struct Limits {
     pub timeout: Option<Duration>,
     /// Note where every thread is after this step (`Outcome::where_at`).
     pub where_at: Option<u64>,
+    /// End `timed-out` on reaching this step: a replay of a run that timed
+    /// out stops where the recording's host clock stopped it, whatever this
+    /// host's clock says.
+    pub max_steps: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
