@@ -21,6 +21,9 @@ apt_install_missing() {
     local sudo=()
     if [ "$(id -u)" != 0 ]; then sudo=(sudo); fi
     echo "setup: installing ${missing[*]}"
-    "${sudo[@]}" apt-get update -q
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+    # Waits for another apt (an unattended upgrade, a second setup) instead
+    # of failing on its lock.
+    local wait=(-o DPkg::Lock::Timeout=600)
+    "${sudo[@]}" apt-get "${wait[@]}" update -q
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${wait[@]}" install -y -q --no-install-recommends "${missing[@]}"
 }
