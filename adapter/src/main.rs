@@ -39,6 +39,8 @@ enum Command {
     Check(cmd::check::CheckArgs),
     /// Run a test binary under perturbed schedules: a failing exit in any is the failure (--artifacts DIR keeps it).
     Test(cmd::check::CheckArgs),
+    /// Build a Nix derivation as a recorded run; check its outputs against the store.
+    Nix(cmd::nix::NixArgs),
     /// List recorded runs, newest first.
     Ls(cmd::ls::LsArgs),
     /// Print a run's events, one a line.
@@ -106,6 +108,10 @@ fn main() -> ExitCode {
         Command::Run(a) => {
             signals::install();
             cmd::run::main(a)
+        }
+        Command::Nix(a) => {
+            signals::install();
+            cmd::nix::main(a)
         }
         Command::Check(a) => {
             signals::install();

@@ -95,6 +95,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         where_at: vec![],
         thread_names: Default::default(),
         writers: Default::default(),
+        kept: Default::default(),
     };
     let details = RunDetails {
         name: name.into(),

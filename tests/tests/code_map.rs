@@ -15,6 +15,7 @@ const TOPS: &[&str] = &[
     "adapter/",
     "docs/",
     "guest/",
+    "nixstore/",
     "nvim-plugin/",
     "scripts/",
     "symbols/",
@@ -69,6 +70,7 @@ fn stale(map: &str, tree: &Path, crates: &[(&str, &str)]) -> Vec<String> {
 const CRATES: &[(&str, &str)] = &[
     ("vmm", "lib.rs"),
     ("symbols", "lib.rs"),
+    ("nixstore", "lib.rs"),
     ("adapter", "main.rs"),
 ];
 

@@ -22,6 +22,7 @@ fn trouble_exits_2_in_every_subcommand() {
         &["run", "--mem", "lots", "--", missing],
         &["check", "--", missing],
         &["check", "--example", "no-such-example"],
+        &["nix", missing],
         &["ls", "--status", "bogus"],
         &["events", "nosuch"],
         &["log", "nosuch"],

@@ -41,7 +41,48 @@ pub enum Image {
     },
     /// A directory tree that is the guest's `/`.
     Root { dir: PathBuf },
+    /// A Nix build's: the store paths of a derivation's input closure at
+    /// their `/nix/store` paths, and an empty build directory. Its identity
+    /// is the paths' names, which are already hashes of what they hold, so
+    /// nothing is read to hash it.
+    Store(StoreImage),
 }
+
+/// The image of a Nix build (see `Image::Store`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StoreImage {
+    /// The derivation the run builds (`/nix/store/...drv`).
+    pub drv: String,
+    /// The closure's store paths (`/nix/store/<hash>-<name>`), sorted.
+    pub paths: Vec<String>,
+    /// The build's directory (`NIX_BUILD_TOP`), empty at the start.
+    pub build_dir: String,
+    /// The host directory the guest's `/` is, for the store paths: `/` on
+    /// the host that built it, an imported run's image directory elsewhere.
+    /// Not part of the identity.
+    pub host_root: PathBuf,
+}
+
+impl StoreImage {
+    /// The store path `guest` is inside (or is), if it is one of the image's.
+    pub fn path_of(&self, guest: &str) -> Option<&str> {
+        let rest = guest.strip_prefix(STORE_DIR)?.strip_prefix('/')?;
+        let name = rest.split('/').next()?;
+        let at = self
+            .paths
+            .binary_search_by(|p| p[STORE_DIR.len() + 1..].cmp(name))
+            .ok()?;
+        Some(&self.paths[at])
+    }
+
+    /// The host path behind a guest path inside one of the store paths.
+    fn host(&self, guest: &str) -> PathBuf {
+        self.host_root.join(guest.trim_start_matches('/'))
+    }
+}
+
+/// Where Nix keeps its store, in the guest as on the host.
+pub const STORE_DIR: &str = "/nix/store";
 
 /// One more file of a program's image: a library, the interpreter, or a
 /// symbolic link on the way to one.
@@ -104,6 +145,24 @@ impl Image {
                     })
             }
             Image::Root { dir } => resolve_in_root(dir, guest),
+            Image::Store(s) => {
+                // Links inside the closure are read from the host; nothing
+                // outside it is the image's.
+                let path = resolve_links(guest, |p| {
+                    if s.path_of(p).is_none() {
+                        return Ok(None);
+                    }
+                    match std::fs::symlink_metadata(s.host(p)) {
+                        Ok(m) if m.file_type().is_symlink() => {
+                            let t = std::fs::read_link(s.host(p)).map_err(|_| ())?;
+                            Ok(Some(t.to_str().ok_or(())?.to_string()))
+                        }
+                        _ => Ok(None),
+                    }
+                })?;
+                s.path_of(&path)?;
+                Some(s.host(&path))
+            }
         }
     }
 
@@ -126,6 +185,14 @@ impl Image {
                 }
             }
             Image::Root { dir } => hash_tree(&mut h, dir, "")?,
+            Image::Store(s) => {
+                h.update(b"nix store\0");
+                for p in std::iter::once(&s.drv).chain(&s.paths) {
+                    h.update(p.as_bytes());
+                    h.update(&[0]);
+                }
+                h.update(s.build_dir.as_bytes());
+            }
         }
         Ok(h.finalize().to_hex().to_string())
     }

@@ -189,16 +189,30 @@ pub fn prepare(spec: &RunSpec, store: &Store) -> Result<Prepared> {
     }
     let cwd = normalize_guest(&spec.cwd);
     let env = env_flags(&spec.env)?;
-    if spec.mem < (16 << 20) || !spec.mem.is_multiple_of(4096) {
-        usage!("--mem: at least 16M, in whole 4K pages");
-    }
     let (image, program, argv, default_name) = match &spec.example {
         Some(name) => example_program(spec, name, store)?,
         None => file_program(spec, &cwd, &env)?,
     };
     let mut inputs = RunInputs::new(image, program, argv).context("cannot read the image")?;
-    let defaults = inputs.manifest.clone();
-    inputs.manifest = Manifest {
+    inputs.manifest = manifest(spec, inputs.manifest.clone(), env, cwd)?;
+    Ok(Prepared {
+        inputs,
+        name: spec.name.clone().unwrap_or(default_name),
+    })
+}
+
+/// The manifest of a run of `spec` with this environment and working
+/// directory, over `defaults` (its program, argv and image hash).
+pub fn manifest(
+    spec: &RunSpec,
+    defaults: Manifest,
+    env: Vec<String>,
+    cwd: String,
+) -> Result<Manifest> {
+    if spec.mem < (16 << 20) || !spec.mem.is_multiple_of(4096) {
+        usage!("--mem: at least 16M, in whole 4K pages");
+    }
+    Ok(Manifest {
         env,
         cwd,
         epoch: spec.epoch.unwrap_or(defaults.epoch),
@@ -218,10 +232,6 @@ pub fn prepare(spec: &RunSpec, store: &Store) -> Result<Prepared> {
             (p, _) => p,
         },
         ..defaults
-    };
-    Ok(Prepared {
-        inputs,
-        name: spec.name.clone().unwrap_or(default_name),
     })
 }
 

@@ -13,6 +13,7 @@ pub mod import;
 pub mod inspect;
 pub mod log;
 pub mod ls;
+pub mod nix;
 pub mod open;
 pub mod prune;
 pub mod remove;

@@ -1,6 +1,6 @@
 //! `rewind run`: record a program's run.
 
-use crate::app::record::{prepare, summary, RunSpec, DEFAULT_CORES, DEFAULT_CWD};
+use crate::app::record::{prepare, summary, Prepared, RunSpec, DEFAULT_CORES, DEFAULT_CWD};
 use crate::app::{store, warn_all};
 use crate::examples;
 use crate::util::{parse_secs, parse_size};
@@ -10,8 +10,8 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 use vmm::record::{ExitStatus, Pct};
-use vmm::session::{self, Limits};
-use vmm::store::RunDetails;
+use vmm::session::{self, Limits, Outcome};
+use vmm::store::{RunDetails, Store};
 
 #[derive(Args, Debug)]
 #[command(
@@ -179,17 +179,32 @@ pub fn main(args: RunArgs) -> Result<i32> {
     // Check the program before waiting for standard input to end.
     let mut prepared = prepare(&args.spec(), &store)?;
     prepared.set_stdin(read_stdin());
-    let inputs = &prepared.inputs;
-    let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
-    rec.set_echo(!args.quiet);
-    rec.set_keyframes(!args.no_keyframes);
     let limits = Limits {
         timeout: args.timeout,
         ..Default::default()
     };
-    let outcome = session::run(inputs, &limits, &mut rec)?;
+    let (_, outcome) = record(&store, &prepared, &limits, &args)?;
+    Ok(outcome.status.shell_code())
+}
+
+/// Records `prepared`'s run with `limits` and `args`' options (its output
+/// echoed unless `-q`, its keyframes, a failing run kept in `--artifacts`),
+/// and says how it ended on stderr (where each thread was when it was
+/// stuck, then the status line, always the last): its id and outcome.
+pub fn record(
+    store: &Store,
+    prepared: &Prepared,
+    limits: &Limits,
+    args: &RunArgs,
+) -> Result<(String, Outcome)> {
+    let inputs = &prepared.inputs;
+    let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
+    let quiet = args.quiet;
+    rec.set_echo(!quiet);
+    rec.set_keyframes(!args.no_keyframes);
+    let outcome = session::run(inputs, limits, &mut rec)?;
     // Start the summary on its own line where the guest left one open.
-    let newline = !args.quiet
+    let newline = !quiet
         && match rec.unfinished_line() {
             Some(2) => true,
             Some(_) => same_sink(1, 2),
@@ -198,7 +213,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let details = RunDetails {
         name: prepared.name.clone(),
         image: inputs.image.clone(),
-        timeout: args.timeout,
+        timeout: limits.timeout,
     };
     let warnings = rec.take_warnings();
     let run = rec.finish(&outcome, &details)?;
@@ -206,7 +221,6 @@ pub fn main(args: RunArgs) -> Result<i32> {
         eprintln!();
     }
     warn_all(warnings);
-    // Where each thread was comes first: the status line is always the last.
     if matches!(
         outcome.status,
         ExitStatus::Deadlocked | ExitStatus::TimedOut
@@ -226,9 +240,9 @@ pub fn main(args: RunArgs) -> Result<i32> {
             step: Some(outcome.steps),
             compare: None,
         };
-        super::artifacts::write(&store, dir, &failure)?;
+        super::artifacts::write(store, dir, &failure)?;
     }
-    Ok(outcome.status.shell_code())
+    Ok((run.id, outcome))
 }
 
 /// `STEP:N`.

@@ -139,7 +139,9 @@ fn run_flags(
     if m.mem != DEFAULT_MEM {
         flag("--mem", size(m.mem));
     }
-    if m.cwd != "/" {
+    // A Nix build's directory and environment are its derivation's.
+    let nix = matches!(run.meta.image, ImageLocation::Store(_));
+    if m.cwd != "/" && !nix {
         if normalize_guest(&m.cwd) != m.cwd {
             return Err(format!(
                 "its working directory `{}` is not normalized",
@@ -156,10 +158,10 @@ fn run_flags(
         .filter(|(i, e)| defaults.get(*i) != Some(&e.as_str()))
         .map(|(_, e)| e.clone())
         .collect();
-    if guest_env(&env_flags).as_ref() != Ok(&m.env) {
+    if !nix && guest_env(&env_flags).as_ref() != Ok(&m.env) {
         return Err("its environment cannot be given with --env".into());
     }
-    for e in env_flags {
+    for e in env_flags.into_iter().filter(|_| !nix) {
         flag("--env", e);
     }
     if m.schedule != 0 {
@@ -267,6 +269,13 @@ fn run_flags(
             a.push("--".into());
             a.extend(m.argv.iter().cloned());
         }
+        ImageLocation::Store(s) => {
+            let drv_name = m.env.iter().find_map(|e| e.strip_prefix("name="));
+            if Some(run.meta.name.as_str()) != drv_name {
+                a.splice(0..0, ["--name".to_string(), run.meta.name.clone()]);
+            }
+            a.push(s.drv.clone());
+        }
         ImageLocation::Root { dir } => {
             let Some(argv0) = m.argv.first() else {
                 return Err("it has no argv[0]".into());
@@ -373,7 +382,11 @@ fn recipe_into(store: &Store, run: &Run, out: &mut Recipe, depth: usize) {
     }
     match run_flags(run, &mut out.notes) {
         Ok((flags, cwd)) => {
-            let mut argv = vec!["rewind".to_string(), "run".to_string()];
+            let verb = match run.meta.image {
+                ImageLocation::Store(_) => "nix",
+                _ => "run",
+            };
+            let mut argv = vec!["rewind".to_string(), verb.to_string()];
             argv.extend(flags);
             out.lines.push(Line::new(argv, cwd, stdin_of(run)));
         }
@@ -490,6 +503,12 @@ fn image_line(loc: &ImageLocation) -> String {
             }
         }
         ImageLocation::Root { dir } => format!("the root directory {}", dir.display()),
+        ImageLocation::Store(s) => format!(
+            "the input closure of {} ({} store paths) and {}",
+            s.drv,
+            s.paths.len(),
+            s.build_dir
+        ),
     }
 }
 

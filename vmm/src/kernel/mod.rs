@@ -227,6 +227,11 @@ impl<'r> Kernel<'r> {
                 self.names.extend(live);
                 std::mem::take(&mut self.names)
             },
+            kept: limits
+                .keep
+                .iter()
+                .filter_map(|p| Some((p.clone(), self.file_tree(p)?)))
+                .collect(),
         })
     }
 

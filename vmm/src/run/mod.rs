@@ -58,6 +58,21 @@ pub struct Limits {
     /// out stops where the recording's host clock stopped it, whatever this
     /// host's clock says.
     pub max_steps: Option<u64>,
+    /// Guest paths whose trees the run hands back as it left them
+    /// (`Outcome::kept`): a build's outputs.
+    pub keep: Vec<String>,
+}
+
+/// A file tree as a run left it, read from its file system at its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileTree {
+    File {
+        executable: bool,
+        bytes: Vec<u8>,
+    },
+    Symlink(String),
+    /// Entries by name, in byte order.
+    Dir(std::collections::BTreeMap<String, FileTree>),
 }
 
 #[derive(Debug, Clone)]
@@ -76,6 +91,9 @@ pub struct Outcome {
     pub writers: std::collections::BTreeMap<String, std::collections::BTreeSet<(u32, u32)>>,
     /// Each thread's last name (prctl PR_SET_NAME), by tid.
     pub thread_names: std::collections::BTreeMap<u32, String>,
+    /// The trees at `Limits::keep`'s paths when the run ended (a path that
+    /// was not there then is left out).
+    pub kept: std::collections::BTreeMap<String, FileTree>,
 }
 
 /// Where a running machine sends what it records.

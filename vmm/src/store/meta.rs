@@ -20,6 +20,8 @@ pub enum ImageLocation {
     },
     /// A directory that is the guest's `/`.
     Root { dir: PathBuf },
+    /// A Nix build's closure and build directory.
+    Store(crate::image::StoreImage),
 }
 
 impl From<&Image> for ImageLocation {
@@ -35,6 +37,7 @@ impl From<&Image> for ImageLocation {
                 deps: deps.clone(),
             },
             Image::Root { dir } => ImageLocation::Root { dir: dir.clone() },
+            Image::Store(s) => ImageLocation::Store(s.clone()),
         }
     }
 }
@@ -52,6 +55,7 @@ impl ImageLocation {
                 deps: deps.clone(),
             },
             ImageLocation::Root { dir } => Image::Root { dir: dir.clone() },
+            ImageLocation::Store(s) => Image::Store(s.clone()),
         }
     }
 }

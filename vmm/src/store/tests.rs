@@ -57,6 +57,7 @@ fn outcome(steps: u64) -> Outcome {
         where_at: vec![],
         thread_names: Default::default(),
         writers: Default::default(),
+        kept: Default::default(),
     }
 }
 

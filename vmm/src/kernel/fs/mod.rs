@@ -525,6 +525,48 @@ impl Kernel<'_> {
         Ok(NodeRef::Node(self.lookup_at(dirfd, &path, follow)?))
     }
 
+    /// The tree at absolute path `guest` (its last component not followed
+    /// when a link), as the file system holds it now; None when there is
+    /// nothing there or a component on the way is a link.
+    pub fn file_tree(&mut self, guest: &str) -> Option<crate::run::FileTree> {
+        let mut ino = vfs::ROOT_INO;
+        for name in guest.split('/').filter(|c| !c.is_empty()) {
+            ino = self.vfs.tree.lookup(ino, name).ok()??;
+        }
+        self.tree_at(ino)
+    }
+
+    fn tree_at(&mut self, ino: Ino) -> Option<crate::run::FileTree> {
+        use crate::run::FileTree;
+        let node = self.vfs.tree.node(ino).ok()?;
+        match (&node.kind, node.mode) {
+            (vfs::Kind::Symlink(t), _) => Some(FileTree::Symlink(t.clone())),
+            (vfs::Kind::File(_), mode) => Some(FileTree::File {
+                executable: mode & 0o100 != 0,
+                bytes: self.file_data(ino).ok()?.to_vec(),
+            }),
+            (vfs::Kind::Dir(_), _) => {
+                let entries: Vec<(String, Ino)> = self
+                    .vfs
+                    .tree
+                    .entries(ino)
+                    .ok()?
+                    .iter()
+                    .map(|(n, i)| (n.clone(), *i))
+                    .collect();
+                let mut out = std::collections::BTreeMap::new();
+                for (name, child) in entries {
+                    // What a store path cannot hold (devices, fifos) is left out.
+                    if let Some(t) = self.tree_at(child) {
+                        out.insert(name, t);
+                    }
+                }
+                Some(FileTree::Dir(out))
+            }
+            _ => None,
+        }
+    }
+
     /// The resolved path of a node in directory `parent` named `name`.
     pub(crate) fn path_of(&self, parent: Ino, name: &str) -> String {
         let dir = self.vfs.tree.dir_path(parent);

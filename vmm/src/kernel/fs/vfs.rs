@@ -374,6 +374,7 @@ impl Tree {
                     t.insert_image_path(&d.guest, node);
                 }
             }
+            Image::Store(s) => t.add_store_paths(s),
         }
         t.add_monitor_dirs(cores);
         t
@@ -401,6 +402,56 @@ impl Tree {
         if let Ok(None) = self.lookup(dir, last) {
             self.insert_image_child(dir, last, node);
         }
+    }
+
+    /// A Nix build's tree: each store path of the closure at its place (a
+    /// directory's entries read from the host when first needed), and the
+    /// empty build directory; nothing else of the host.
+    fn add_store_paths(&mut self, s: &crate::image::StoreImage) {
+        self.nodes.insert(
+            ROOT_INO,
+            Node::new(
+                S_IFDIR | 0o755,
+                4096,
+                self.epoch_ns,
+                empty_dir(ROOT_INO, ""),
+            ),
+        );
+        for p in &s.paths {
+            let host = s.host_root.join(p.trim_start_matches('/'));
+            let (dir, name) = p.rsplit_once('/').unwrap_or(("", p));
+            if let Some(entry) = HostEntry::at(host) {
+                let parent = self.image_dir(dir);
+                let node = entry.node(parent, name, self.epoch_ns);
+                self.insert_image_path(p, node);
+            }
+        }
+        let (dir, name) = s.build_dir.rsplit_once('/').unwrap_or(("", &s.build_dir));
+        let parent = self.image_dir(dir);
+        let mut build = Node::new(
+            S_IFDIR | 0o700,
+            4096,
+            self.epoch_ns,
+            empty_dir(parent, name),
+        );
+        build.nlink = 2;
+        self.insert_image_path(&s.build_dir, build);
+    }
+
+    /// The directory at absolute path `guest` of an image without a root
+    /// directory, made with the directories on the way when missing.
+    fn image_dir(&mut self, guest: &str) -> Ino {
+        let mut dir = ROOT_INO;
+        for name in guest.split('/').filter(|c| !c.is_empty()) {
+            dir = match self.lookup(dir, name) {
+                Ok(Some(d)) => d,
+                _ => {
+                    let n = Node::new(S_IFDIR | 0o755, 4096, self.epoch_ns, empty_dir(dir, name));
+                    self.insert_image_child(dir, name, n)
+                }
+            };
+        }
+        dir
     }
 
     /// Adds a child found in the image: its inode number comes from its place.
@@ -554,31 +605,7 @@ impl Tree {
                 d.entries = Some(BTreeMap::new());
             }
             for (name, entry) in found {
-                let node = match entry {
-                    HostEntry::Dir { perm, path } => {
-                        let mut n = Node::new(
-                            S_IFDIR | perm,
-                            4096,
-                            self.epoch_ns,
-                            Kind::Dir(DirData {
-                                parent: dir,
-                                name: name.clone(),
-                                host: Some(path),
-                                entries: None,
-                                fixed: false,
-                            }),
-                        );
-                        n.nlink = 2;
-                        n
-                    }
-                    HostEntry::File { perm, size, path } => Node::new(
-                        S_IFREG | perm,
-                        size,
-                        self.epoch_ns,
-                        Kind::File(FileData::image(path)),
-                    ),
-                    HostEntry::Symlink(target) => symlink_node(&target, self.epoch_ns),
-                };
+                let node = entry.node(dir, &name, self.epoch_ns);
                 self.insert_image_child(dir, &name, node);
             }
         }
@@ -935,11 +962,65 @@ enum HostEntry {
     Symlink(String),
 }
 
+impl HostEntry {
+    /// What the guest may see of the host's `path`: a directory, regular
+    /// file or symbolic link with a UTF-8 target.
+    fn at(path: PathBuf) -> Option<HostEntry> {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let perm = meta.permissions().mode() & 0o7777;
+        let ft = meta.file_type();
+        if ft.is_dir() {
+            Some(HostEntry::Dir { perm, path })
+        } else if ft.is_file() {
+            Some(HostEntry::File {
+                perm,
+                size: meta.len(),
+                path,
+            })
+        } else if ft.is_symlink() {
+            let t = std::fs::read_link(&path).ok()?;
+            Some(HostEntry::Symlink(t.into_os_string().into_string().ok()?))
+        } else {
+            None
+        }
+    }
+
+    /// Its node as child `name` of directory `parent` (a directory's
+    /// entries are read when first needed).
+    fn node(self, parent: Ino, name: &str, epoch_ns: u64) -> Node {
+        match self {
+            HostEntry::Dir { perm, path } => {
+                let mut n = Node::new(
+                    S_IFDIR | perm,
+                    4096,
+                    epoch_ns,
+                    Kind::Dir(DirData {
+                        parent,
+                        name: name.to_string(),
+                        host: Some(path),
+                        entries: None,
+                        fixed: false,
+                    }),
+                );
+                n.nlink = 2;
+                n
+            }
+            HostEntry::File { perm, size, path } => Node::new(
+                S_IFREG | perm,
+                size,
+                epoch_ns,
+                Kind::File(FileData::image(path)),
+            ),
+            HostEntry::Symlink(target) => symlink_node(&target, epoch_ns),
+        }
+    }
+}
+
 /// The entries of an image directory the guest may see: directories,
 /// regular files and symbolic links with UTF-8 names (what the image's hash
 /// covers); anything else is left out.
 fn read_host_dir(dir: &std::path::Path) -> Vec<(String, HostEntry)> {
-    use std::os::unix::fs::PermissionsExt;
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -948,32 +1029,9 @@ fn read_host_dir(dir: &std::path::Path) -> Vec<(String, HostEntry)> {
         let Ok(name) = e.file_name().into_string() else {
             continue;
         };
-        let path = e.path();
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
-        let perm = meta.permissions().mode() & 0o7777;
-        let ft = meta.file_type();
-        let entry = if ft.is_dir() {
-            HostEntry::Dir { perm, path }
-        } else if ft.is_file() {
-            HostEntry::File {
-                perm,
-                size: meta.len(),
-                path,
-            }
-        } else if ft.is_symlink() {
-            match std::fs::read_link(&path)
-                .ok()
-                .and_then(|t| t.into_os_string().into_string().ok())
-            {
-                Some(t) => HostEntry::Symlink(t),
-                None => continue,
-            }
-        } else {
-            continue;
-        };
-        out.push((name, entry));
+        if let Some(entry) = HostEntry::at(e.path()) {
+            out.push((name, entry));
+        }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out

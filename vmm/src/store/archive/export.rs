@@ -77,6 +77,34 @@ fn walk_root(
     Ok(())
 }
 
+/// A root image's entries, or a store image's: its closure's paths, each
+/// with what it holds, under `nix/store`.
+fn image_entries(image: &Image) -> Result<Vec<(String, Kind, u32, PathBuf)>, StoreError> {
+    let mut entries = Vec::new();
+    match image {
+        Image::Program { .. } => {}
+        Image::Root { dir } => walk_root(dir, "", &mut entries)?,
+        Image::Store(s) => {
+            for p in &s.paths {
+                let host = s.host_root.join(p.trim_start_matches('/'));
+                let rel = p.trim_start_matches('/').to_string();
+                let meta = std::fs::symlink_metadata(&host).map_err(io(&host))?;
+                let mode = meta.permissions().mode();
+                let ft = meta.file_type();
+                if ft.is_dir() {
+                    entries.push((rel.clone(), Kind::Dir, mode, host.clone()));
+                    walk_root(&host, &rel, &mut entries)?;
+                } else if ft.is_symlink() {
+                    entries.push((rel, Kind::Symlink, mode, host));
+                } else if ft.is_file() {
+                    entries.push((rel, Kind::File, mode, host));
+                }
+            }
+        }
+    }
+    Ok(entries)
+}
+
 impl Store {
     /// Writes `run` to `out` as one file (see the module's doc). With
     /// `replayable`, also its standard input, image and keyframes with their
@@ -175,6 +203,7 @@ impl Store {
         let image_kind = inputs.map(|i| match &i.image {
             Image::Program { .. } => "program".to_string(),
             Image::Root { .. } => "root".to_string(),
+            Image::Store(_) => "store".to_string(),
         });
         let info = Info {
             format: FORMAT_VERSION,
@@ -250,9 +279,8 @@ impl Store {
                         summary.image_files += 1;
                     }
                 }
-                Image::Root { dir } => {
-                    let mut entries = Vec::new();
-                    walk_root(dir, "", &mut entries)?;
+                Image::Root { .. } | Image::Store(_) => {
+                    let entries = image_entries(&inputs.image)?;
                     for (rel, kind, mode, p) in entries {
                         let data = match kind {
                             Kind::Dir => Vec::new(),

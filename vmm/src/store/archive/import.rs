@@ -223,7 +223,7 @@ impl Check {
         if info.replayable {
             let ok = match info.image.as_deref() {
                 Some("program") => self.program && !self.root,
-                Some("root") => !self.program && !self.deps,
+                Some("root" | "store") => !self.program && !self.deps,
                 _ => false,
             };
             if !ok {
@@ -487,7 +487,9 @@ impl Store {
                         ImageLocation::Program {
                             guest_path, deps, ..
                         } => (guest_path.clone(), deps.clone()),
-                        ImageLocation::Root { .. } => (checked.manifest.program.clone(), vec![]),
+                        ImageLocation::Root { .. } | ImageLocation::Store(_) => {
+                            (checked.manifest.program.clone(), vec![])
+                        }
                     };
                     // The libraries from image/deps/ (the hash below checks
                     // that they are what the manifest's image holds).
@@ -526,6 +528,29 @@ impl Store {
                             host_path: image_home.join("program"),
                             deps: at(&image_home)?,
                         },
+                    )
+                }
+                Some("store") => {
+                    let ImageLocation::Store(s) = &checked.meta.image else {
+                        return refused("refused: a store image without its store paths");
+                    };
+                    if s.paths.iter().any(|p| {
+                        !p.strip_prefix("/nix/store/")
+                            .is_some_and(|n| !n.contains('/') && safe_component(n))
+                    }) || !s.build_dir.starts_with('/')
+                    {
+                        return refused(
+                            "refused: run/meta.json names a store path outside /nix/store",
+                        );
+                    }
+                    std::fs::create_dir_all(&image_tmp).map_err(|e| write_err(&image_tmp, e))?;
+                    let at = |host_root: PathBuf| crate::image::StoreImage {
+                        host_root,
+                        ..s.clone()
+                    };
+                    (
+                        Image::Store(at(image_tmp.clone())),
+                        ImageLocation::Store(at(image_home.clone())),
                     )
                 }
                 _ => {
@@ -574,7 +599,13 @@ impl Store {
             std::fs::create_dir_all(&images).map_err(|e| write_err(&images, e))?;
             let usable = || {
                 let img = meta.image.to_image();
-                img.hash().ok().as_deref() == Some(checked.manifest.image.as_str())
+                // A store image's hash is its paths' names: it says nothing
+                // of whether they are there.
+                let there = match &img {
+                    Image::Store(s) => s.host_root.is_dir(),
+                    _ => true,
+                };
+                there && img.hash().ok().as_deref() == Some(checked.manifest.image.as_str())
             };
             if !usable() {
                 if image_home.exists() {

@@ -1,0 +1,293 @@
+//! `rewind nix`: a derivation's build as a run, with Debian's nix-bin
+//! offline (single-user, as root, no sandbox, no substituter but the
+//! `file://` caches the tests make). The derivations' builder is a static
+//! busybox added to the store with `builtins.path`.
+
+use rewind_tests::{host_program, Home, Output};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The host's Nix, set up for one test: its settings (NIX_CONFIG, with a
+/// `file://` cache of the test's own as the one substituter) and a
+/// directory with `busybox/bin/{busybox,sh}` and the test's Nix files.
+struct Nix {
+    dir: tempfile::TempDir,
+    config: String,
+}
+
+impl Nix {
+    /// None (the test skipped, said on stderr) when nix-bin is not installed.
+    fn new() -> Option<Nix> {
+        host_program("/usr/bin/nix-build", "nix-bin")?;
+        let busybox = host_program("/bin/busybox", "busybox-static")?;
+        let dir = tempfile::Builder::new()
+            .prefix("rewind-nix-test-")
+            .tempdir()
+            .unwrap();
+        let bin = dir.path().join("busybox/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::copy(busybox, bin.join("busybox")).unwrap();
+        std::os::unix::fs::symlink("busybox", bin.join("sh")).unwrap();
+        let cache = dir.path().join("cache");
+        let config = format!(
+            "experimental-features = nix-command flakes\nsandbox = false\n\
+             build-users-group =\nsubstituters = file://{}\n",
+            cache.display()
+        );
+        Some(Nix { dir, config })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn cache_url(&self) -> String {
+        format!("file://{}", self.path().join("cache").display())
+    }
+
+    /// Writes `derivations.nix`: an attribute set of `builtins.derivation`s
+    /// with `bb` (the busybox directory) and `sh` (its shell) in scope.
+    fn write(&self, attrs: &str) -> PathBuf {
+        let file = self.path().join("derivations.nix");
+        let text = format!(
+            "let\n  bb = builtins.path {{ path = ./busybox; name = \"busybox\"; }};\n  \
+             sh = \"${{bb}}/bin/sh\";\n  \
+             drv = name: script: derivation {{ inherit name; system = \"x86_64-linux\"; \
+             builder = sh; args = [ \"-c\" script ]; PATH = \"${{bb}}/bin\"; }};\n\
+             in {{\n{attrs}\n}}\n"
+        );
+        std::fs::write(&file, text).unwrap();
+        file
+    }
+
+    /// A Nix tool with these settings; panics unless it succeeds. Its stdout.
+    fn tool(&self, tool: &str, args: &[&str]) -> String {
+        let out = Command::new(tool)
+            .args(args)
+            .env("NIX_CONFIG", &self.config)
+            .output()
+            .unwrap_or_else(|e| panic!("{tool}: {e}"));
+        assert!(
+            out.status.success(),
+            "{tool} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// `nix-build FILE -A ATTR` on the host: the outputs' paths.
+    fn build(&self, file: &Path, attr: &str) -> Vec<String> {
+        let f = file.to_str().unwrap();
+        let out = self.tool("nix-build", &[f, "-A", attr, "--no-out-link"]);
+        out.lines().map(str::to_string).collect()
+    }
+
+    /// `rewind ARGS` with these settings.
+    fn rewind(&self, home: &Home, args: &[&str]) -> Output {
+        home.rewind_env(args, &[("NIX_CONFIG", &self.config)])
+    }
+}
+
+/// The run id on `rewind: run <id> ...`, the last line of stderr.
+fn run_id(out: &Output) -> String {
+    let last = out.stderr_lines().last().copied().unwrap_or("");
+    let id = last
+        .strip_prefix("rewind: run ")
+        .unwrap_or_else(|| panic!("{out}"));
+    id.split(' ').next().unwrap().to_string()
+}
+
+const TWO_OUTPUTS: &str = r#"  hello = (derivation {
+    name = "hello"; system = "x86_64-linux"; builder = sh; outputs = [ "out" "doc" ];
+    PATH = "${bb}/bin";
+    args = [ "-c" ''
+      mkdir -p $out/bin $out/share/empty $doc
+      echo hello > $out/share/greeting
+      printf '#!/bin/sh\necho hi\n' > $out/bin/hi
+      chmod +x $out/bin/hi
+      ln -s ../share/greeting $out/bin/link
+      echo "the doc of $name" > $doc/README
+      echo built $name
+    '' ];
+  });"#;
+
+#[test]
+fn a_build_matches_the_store_and_a_file_cache() {
+    let Some(nix) = Nix::new() else { return };
+    let file = nix.write(TWO_OUTPUTS);
+    let outs = nix.build(&file, "hello.all");
+    assert_eq!(outs.len(), 2, "{outs:?}");
+    let cache = nix.cache_url();
+    let mut args = vec!["copy", "--to", &cache as &str];
+    args.extend(outs.iter().map(String::as_str));
+    nix.tool("nix", &args);
+
+    let home = Home::new();
+    let f = file.to_str().unwrap();
+    let out = nix.rewind(&home, &["nix", "-q", f, "-A", "hello"]);
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stderr.contains(" exited:0 after "), "{out}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    for path in &outs {
+        for verdict in [
+            "matches your store".to_string(),
+            format!("matches cache {}", nix.cache_url()),
+        ] {
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.starts_with(&format!("{path} sha256:")) && l.ends_with(&verdict)),
+                "no `{path} ... {verdict}` in:\n{out}"
+            );
+        }
+    }
+    // The run is named after the derivation, and its JSON says the same.
+    let ls = home.ok(&["ls"]);
+    assert!(ls.stdout.contains("hello"), "{ls}");
+    let json = nix.rewind(&home, &["nix", "--json", f, "-A", "hello"]);
+    assert_eq!(json.code, 0, "{json}");
+    let v: serde_json::Value =
+        serde_json::from_str(&json.stdout).unwrap_or_else(|e| panic!("{e}: {json}"));
+    assert_eq!(v["run"], run_id(&out));
+    assert_eq!(v["status"], "exited:0");
+    let outputs = v["outputs"].as_array().unwrap();
+    assert_eq!(outputs.len(), 2);
+    for o in outputs {
+        assert_eq!(o["store"]["verdict"], "matches", "{v:#}");
+        assert_eq!(o["caches"][0]["verdict"], "matches", "{v:#}");
+        assert_eq!(o["caches"][0]["url"], nix.cache_url().as_str());
+        assert!(o["narHash"].as_str().unwrap().starts_with("sha256:"));
+    }
+}
+
+#[test]
+fn an_output_the_store_has_otherwise_differs_and_a_new_one_is_not_there() {
+    let Some(nix) = Nix::new() else { return };
+    // The clock differs natively; inside Rewind it is the run's epoch.
+    let file = nix.write(
+        r#"  clock = drv "clock" "date +%s%N > $out";
+  fresh = drv "fresh-${builtins.toString builtins.currentTime}" "echo fresh > $out";"#,
+    );
+    let theirs = nix.build(&file, "clock");
+    let home = Home::new();
+    let f = file.to_str().unwrap();
+    let out = nix.rewind(&home, &["nix", "-q", f, "-A", "clock"]);
+    assert_eq!(
+        out.code, 1,
+        "an output that differs is the answer yes:\n{out}"
+    );
+    let line = out.stdout.lines().next().unwrap_or("");
+    assert!(line.starts_with(&format!("{} sha256:", theirs[0])), "{out}");
+    assert!(
+        line.contains(" differs from your store (yours sha256:"),
+        "{out}"
+    );
+    assert!(
+        out.stdout
+            .contains(&format!("not in cache {}", nix.cache_url())),
+        "{out}"
+    );
+
+    let out = nix.rewind(&home, &["nix", "-q", f, "-A", "fresh"]);
+    assert_eq!(out.code, 0, "{out}");
+    assert!(
+        out.stdout
+            .lines()
+            .next()
+            .unwrap_or("")
+            .ends_with(" not in your store"),
+        "{out}"
+    );
+}
+
+#[test]
+fn show_makes_a_nix_run_again_in_a_fresh_home_and_an_export_replays_elsewhere() {
+    let Some(nix) = Nix::new() else { return };
+    let file = nix.write(TWO_OUTPUTS);
+    let home = Home::new();
+    let f = file.to_str().unwrap();
+    let out = nix.rewind(&home, &["nix", "-q", f, "-A", "hello"]);
+    assert_eq!(out.code, 0, "{out}");
+    let id = run_id(&out);
+    let show = home.ok(&["show", &id]);
+    let again = show
+        .stdout
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("rewind nix "))
+        .unwrap_or_else(|| panic!("no `rewind nix` line:\n{show}"));
+    assert!(again.contains(" --epoch "), "{show}");
+    let args: Vec<&str> = again
+        .trim_end_matches("< /dev/null")
+        .split_whitespace()
+        .skip(1)
+        .collect();
+    let fresh = Home::new();
+    let made = nix.rewind(&fresh, &args);
+    assert_eq!(made.code, 0, "{made}");
+    assert_eq!(run_id(&made), id, "{show}\n{made}");
+
+    // A replayable export carries the closure: it imports and replays
+    // in a home that has never seen it.
+    let rwd = nix.path().join("hello.rwd");
+    home.ok(&["export", &id, "--replayable", "-o", rwd.to_str().unwrap()]);
+    let other = Home::new();
+    other.ok(&["import", rwd.to_str().unwrap()]);
+    let replay = other.ok(&["replay", &id]);
+    assert!(
+        replay.stdout.contains("identical") || replay.stderr.contains("identical"),
+        "{replay}"
+    );
+}
+
+#[test]
+fn what_cannot_be_built_is_one_line_and_exit_2_and_no_run() {
+    let Some(nix) = Nix::new() else { return };
+    let file = nix.write(
+        r#"  fetched = derivation { name = "fetched"; system = "x86_64-linux"; builder = sh;
+    args = [ "-c" "echo x > $out" ]; outputHashMode = "flat"; outputHashAlgo = "sha256";
+    outputHash = "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="; };
+  outside = derivation { name = "outside"; system = "x86_64-linux"; builder = "/bin/sh";
+    args = [ "-c" "echo x > $out" ]; };"#,
+    );
+    let home = Home::new();
+    let f = file.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["nix", f, "-A", "fetched"], "fixed-output derivation"),
+        (
+            vec!["nix", f, "-A", "outside"],
+            "its builder /bin/sh is not in its input closure",
+        ),
+        (vec!["nix", f, "-A", "nope"], "attribute 'nope'"),
+        (
+            vec![
+                "nix",
+                "/nix/store/00000000000000000000000000000000-none.drv",
+            ],
+            "none.drv",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = nix.rewind(&home, &args);
+        assert_eq!(out.code, 2, "{out}");
+        let lines = out.stderr_lines();
+        assert_eq!(lines.len(), 1, "one line:\n{out}");
+        assert!(
+            lines[0].starts_with("rewind: error: ") && lines[0].contains(says),
+            "{says}:\n{out}"
+        );
+    }
+    // Without Nix on PATH.
+    let mut cmd = Command::new(rewind_tests::rewind_bin());
+    cmd.args(["nix", f, "-A", "outside"])
+        .env("REWIND_HOME", home.path())
+        .env("PATH", "/nonexistent");
+    let out = rewind_tests::run_command(cmd, rewind_tests::DEADLINE);
+    assert_eq!(out.code, 2, "{out}");
+    assert!(out.stderr.contains("no Nix on this host"), "{out}");
+    assert!(
+        home.finished_run_dirs().is_empty(),
+        "a refused build records no run"
+    );
+}
