@@ -216,11 +216,23 @@ fn hash_entry_head(h: &mut blake3::Hasher, guest: &str, mode: u32) {
 
 fn hash_file(h: &mut blake3::Hasher, guest: &str, host: &Path) -> Result<(), EngineError> {
     use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(host).map_err(EngineError::io(host))?;
+    let mut f = match std::fs::File::open(host) {
+        // Removed since its directory was listed: a live tree (--root /) moves.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        r => r.map_err(EngineError::io(host))?,
+    };
+    let meta = f.metadata().map_err(EngineError::io(host))?;
     hash_entry_head(h, guest, meta.permissions().mode());
-    let mut f = std::fs::File::open(host).map_err(EngineError::io(host))?;
     h.update_reader(&mut f).map_err(EngineError::io(host))?;
     Ok(())
+}
+
+/// `r`, or None when what it looked at was removed meanwhile.
+fn unless_gone<T>(r: std::io::Result<T>, at: &Path) -> Result<Option<T>, EngineError> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        r => r.map(Some).map_err(EngineError::io(at)),
+    }
 }
 
 /// A symbolic link's entry in an image hash.
@@ -289,11 +301,16 @@ pub fn resolve_links(
     Some(format!("/{}", done.join("/")))
 }
 
+/// The tree under `dir` into `h`, in name order; what is removed while it
+/// is walked (a live tree) is left out.
 fn hash_tree(h: &mut blake3::Hasher, dir: &Path, guest: &str) -> Result<(), EngineError> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .map_err(EngineError::io(dir))?
-        .collect::<Result<_, _>>()
-        .map_err(EngineError::io(dir))?;
+    let Some(listing) = unless_gone(std::fs::read_dir(dir), dir)? else {
+        return Ok(());
+    };
+    let mut entries = Vec::new();
+    for e in listing {
+        entries.extend(unless_gone(e, dir)?);
+    }
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let name = e.file_name();
@@ -304,16 +321,22 @@ fn hash_tree(h: &mut blake3::Hasher, dir: &Path, guest: &str) -> Result<(), Engi
             continue;
         }
         let gpath = format!("{guest}/{name}");
-        let ft = e.file_type().map_err(EngineError::io(e.path()))?;
+        let Some(ft) = unless_gone(e.file_type(), &e.path())? else {
+            continue;
+        };
         if ft.is_dir() {
             use std::os::unix::fs::PermissionsExt;
-            let meta = std::fs::symlink_metadata(e.path()).map_err(EngineError::io(e.path()))?;
+            let Some(meta) = unless_gone(std::fs::symlink_metadata(e.path()), &e.path())? else {
+                continue;
+            };
             h.update(gpath.as_bytes());
             h.update(b"/\0");
             h.update(&meta.permissions().mode().to_le_bytes());
             hash_tree(h, &e.path(), &gpath)?;
         } else if ft.is_symlink() {
-            let target = std::fs::read_link(e.path()).map_err(EngineError::io(e.path()))?;
+            let Some(target) = unless_gone(std::fs::read_link(e.path()), &e.path())? else {
+                continue;
+            };
             h.update(gpath.as_bytes());
             h.update(b"@\0");
             h.update(target.as_os_str().as_encoded_bytes());
