@@ -28,6 +28,38 @@ pub struct ShardArgs {
     /// Merge the shards' --results directories into the check's report.
     #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with_all = ["shard", "results", "command", "example"])]
     pub merge: Vec<PathBuf>,
+    /// With --merge: while the shards run, say every 2 s how many schedules
+    /// are done, how many violate, and the slowest shard; merge when every
+    /// shard has ended.
+    #[arg(long, requires = "merge")]
+    pub watch: bool,
+}
+
+/// `--merge --watch`: a line on stderr every 2 s until every shard has ended.
+fn watch(dirs: &[PathBuf]) -> Result<()> {
+    loop {
+        let w = merge::watch(dirs).map_err(refused)?;
+        let n = w.shards.unwrap_or(0);
+        let per: Vec<String> = w
+            .done
+            .iter()
+            .map(|(s, d)| format!("{s}/{n}: {d}"))
+            .collect();
+        let slowest = w.slowest().map_or(String::new(), |(s, d)| {
+            format!("; slowest: shard {s}/{n} ({d} done)")
+        });
+        eprintln!(
+            "rewind: watch: {} schedules done ({}), {} violating so far, {} of {n} shards ended{slowest}",
+            w.done.values().sum::<u64>(),
+            per.join(", "),
+            w.violating,
+            w.finished.len()
+        );
+        if w.over() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
 }
 
 fn var(name: &str) -> Option<String> {
@@ -131,6 +163,9 @@ pub fn merge(args: &CheckArgs) -> Result<i32> {
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if args.shards.watch {
+        watch(&args.shards.merge)?;
+    }
     let p = merge::prepare(&args.shards.merge, &store, jobs).map_err(refused)?;
     let mut lines = Lines::new(args.json);
     let (report, notes) = merge::merge(&p, &store, &mut lines).map_err(refused)?;

@@ -46,25 +46,76 @@ fn named(name: &str) -> Option<Named> {
     (i.parse::<u32>().is_ok() && n.parse::<u32>().is_ok()).then_some(Named::Finished)
 }
 
+/// How far the shards writing into some directories are (`--merge --watch`).
+#[derive(Debug, Default)]
+pub struct Watch {
+    pub shards: Option<u32>,
+    /// Schedules recorded by each shard, schedule 0 aside.
+    pub done: BTreeMap<u32, u64>,
+    pub finished: BTreeSet<u32>,
+    /// Violating schedules recorded so far.
+    pub violating: u64,
+}
+
+impl Watch {
+    /// Whether every shard has ended.
+    pub fn over(&self) -> bool {
+        self.shards
+            .is_some_and(|n| (1..=n).all(|s| self.finished.contains(&s)))
+    }
+
+    /// The unfinished shard that has recorded the fewest schedules.
+    pub fn slowest(&self) -> Option<(u32, u64)> {
+        let n = self.shards?;
+        (1..=n)
+            .filter(|s| !self.finished.contains(s))
+            .map(|s| (s, self.done.get(&s).copied().unwrap_or(0)))
+            .min_by_key(|(_, d)| *d)
+    }
+}
+
+/// Reads how far the shards are; directories with no records yet count as
+/// shards not started.
+pub fn watch(dirs: &[PathBuf]) -> Result<Watch, ShardError> {
+    let mut shelf = Shelf::default();
+    for dir in dirs {
+        shelf.read_dir(dir)?;
+    }
+    Ok(Watch {
+        shards: shelf.shards,
+        violating: shelf
+            .records
+            .iter()
+            .filter(|(i, (r, _))| **i > 0 && !r.violations.is_empty())
+            .count() as u64,
+        done: shelf.seen,
+        finished: shelf.finished.into_keys().collect(),
+    })
+}
+
 impl Shelf {
+    /// Reads one directory's records; how many it held.
+    fn read_dir(&mut self, dir: &Path) -> Result<usize, ShardError> {
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| refused(format!("cannot read {}: {e}", dir.display())))?;
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let before = self.records.len() + self.finished.len();
+        for name in names {
+            if let Some(n) = named(&name) {
+                self.add(dir, &name, n)?;
+            }
+        }
+        Ok(self.records.len() + self.finished.len() - before)
+    }
+
     fn read(dirs: &[PathBuf]) -> Result<Shelf, ShardError> {
         let mut shelf = Shelf::default();
         for dir in dirs {
-            let entries = std::fs::read_dir(dir)
-                .map_err(|e| refused(format!("cannot read {}: {e}", dir.display())))?;
-            let mut names: Vec<String> = entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect();
-            names.sort();
-            let before = shelf.records.len() + shelf.finished.len();
-            for name in names {
-                match named(&name) {
-                    Some(n) => shelf.add(dir, &name, n)?,
-                    None => continue,
-                }
-            }
-            if shelf.records.len() + shelf.finished.len() == before {
+            if shelf.read_dir(dir)? == 0 {
                 return Err(refused(format!(
                     "{} holds no shard records (`rewind check --shard I/N --results DIR` writes them)",
                     dir.display()
