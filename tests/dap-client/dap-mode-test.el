@@ -2,8 +2,8 @@
 
 ;; emacs --batch -l dap-mode-test.el, with REWIND_BIN (the built `rewind'),
 ;; REWIND_HOME and RUN (a run killed by a signal) in the environment.
-;; Opens the run: it must stop with reason `exception'; asks a stack trace,
-;; steps back (a second stop, at an earlier step), asks rewind/lanes, and
+;; Opens the run: it must stop, with a frame in `worker' on the stack trace
+;; (the stop's reason is not checked here; dap.test.mjs checks it); steps back (a second stop, at an earlier step), asks rewind/lanes, and
 ;; disconnects. Exits 0 when all of that happened, 1 otherwise.
 
 (require 'package)

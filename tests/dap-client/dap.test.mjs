@@ -68,11 +68,17 @@ before(() => {
   };
 });
 
+/** Asserts that `rewind replay ID` reports identical. */
+function replayIdentical(id) {
+  const out = execFileSync(BIN, ['replay', id], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  assert.match(out, /^identical/, `replay of ${id}: ${out}`);
+}
+
 after(() => {
-  // Every run the sessions saw or made still replays identically.
+  // Every run the sessions saw or made still replays identically (a run
+  // removed on purpose was replayed before it went).
   for (const r of runs()) {
-    const out = execFileSync(BIN, ['replay', r.id], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    assert.match(out, /^identical/, `replay of ${r.id}: ${out}`);
+    replayIdentical(r.id);
   }
   rmSync(HOME, { recursive: true, force: true });
 });
@@ -799,6 +805,7 @@ test('a run removed under the session gives errors, not a crash', async () => {
   const dc = await session();
   try {
     const [stopped] = await open(dc, { run: victim, step: 5 });
+    replayIdentical(victim);
     rewind('remove', victim);
     await assert.rejects(dc.nextRequest({ threadId: stopped.threadId }), /removed|no such|not found/i);
     // What was already shown still answers.

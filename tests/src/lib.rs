@@ -231,10 +231,15 @@ enum HomeDir {
 /// home is dropped at the end of a test that passed, every noted run not yet
 /// replayed is. Runs that `import` added are not noted: replaying them is the
 /// import tests' own business, and only `--replayable` exports can be.
+/// A run's directory as made: its inode and birth time. A test damaging
+/// files inside it leaves it the same run; a new recording moves a new
+/// directory into place.
+type RunDir = Option<(u64, Option<std::time::SystemTime>)>;
+
 pub struct Home {
     dir: HomeDir,
     /// Runs present in `runs/` at the last look.
-    seen: RefCell<BTreeSet<String>>,
+    seen: RefCell<std::collections::BTreeMap<String, RunDir>>,
     /// Runs recorded here and not yet replayed.
     unreplayed: RefCell<BTreeSet<String>>,
     /// False for benchmarks' homes: they measure, the tests check.
@@ -287,11 +292,26 @@ impl Home {
     /// command that added them was `rewind import`.
     fn note_new_runs(&self, imported: bool) {
         let mut seen = self.seen.borrow_mut();
-        for id in self.finished_run_dirs() {
-            if seen.insert(id.clone()) && !imported {
-                self.unreplayed.borrow_mut().insert(id);
+        let now: std::collections::BTreeMap<String, RunDir> = self
+            .finished_run_dirs()
+            .into_iter()
+            .map(|id| {
+                let dir = std::fs::metadata(self.path().join("runs").join(&id)).ok();
+                let made = dir.map(|m| {
+                    use std::os::unix::fs::MetadataExt;
+                    (m.ino(), m.created().ok())
+                });
+                (id, made)
+            })
+            .collect();
+        // A run recorded again under a known id (same inputs, after a
+        // remove or over the old one) is a new recording in a new directory.
+        for (id, made) in &now {
+            if seen.get(id) != Some(made) && !imported {
+                self.unreplayed.borrow_mut().insert(id.clone());
             }
         }
+        *seen = now;
     }
 
     /// The runs recorded here that were not replayed yet.
@@ -501,7 +521,7 @@ impl Home {
             out.code == 0 && (out.stdout.contains("identical") || out.stderr.contains("identical")),
             "`rewind replay {run}` did not report identical:\n{out}"
         );
-        let id = if self.seen.borrow().contains(run) {
+        let id = if self.seen.borrow().contains_key(run) {
             run.to_string()
         } else {
             self.show_json(run)["id"]

@@ -116,8 +116,8 @@ fn crashed_pool(home: &rewind_tests::Home) -> String {
 }
 
 /// The same adapter driven by Emacs dap-mode (Debian's elpa-dap-mode, in
-/// batch mode): the failing pool run stops at the crash, a stack trace,
-/// stepBack to an earlier step, rewind/lanes, disconnect.
+/// batch mode): the failing pool run stops, its stack trace has a frame in
+/// `worker` (the stop's reason is dap.test.mjs's to check), stepBack to an earlier step, rewind/lanes, disconnect.
 #[test]
 fn emacs_dap_mode_session() {
     let home = rewind_tests::Home::new();

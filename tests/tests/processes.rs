@@ -3,7 +3,7 @@
 //! groups and sessions (`guest/tests/proc-fork.c`); execve and execveat of a
 //! static program and of `#!` scripts (`guest/tests/proc-exec.c`); every
 //! process in events, `ps` and `threads`; a fork at a step inside a child,
-//! from a keyframe holding two processes; and the `waiter` example found by
+//! of a run long enough to hold keyframes, reaching the same end; and the `waiter` example found by
 //! `rewind check` as a deadlock in the parent's pause; a forked TCP and
 //! Unix-socket server with POSIX record locks between the two processes
 //! (`guest/tests/proc-net.c`); job control in orphaned process groups
@@ -113,8 +113,9 @@ fn exec_of_a_static_program_and_of_scripts() {
 }
 
 /// A two-process run long enough to hold keyframes: `ps` shows both
-/// processes at a step inside the child, and a fork at that step (restored
-/// from a keyframe with two address spaces) runs to the same end.
+/// processes at a step inside the child, and a fork at that step (of a run
+/// long enough to hold keyframes; which one the fork restores is not
+/// checked) runs to the same end.
 #[test]
 fn ps_and_a_fork_inside_a_child() {
     let home = Home::new();

@@ -15,7 +15,8 @@ fn alarm_interrupts_pause_and_an_interval_timer_ticks() {
         "{log}"
     );
     assert!(log.contains("ticks=6 interval=100000us armed=1"), "{log}");
-    // alarm(3), then six ticks of 100 ms: 3.5 s of virtual time, no wall time.
+    // alarm(3), then six ticks of 100 ms: 3.5 s of virtual time (the status
+    // line's virtual figure; its wall time is not checked).
     assert!(run.line.contains(" 3.5"), "{}", run.line);
     h.replay_identical(&run.id);
 }

@@ -575,6 +575,10 @@ test('Remove Run in the Runs view removes a fork with the runs forked from it', 
 		await shot('failed-remove-row');
 		throw e;
 	}
+	// The runs about to go are replayed first, as every other run is at the end.
+	for (const id of [restartFork, ...below]) {
+		assert.match(rewind('replay', id), /^identical/, `replay of ${id}`);
+	}
 	await row.click({ button: 'right' });
 	await menuItem('Remove Run', 'remove');
 	const dialog = page.locator('.monaco-dialog-box', { hasText: `Remove run ${restartFork} and the runs forked from it?` });
