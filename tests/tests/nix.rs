@@ -291,3 +291,82 @@ fn what_cannot_be_built_is_one_line_and_exit_2_and_no_run() {
         "a refused build records no run"
     );
 }
+
+/// The repository's root.
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+#[test]
+fn the_examples_and_the_flake_evaluate_without_nixpkgs() {
+    let Some(nix) = Nix::new() else { return };
+    // nix/examples.nix with a local toolchain (busybox stands in: this
+    // evaluates and instantiates, it builds nothing).
+    let toolchain = format!(
+        "builtins.path {{ path = {}; name = \"busybox\"; }}",
+        nix.path().join("busybox").display()
+    );
+    let examples = repo().join("nix/examples.nix");
+    let names = nix.tool(
+        "nix-instantiate",
+        &[
+            "--eval",
+            "--json",
+            "-E",
+            &format!(
+                "builtins.attrNames (import {} {{ toolchain = {toolchain}; }})",
+                examples.display()
+            ),
+        ],
+    );
+    let names: Vec<String> = serde_json::from_str(&names).unwrap();
+    for n in [
+        "bank",
+        "philosophers",
+        "waiter",
+        "config-reload",
+        "pool",
+        "hash-order",
+    ] {
+        assert!(names.contains(&n.to_string()), "{n} in {names:?}");
+        assert!(
+            names.contains(&format!("{n}-fixed")),
+            "{n}-fixed in {names:?}"
+        );
+    }
+    let drv = nix.tool(
+        "nix-instantiate",
+        &[
+            examples.to_str().unwrap(),
+            "-A",
+            "bank",
+            "--arg",
+            "toolchain",
+            &toolchain,
+        ],
+    );
+    let text = std::fs::read_to_string(drv.trim()).unwrap();
+    assert!(
+        text.contains("-examples/bank.c") && text.contains("./bank"),
+        "{text}"
+    );
+    // The flake parses, and its outputs are a function of itself and nixpkgs
+    // (which these machines cannot fetch: nothing of it is evaluated here).
+    let flake = repo().join("flake.nix");
+    let args = nix.tool(
+        "nix-instantiate",
+        &[
+            "--eval",
+            "--json",
+            "-E",
+            &format!(
+                "builtins.attrNames (builtins.functionArgs (import {}).outputs)",
+                flake.display()
+            ),
+        ],
+    );
+    assert_eq!(args.trim(), r#"["nixpkgs","self"]"#);
+}
