@@ -187,6 +187,23 @@ fn missing_and_foreign_shards() {
         "the merge names the missing shard:\n{out}"
     );
     assert!(out.stdout.is_empty(), "nothing merged:\n{out}");
+    // A damaged record, and one naming a file outside its directory.
+    let damaged = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(bank.path().join("schedule-000000.json")).unwrap();
+    let outside = base.replace("\"schedule-000000.rwd\"", "\"../schedule-000000.rwd\"");
+    std::fs::write(damaged.path().join("schedule-000000.json"), outside).unwrap();
+    let out = merge(&home, &[damaged.path()], false);
+    assert_eq!(out.code, 2, "{out}");
+    assert!(out.stderr.contains("not a file of its directory"), "{out}");
+    std::fs::write(
+        damaged.path().join("schedule-000000.json"),
+        "{\"version\": 1",
+    )
+    .unwrap();
+    let out = merge(&home, &[damaged.path()], false);
+    assert_eq!(out.code, 2, "{out}");
+    assert!(out.stderr.contains("is not a shard record"), "{out}");
+    assert_eq!(out.stderr_lines().len(), 1, "one line:\n{out}");
     let flag_check = [
         "--example",
         "flag",

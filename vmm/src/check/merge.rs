@@ -241,6 +241,13 @@ fn import(store: &Store, dir: &Path, r: &Record) -> Result<crate::store::Run, Sh
             dir.display()
         )));
     };
+    if name.contains('/') || name.starts_with('.') {
+        return Err(refused(format!(
+            "the record of schedule {} in {} names `{name}`, not a file of its directory",
+            r.index,
+            dir.display()
+        )));
+    }
     let file = dir.join(name);
     let s = store.import(&file).map_err(|e| match e {
         ArchiveError::Refused(why) => refused(format!("cannot import {}: {why}", file.display())),
@@ -276,6 +283,16 @@ pub fn prepare(dirs: &[PathBuf], store: &Store, jobs: usize) -> Result<Prepared,
         return Err(refused(format!(
             "schedule 0's record in {} does not match its check",
             dir.display()
+        )));
+    }
+    // Records are files anyone may have written: a merge runs no program they name.
+    if let Some(p) = described
+        .properties
+        .iter()
+        .find(|p| p.starts_with("script="))
+    {
+        return Err(refused(format!(
+            "the shards' check has the property {p}: a merge does not run a script that records name; check on one machine instead"
         )));
     }
     let run = import(store, dir, base)?;
