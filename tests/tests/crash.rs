@@ -432,9 +432,18 @@ fn sigkill_at_seeded_points_leaves_a_whole_store() {
         c.kills, c.interrupted, c.late
     );
     assert!(total >= 100 * rounds, "only {total} kills");
+    // A kill that came after the command ended tests nothing: most must land
+    // while it runs, and a good part of them while it writes (seen here: 68
+    // of 100 landed, 46 mid-write).
+    let landed = total - c.late;
     assert!(
-        c.interrupted > 0,
-        "no kill left anything behind: the kills never hit a command mid-write"
+        landed >= 30 * rounds,
+        "only {landed} of {total} kills landed while the command ran"
+    );
+    assert!(
+        c.interrupted >= 10 * rounds,
+        "only {} kills left anything behind: too few hit a command mid-write",
+        c.interrupted
     );
 }
 
