@@ -6,7 +6,9 @@
 //!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench nix_start
 //!
 //! "start" is the command's wall time less the run's own (its status
-//! line's), so it counts asking Nix, making the image and writing the run.
+//! line's), so it counts asking Nix, making the image and writing the run,
+//! and for `rewind nix` also the outputs' check after the run (`nix
+//! path-info`, the substituters): an upper bound of the time before step 0.
 //! Needs Debian's nix-bin (scripts/setup-tests installs it); skipped without.
 
 use rewind_tests::{host_program, Home, Output};
@@ -97,20 +99,19 @@ fn main() {
     let store = root.join("nix/store");
     std::fs::create_dir_all(&store).unwrap();
     let bb_store = {
-        let out = Command::new("nix-instantiate")
-            .args(["--eval", "-E"])
-            .arg(format!(
-                "\"${{builtins.path {{ path = {}; name = \\\"busybox\\\"; }}}}\"",
-                dir.path().join("busybox").display()
-            ))
+        // What `builtins.path` of the directory named busybox adds.
+        let out = Command::new("nix-store")
+            .arg("--add")
+            .arg(dir.path().join("busybox"))
             .env("NIX_CONFIG", config())
             .output()
             .unwrap();
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .trim_matches('"')
-            .to_string()
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
     for p in paths.iter().chain([&bb_store]) {
         let to = store.join(Path::new(p).file_name().unwrap());
