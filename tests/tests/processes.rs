@@ -251,3 +251,13 @@ fn orphaned_process_groups_as_on_linux() {
     let events = home.events(&run.id);
     assert!(has_event(&events, &["SIGHUP code=128"]), "{events}");
 }
+
+/// posix_spawn with POSIX_SPAWN_RESETIDS, as GNU make starts a recipe's
+/// command (issue 24, item 5): its child's setresuid is served, where it was
+/// ENOSYS and the child ended 127 (make's `Error 127` for `cc -c`); as natively.
+#[test]
+fn posix_spawn_resetting_ids_runs_the_child() {
+    let home = Home::new();
+    let (_, log) = home.run_passing("spawn-ids");
+    assert_eq!(log, native_passing("spawn-ids"));
+}

@@ -40,10 +40,16 @@ pub fn sys_getgroups(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }
 
-/// setuid and friends: root may become anyone; nothing changes.
-/// SetIds implements Linux syscalls setuid(2), setgid(2).
+/// setuid and friends: root may become anyone; nothing changes (glibc's
+/// posix_spawn with POSIX_SPAWN_RESETIDS, as make uses, calls setresuid).
+/// SetIds implements Linux syscalls setuid(2), setgid(2), setreuid(2),
+/// setregid(2), setresuid(2), setresgid(2).
 /// Partial (setuid): accepted and ignored: the guest is root.
 /// Partial (setgid): accepted and ignored: the guest is root.
+/// Partial (setreuid): accepted and ignored: the guest is root.
+/// Partial (setregid): accepted and ignored: the guest is root.
+/// Partial (setresuid): accepted and ignored: the guest is root.
+/// Partial (setresgid): accepted and ignored: the guest is root.
 pub fn sys_set_ids(_: &mut Kernel, _: [u64; 6]) -> SysResult<u64> {
     Ok(0)
 }

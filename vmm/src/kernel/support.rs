@@ -96,6 +96,10 @@ const PARTIAL: &[(&str, &str)] = &[
     ),
     ("setuid", "accepted and ignored: the guest is root"),
     ("setgid", "accepted and ignored: the guest is root"),
+    ("setreuid", "accepted and ignored: the guest is root"),
+    ("setregid", "accepted and ignored: the guest is root"),
+    ("setresuid", "accepted and ignored: the guest is root"),
+    ("setresgid", "accepted and ignored: the guest is root"),
     (
         "socket",
         "AF_UNIX, and AF_INET/AF_INET6 TCP and UDP on the machine's own addresses only (others are ENETUNREACH)",

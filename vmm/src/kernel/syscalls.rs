@@ -232,13 +232,17 @@ static TABLE: &[Def] = &[
     def(110, "getppid", S(identity::sys_getppid), &[]),
     def(111, "getpgrp", S(process::sys_getpgrp), &[]),
     def(112, "setsid", S(process::sys_setsid), &[]),
+    def(113, "setreuid", S(identity::sys_set_ids), &[Int, Int]),
+    def(114, "setregid", S(identity::sys_set_ids), &[Int, Int]),
     def(115, "getgroups", S(identity::sys_getgroups), &[Int, Hex]),
+    def(117, "setresuid", S(identity::sys_set_ids), &[Int, Int, Int]),
     def(
         118,
         "getresuid",
         S(identity::sys_getres_ids),
         &[Hex, Hex, Hex],
     ),
+    def(119, "setresgid", S(identity::sys_set_ids), &[Int, Int, Int]),
     def(
         120,
         "getresgid",
