@@ -5,6 +5,7 @@ mod app;
 mod cmd;
 mod dap;
 mod examples;
+mod framing;
 mod gdb;
 mod lsp;
 mod progress;

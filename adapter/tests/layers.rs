@@ -1,5 +1,5 @@
 //! The adapter's layers run one way: the helpers every part uses (`util`,
-//! `examples`, `progress`, `signals`), then the application layer (`app`,
+//! `examples`, `framing`, `progress`, `signals`), then the application layer (`app`,
 //! the use cases), then the front ends (`cmd`, `dap`, `lsp`, `gdb`), each
 //! of which uses only those below it and never another front end. `main.rs`
 //! is the root that hands each command to its front end.
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 /// The layers of the adapter's top-level modules, lowest first.
 const LAYERS: &[&[&str]] = &[
-    &["util", "examples", "progress", "signals"],
+    &["util", "examples", "framing", "progress", "signals"],
     &["app"],
     &["cmd", "dap", "lsp", "gdb"],
 ];

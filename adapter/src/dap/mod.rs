@@ -26,12 +26,13 @@ mod variables;
 mod view;
 mod wire;
 
+use crate::framing::{Frame, Reader};
 use anyhow::{Context, Result};
 use clap::Args;
 use conn::{Control, Out};
 use serde_json::Value;
 use std::sync::Arc;
-use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 #[derive(Args, Debug)]
@@ -171,12 +172,13 @@ async fn read_loop<R: AsyncRead + Unpin>(
     out: Out,
     control: Arc<Control>,
 ) {
-    let mut r = BufReader::new(r);
+    let mut frames = Reader::new(r);
     loop {
-        let body = match wire::read_frame(&mut r).await {
-            Ok(b) => b,
-            Err(wire::ReadEnd::Closed) => return,
-            Err(wire::ReadEnd::Broken(why)) => {
+        let body = match frames.next().await {
+            None => return,
+            Some(Frame::Body(b)) => b,
+            // Nowhere to answer a frame that is not one: the session ends.
+            Some(Frame::Bad(why)) => {
                 out.send(wire::event(dap::events::Event::Output(
                     dap::events::OutputEventBody {
                         category: Some(dap::types::OutputEventCategory::Important),

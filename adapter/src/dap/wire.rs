@@ -1,4 +1,5 @@
-//! The DAP wire: `Content-Length` framed JSON in both directions, requests
+//! The DAP wire: `Content-Length` framed JSON in both directions (read by
+//! `crate::framing`, shared with the language server), requests
 //! parsed into the `dap` crate's `Command` where it has one, and custom
 //! (`rewind/...`) requests kept as JSON.
 //!
@@ -8,10 +9,7 @@
 
 use dap::requests::Command;
 use serde_json::{json, Map, Value};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-
-/// The largest message accepted (a frame announcing more ends the session).
-const MAX_FRAME: usize = 16 << 20;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 /// One message from the client.
 #[derive(Debug)]
@@ -28,60 +26,6 @@ pub enum Incoming {
     Invalid { seq: i64, name: String, why: String },
     /// Anything that is not a request (a response to nothing we asked).
     Ignored,
-}
-
-/// Why reading stopped.
-#[derive(Debug)]
-pub enum ReadEnd {
-    /// The client closed the stream.
-    Closed,
-    /// The framing itself is broken: nothing after it can be trusted.
-    Broken(String),
-}
-
-/// Reads one frame's body.
-pub async fn read_frame<R: AsyncBufRead + Unpin>(r: &mut R) -> Result<Vec<u8>, ReadEnd> {
-    let mut length: Option<usize> = None;
-    loop {
-        let mut line = String::new();
-        let n = r
-            .read_line(&mut line)
-            .await
-            .map_err(|e| ReadEnd::Broken(format!("cannot read a header: {e}")))?;
-        if n == 0 {
-            return Err(ReadEnd::Closed);
-        }
-        let line = line.trim_end_matches(['\r', '\n']);
-        if line.is_empty() {
-            if length.is_some() {
-                break;
-            }
-            // Blank lines between messages are tolerated.
-            continue;
-        }
-        let Some((k, v)) = line.split_once(':') else {
-            return Err(ReadEnd::Broken(format!("not a header: {line:?}")));
-        };
-        if k.trim().eq_ignore_ascii_case("content-length") {
-            let n: usize = v
-                .trim()
-                .parse()
-                .map_err(|_| ReadEnd::Broken(format!("bad Content-Length: {:?}", v.trim())))?;
-            if n > MAX_FRAME {
-                return Err(ReadEnd::Broken(format!(
-                    "a {n}-byte message is larger than {MAX_FRAME} bytes"
-                )));
-            }
-            length = Some(n);
-        }
-        // Other headers (Content-Type) are allowed and ignored.
-    }
-    let mut body = vec![0u8; length.unwrap_or(0)];
-    r.read_exact(&mut body).await.map_err(|e| match e.kind() {
-        std::io::ErrorKind::UnexpectedEof => ReadEnd::Closed,
-        _ => ReadEnd::Broken(format!("cannot read a message: {e}")),
-    })?;
-    Ok(body)
 }
 
 /// Parses one frame's body.
@@ -332,18 +276,5 @@ mod tests {
             json!({"a": null, "b": {"c": null, "d": 1}, "e": [{"f": null}], "dataId": null});
         strip_nulls(&mut v);
         assert_eq!(v, json!({"b": {"d": 1}, "e": [{}], "dataId": null}));
-    }
-
-    #[tokio::test]
-    async fn frames() {
-        let mut input: &[u8] =
-            b"Content-Length: 2\r\n\r\n{}Content-Length: 3\r\nContent-Type: x\r\n\r\n[1]";
-        let mut r = tokio::io::BufReader::new(&mut input);
-        assert_eq!(read_frame(&mut r).await.unwrap(), b"{}");
-        assert_eq!(read_frame(&mut r).await.unwrap(), b"[1]");
-        assert!(matches!(read_frame(&mut r).await, Err(ReadEnd::Closed)));
-        let mut bad: &[u8] = b"garbage\r\n\r\n";
-        let mut r = tokio::io::BufReader::new(&mut bad);
-        assert!(matches!(read_frame(&mut r).await, Err(ReadEnd::Broken(_))));
     }
 }

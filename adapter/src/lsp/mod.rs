@@ -10,13 +10,15 @@
 //! - `lenses`: where code lenses go;
 //! - `commands`: Record and Check, run with work-done progress;
 //! - `watch`: noticing new runs and checks;
+//! - `input`: standard input, framed (`crate::framing`) and checked before tower-lsp;
+//! - `state`: what the protocol side and the commands share;
 //! - `server`: the protocol.
 
 pub mod commands;
 pub mod coverage;
 pub mod findings;
-pub mod frames;
 pub mod index;
+mod input;
 pub mod lenses;
 pub mod places;
 pub mod server;
@@ -66,7 +68,7 @@ async fn serve() {
         }
     });
     let (to_server, from_pump) = tokio::io::duplex(1 << 20);
-    tokio::spawn(frames::pump(tokio::io::stdin(), to_server, move |why| {
+    tokio::spawn(input::pump(tokio::io::stdin(), to_server, move |why| {
         let _ = bad_tx.send(why);
     }));
     tower_lsp::Server::new(from_pump, tokio::io::stdout(), socket)
