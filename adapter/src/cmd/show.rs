@@ -108,6 +108,57 @@ fn run_flags(
     run: &Run,
     notes: &mut Vec<String>,
 ) -> std::result::Result<(Vec<String>, Option<String>), String> {
+    let inputs = input_flags(run)?;
+    let p = match &run.meta.image {
+        ImageLocation::Program {
+            guest_path,
+            host_path,
+            ..
+        } => match example_of(run, guest_path) {
+            Some(name) => example_flags(run, name, notes),
+            None => program_flags(run, guest_path, host_path, notes)?,
+        },
+        ImageLocation::Store(s) => {
+            let drv_name = run.manifest.env.iter().find_map(|e| e.strip_prefix("name="));
+            let named = Some(run.meta.name.as_str()) != drv_name;
+            ProgramFlags {
+                before: match named {
+                    true => vec!["--name".to_string(), run.meta.name.clone()],
+                    false => Vec::new(),
+                },
+                after: vec![s.drv.clone()],
+                cwd: None,
+            }
+        }
+        ImageLocation::Root { dir } => root_flags(run, dir)?,
+    };
+    let mut a = p.before;
+    a.extend(inputs);
+    a.extend(p.after);
+    Ok((a, p.cwd))
+}
+
+/// What names the program: the flags before the inputs' (`--root`,
+/// `--name`), those after them (`--example`, `-- PROG ARGS`), and the
+/// directory to run in.
+#[derive(Default)]
+struct ProgramFlags {
+    before: Vec<String>,
+    after: Vec<String>,
+    cwd: Option<String>,
+}
+
+/// `--name NAME` unless the run has the name it would get anyway.
+fn name_flag(run: &Run, default_name: &str) -> Vec<String> {
+    if run.meta.name == default_name {
+        return Vec::new();
+    }
+    vec!["--name".to_string(), run.meta.name.clone()]
+}
+
+/// The flags of the manifest's inputs (epoch, seed, cores, memory, cwd,
+/// environment, schedule, perturbations, points, timeout).
+fn input_flags(run: &Run) -> std::result::Result<Vec<String>, String> {
     let m = &run.manifest;
     let mut a: Vec<String> = Vec::new();
     let mut flag = |k: &str, v: String| {
@@ -201,101 +252,107 @@ fn run_flags(
     if let Some(t) = run.meta.timeout_secs {
         flag("--timeout", t.to_string());
     }
+    Ok(a)
+}
+
+/// The built-in example a run ran, when it ran one as `--example` does.
+fn example_of<'a>(run: &Run, guest_path: &'a str) -> Option<&'a str> {
+    guest_path
+        .strip_prefix("/examples/")
+        .filter(|n| examples::find(n).is_some())
+        .filter(|_| run.manifest.argv.first().map(String::as_str) == Some(guest_path))
+}
+
+fn example_flags(run: &Run, name: &str, notes: &mut Vec<String>) -> ProgramFlags {
+    let m = &run.manifest;
+    let bytes = examples::find(name).expect("an example");
+    if example_image_hash(name, bytes) != m.image {
+        notes.push(format!(
+            "the example `{name}` of this rewind differs from the one the run used: \
+             the command makes a run with another id"
+        ));
+    }
+    let mut after = vec!["--example".to_string(), name.to_string()];
+    if m.argv.len() > 1 {
+        after.push("--".into());
+        after.extend(m.argv[1..].iter().cloned());
+    }
+    ProgramFlags {
+        before: name_flag(run, name),
+        after,
+        cwd: None,
+    }
+}
+
+fn program_flags(
+    run: &Run,
+    guest_path: &str,
+    host_path: &Path,
+    notes: &mut Vec<String>,
+) -> std::result::Result<ProgramFlags, String> {
+    let m = &run.manifest;
+    let Some(argv0) = m.argv.first() else {
+        return Err("it has no argv[0]".into());
+    };
+    if guest_path != m.program {
+        return Err("its program is not its image's file".into());
+    }
+    if host_path != Path::new(guest_path) {
+        notes.push(format!(
+            "the program was at {guest_path} when it was recorded and is kept at {} now: \
+             the command needs it at {guest_path} again",
+            host_path.display()
+        ));
+    }
     let mut cwd = None;
-    match &run.meta.image {
-        ImageLocation::Program {
-            guest_path,
-            host_path,
-            ..
-        } => {
-            let example = guest_path
-                .strip_prefix("/examples/")
-                .filter(|n| examples::find(n).is_some())
-                .filter(|_| m.argv.first() == Some(guest_path));
-            if let Some(name) = example {
-                let default_name = name.to_string();
-                if run.meta.name != default_name {
-                    a.splice(0..0, ["--name".to_string(), run.meta.name.clone()]);
-                }
-                let bytes = examples::find(name).expect("found above");
-                if example_image_hash(name, bytes) != m.image {
-                    notes.push(format!(
-                        "the example `{name}` of this rewind differs from the one the run used: \
-                         the command makes a run with another id"
-                    ));
-                }
-                a.push("--example".into());
-                a.push(name.to_string());
-                if m.argv.len() > 1 {
-                    a.push("--".into());
-                    a.extend(m.argv[1..].iter().cloned());
-                }
-                return Ok((a, None));
+    // `rewind run -- PROG` names the program as argv[0]: a relative
+    // name must be run from the directory it is relative to.
+    if !argv0.starts_with('/') {
+        let rel = argv0.trim_start_matches("./");
+        match guest_path.strip_suffix(&format!("/{rel}")) {
+            Some(dir) if !rel.split('/').any(|c| c == ".." || c == ".") => {
+                cwd = Some(if dir.is_empty() {
+                    "/".into()
+                } else {
+                    dir.into()
+                })
             }
-            let Some(argv0) = m.argv.first() else {
-                return Err("it has no argv[0]".into());
-            };
-            if guest_path != &m.program {
-                return Err("its program is not its image's file".into());
-            }
-            if host_path != Path::new(guest_path) {
-                notes.push(format!(
-                    "the program was at {guest_path} when it was recorded and is kept at {} now: \
-                     the command needs it at {guest_path} again",
-                    host_path.display()
-                ));
-            }
-            // `rewind run -- PROG` names the program as argv[0]: a relative
-            // name must be run from the directory it is relative to.
-            if !argv0.starts_with('/') {
-                let rel = argv0.trim_start_matches("./");
-                match guest_path.strip_suffix(&format!("/{rel}")) {
-                    Some(dir) if !rel.split('/').any(|c| c == ".." || c == ".") => {
-                        cwd = Some(if dir.is_empty() {
-                            "/".into()
-                        } else {
-                            dir.into()
-                        })
-                    }
-                    _ => notes.push(format!(
-                        "run it where `{argv0}` names {guest_path}, as it was run"
-                    )),
-                }
-            }
-            let default_name = argv0.rsplit('/').next().unwrap_or(argv0);
-            if run.meta.name != default_name {
-                a.splice(0..0, ["--name".to_string(), run.meta.name.clone()]);
-            }
-            a.push("--".into());
-            a.extend(m.argv.iter().cloned());
-        }
-        ImageLocation::Store(s) => {
-            let drv_name = m.env.iter().find_map(|e| e.strip_prefix("name="));
-            if Some(run.meta.name.as_str()) != drv_name {
-                a.splice(0..0, ["--name".to_string(), run.meta.name.clone()]);
-            }
-            a.push(s.drv.clone());
-        }
-        ImageLocation::Root { dir } => {
-            let Some(argv0) = m.argv.first() else {
-                return Err("it has no argv[0]".into());
-            };
-            let default_name = argv0.rsplit('/').next().unwrap_or(argv0);
-            if run.meta.name != default_name {
-                a.splice(0..0, ["--name".to_string(), run.meta.name.clone()]);
-            }
-            if argv0.starts_with('/') && normalize_guest(argv0) != m.program {
-                return Err(format!(
-                    "its argv[0] `{argv0}` is not its program {}",
-                    m.program
-                ));
-            }
-            a.splice(0..0, ["--root".to_string(), dir.display().to_string()]);
-            a.push("--".into());
-            a.extend(m.argv.iter().cloned());
+            _ => notes.push(format!(
+                "run it where `{argv0}` names {guest_path}, as it was run"
+            )),
         }
     }
-    Ok((a, cwd))
+    let default_name = argv0.rsplit('/').next().unwrap_or(argv0);
+    let mut after = vec!["--".to_string()];
+    after.extend(m.argv.iter().cloned());
+    Ok(ProgramFlags {
+        before: name_flag(run, default_name),
+        after,
+        cwd,
+    })
+}
+
+fn root_flags(run: &Run, dir: &Path) -> std::result::Result<ProgramFlags, String> {
+    let m = &run.manifest;
+    let Some(argv0) = m.argv.first() else {
+        return Err("it has no argv[0]".into());
+    };
+    let default_name = argv0.rsplit('/').next().unwrap_or(argv0);
+    if argv0.starts_with('/') && normalize_guest(argv0) != m.program {
+        return Err(format!(
+            "its argv[0] `{argv0}` is not its program {}",
+            m.program
+        ));
+    }
+    let mut before = vec!["--root".to_string(), dir.display().to_string()];
+    before.extend(name_flag(run, default_name));
+    let mut after = vec!["--".to_string()];
+    after.extend(m.argv.iter().cloned());
+    Ok(ProgramFlags {
+        before,
+        after,
+        cwd: None,
+    })
 }
 
 /// How `run` was made, when no command makes it.
@@ -521,11 +578,10 @@ fn stdin_bytes(run: &Run) -> u64 {
 pub fn main(args: ShowArgs) -> Result<i32> {
     let store = crate::app::store()?;
     let run = crate::app::resolve(&args.run.spec)?;
-    let m = &run.manifest;
     let r = recipe(&store, &run);
     let mut notes = r.notes.clone();
     let image_now = run.meta.image.to_image().hash().ok();
-    if image_now.as_deref() != Some(m.image.as_str()) {
+    if image_now.as_deref() != Some(run.manifest.image.as_str()) {
         notes.push(match image_now {
             Some(_) => "its image changed since it was recorded: the commands make a run with \
                         another id"
@@ -533,12 +589,48 @@ pub fn main(args: ShowArgs) -> Result<i32> {
             None => "its image is no longer on this host".to_string(),
         });
     }
-    let check = r.why_not.as_ref().and_then(|_| check_line(&run));
-    let pair = narrowing_pair(&store, &run);
-    let stdin_path: Option<PathBuf> = m.stdin.as_ref().map(|_| run.dir.join("stdin.bin"));
-
+    let shown = Shown {
+        check: r.why_not.as_ref().and_then(|_| check_line(&run)),
+        pair: narrowing_pair(&store, &run),
+        stdin_path: run
+            .manifest
+            .stdin
+            .as_ref()
+            .map(|_| run.dir.join("stdin.bin")),
+        run: &run,
+        r: &r,
+        notes,
+    };
     if args.json {
-        let v = serde_json::json!({
+        println!("{}", shown.json());
+        return Ok(0);
+    }
+    let stdout = std::io::stdout();
+    let mut o = std::io::BufWriter::new(stdout.lock());
+    shown.write_header(&mut o)?;
+    shown.write_inputs(&mut o)?;
+    shown.write_commands(&mut o)?;
+    o.flush()?;
+    Ok(0)
+}
+
+/// What `rewind show` says of a run.
+struct Shown<'a> {
+    run: &'a Run,
+    r: &'a Recipe,
+    notes: Vec<String>,
+    /// The `rewind check` that makes it again, when no single command does.
+    check: Option<Line>,
+    pair: Option<Pair>,
+    stdin_path: Option<PathBuf>,
+}
+
+impl Shown<'_> {
+    fn json(&self) -> serde_json::Value {
+        let (run, r, m) = (self.run, self.r, &self.run.manifest);
+        let (check, pair, stdin_path, notes) =
+            (&self.check, &self.pair, &self.stdin_path, &self.notes);
+        serde_json::json!({
             "id": run.id,
             "name": run.meta.name,
             "status": run.meta.status,
@@ -546,7 +638,7 @@ pub fn main(args: ShowArgs) -> Result<i32> {
             "fork_of": m.fork_of,
             "inputs": vmm::record::json::manifest(m),
             "image": run.meta.image,
-            "stdin_bytes": stdin_bytes(&run),
+            "stdin_bytes": stdin_bytes(run),
             "stdin_file": stdin_path,
             "timeout_secs": run.meta.timeout_secs,
             "commands": r.lines,
@@ -561,123 +653,131 @@ pub fn main(args: ShowArgs) -> Result<i32> {
                 "added": p.added,
             })),
             "notes": notes,
-        });
-        println!("{v}");
-        return Ok(0);
+        })
     }
 
-    let stdout = std::io::stdout();
-    let mut o = std::io::BufWriter::new(stdout.lock());
-    writeln!(
-        o,
-        "run {}  {}  {} steps  {}",
-        run.id, run.meta.status, run.meta.steps, run.meta.name
-    )?;
-    if let Some(f) = &m.fork_of {
-        writeln!(o, "fork of {} at step {}", f.parent, f.step)?;
-    }
-    if let Some(p) = &pair {
+    fn write_header(&self, o: &mut impl Write) -> Result<()> {
+        let (run, m, pair) = (self.run, &self.run.manifest, &self.pair);
         writeln!(
             o,
-            "{}: run {} ({}, {}) with {} added; `rewind check` narrows to this pair",
-            p.this, p.other_run.id, p.other, p.other_run.meta.status, p.added,
+            "run {}  {}  {} steps  {}",
+            run.id, run.meta.status, run.meta.steps, run.meta.name
         )?;
+        if let Some(f) = &m.fork_of {
+            writeln!(o, "fork of {} at step {}", f.parent, f.step)?;
+        }
+        if let Some(p) = &pair {
+            writeln!(
+                o,
+                "{}: run {} ({}, {}) with {} added; `rewind check` narrows to this pair",
+                p.this, p.other_run.id, p.other, p.other_run.meta.status, p.added,
+            )?;
+        }
+        Ok(())
     }
-    writeln!(o)?;
-    writeln!(o, "inputs:")?;
-    let kv = |o: &mut dyn Write, k: &str, v: String| writeln!(o, "  {k:<10} {v}");
-    kv(&mut o, "program", m.program.clone())?;
-    kv(
-        &mut o,
-        "argv",
-        m.argv
-            .iter()
-            .map(|a| quote(a))
-            .collect::<Vec<_>>()
-            .join(" "),
-    )?;
-    kv(
-        &mut o,
-        "env",
-        m.env.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "),
-    )?;
-    kv(&mut o, "cwd", m.cwd.clone())?;
-    kv(&mut o, "image", image_line(&run.meta.image))?;
-    kv(&mut o, "", format!("image hash {}", m.image))?;
-    kv(
-        &mut o,
-        "stdin",
-        match (&m.stdin, &stdin_path) {
-            (Some(h), Some(p)) => format!(
-                "{} bytes, kept in {} (blake3 {})",
-                stdin_bytes(&run),
-                p.display(),
-                &h[..16.min(h.len())]
+
+    fn write_inputs(&self, mut o: &mut impl Write) -> Result<()> {
+        let (run, m, stdin_path) = (self.run, &self.run.manifest, &self.stdin_path);
+        writeln!(o)?;
+        writeln!(o, "inputs:")?;
+        let kv = |o: &mut dyn Write, k: &str, v: String| writeln!(o, "  {k:<10} {v}");
+        kv(&mut o, "program", m.program.clone())?;
+        kv(
+            &mut o,
+            "argv",
+            m.argv
+                .iter()
+                .map(|a| quote(a))
+                .collect::<Vec<_>>()
+                .join(" "),
+        )?;
+        kv(
+            &mut o,
+            "env",
+            m.env.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "),
+        )?;
+        kv(&mut o, "cwd", m.cwd.clone())?;
+        kv(&mut o, "image", image_line(&run.meta.image))?;
+        kv(&mut o, "", format!("image hash {}", m.image))?;
+        kv(
+            &mut o,
+            "stdin",
+            match (&m.stdin, &stdin_path) {
+                (Some(h), Some(p)) => format!(
+                    "{} bytes, kept in {} (blake3 {})",
+                    stdin_bytes(run),
+                    p.display(),
+                    &h[..16.min(h.len())]
+                ),
+                _ => "none".into(),
+            },
+        )?;
+        kv(&mut o, "epoch", m.epoch.to_string())?;
+        kv(&mut o, "seed", m.seed.to_string())?;
+        kv(&mut o, "cores", m.cores.to_string())?;
+        kv(&mut o, "mem", size(m.mem))?;
+        let window = match (m.schedule_from, m.schedule_until) {
+            (None, None) => String::new(),
+            (f, u) => format!(
+                " (steps {}..{})",
+                f.map_or(String::new(), |f| f.to_string()),
+                u.map_or(String::new(), |u| u.to_string())
             ),
-            _ => "none".into(),
-        },
-    )?;
-    kv(&mut o, "epoch", m.epoch.to_string())?;
-    kv(&mut o, "seed", m.seed.to_string())?;
-    kv(&mut o, "cores", m.cores.to_string())?;
-    kv(&mut o, "mem", size(m.mem))?;
-    let window = match (m.schedule_from, m.schedule_until) {
-        (None, None) => String::new(),
-        (f, u) => format!(
-            " (steps {}..{})",
-            f.map_or(String::new(), |f| f.to_string()),
-            u.map_or(String::new(), |u| u.to_string())
-        ),
-    };
-    let pct = match &m.pct {
-        Some(p) if m.schedule != 0 => format!(
-            ", PCT: {} priority change points among {} steps{}",
-            p.depth.saturating_sub(1),
-            p.steps,
-            match p.shared.len() {
-                0 => String::new(),
-                n => format!(" (system calls and accesses to {n} shared byte ranges)"),
+        };
+        let pct = match &m.pct {
+            Some(p) if m.schedule != 0 => format!(
+                ", PCT: {} priority change points among {} steps{}",
+                p.depth.saturating_sub(1),
+                p.steps,
+                match p.shared.len() {
+                    0 => String::new(),
+                    n => format!(" (system calls and accesses to {n} shared byte ranges)"),
+                }
+            ),
+            _ => String::new(),
+        };
+        kv(&mut o, "schedule", format!("{}{window}{pct}", m.schedule))?;
+        if !m.perturb.is_empty() {
+            let list: Vec<String> = m.perturb.iter().map(|p| p.to_string()).collect();
+            kv(&mut o, "perturb", list.join(", "))?;
+        }
+        if let Some((step, seed)) = m.reseed {
+            kv(&mut o, "reseed", format!("seed {seed} from step {step}"))?;
+        }
+        if let Some(t) = run.meta.timeout_secs {
+            kv(&mut o, "timeout", format!("{t}s (host time; not an input)"))?;
+        }
+        kv(&mut o, "engine", m.engine.clone())?;
+        Ok(())
+    }
+
+    fn write_commands(&self, o: &mut impl Write) -> Result<()> {
+        let (r, check, notes) = (self.r, &self.check, &self.notes);
+        writeln!(o)?;
+        match &r.why_not {
+            None => {
+                writeln!(o, "made again (the same id, in any REWIND_HOME) by:")?;
+                for l in &r.lines {
+                    writeln!(o, "  {}", l.shell)?;
+                }
             }
-        ),
-        _ => String::new(),
-    };
-    kv(&mut o, "schedule", format!("{}{window}{pct}", m.schedule))?;
-    if !m.perturb.is_empty() {
-        let list: Vec<String> = m.perturb.iter().map(|p| p.to_string()).collect();
-        kv(&mut o, "perturb", list.join(", "))?;
-    }
-    if let Some((step, seed)) = m.reseed {
-        kv(&mut o, "reseed", format!("seed {seed} from step {step}"))?;
-    }
-    if let Some(t) = run.meta.timeout_secs {
-        kv(&mut o, "timeout", format!("{t}s (host time; not an input)"))?;
-    }
-    kv(&mut o, "engine", m.engine.clone())?;
-    writeln!(o)?;
-    match &r.why_not {
-        None => {
-            writeln!(o, "made again (the same id, in any REWIND_HOME) by:")?;
-            for l in &r.lines {
-                writeln!(o, "  {}", l.shell)?;
+            Some(why) => {
+                writeln!(o, "made again by: no single command: {why}.")?;
+                if let Some(c) = &check {
+                    writeln!(
+                        o,
+                        "`rewind check` of its program and inputs, given the options it was checked \
+                         with (not kept with the run), makes it again among its runs:"
+                    )?;
+                    writeln!(o, "  {}", c.shell)?;
+                }
             }
         }
-        Some(why) => {
-            writeln!(o, "made again by: no single command: {why}.")?;
-            if let Some(c) = &check {
-                writeln!(
-                    o,
-                    "`rewind check` of its program and inputs, given the options it was checked \
-                     with (not kept with the run), makes it again among its runs:"
-                )?;
-                writeln!(o, "  {}", c.shell)?;
-            }
+        for n in notes {
+            writeln!(o, "note: {n}")?;
         }
+        Ok(())
     }
-    for n in &notes {
-        writeln!(o, "note: {n}")?;
-    }
-    o.flush()?;
-    Ok(0)
 }
 
 #[cfg(test)]
