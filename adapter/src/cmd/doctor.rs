@@ -101,6 +101,15 @@ fn dirty_log_works(kvm: &Kvm) -> Result<(), String> {
 
 fn check() -> Vec<Fact> {
     let mut facts = Vec::new();
+    kvm_facts(&mut facts);
+    cpu_facts(&mut facts);
+    host_facts(&mut facts);
+    store_facts(&mut facts);
+    facts
+}
+
+/// Whether KVM opens and answers, and has what the machine needs.
+fn kvm_facts(facts: &mut Vec<Fact>) {
     let open = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -145,7 +154,10 @@ fn check() -> Vec<Fact> {
             Err(e) => facts.push(fact(false, false, "dirty page log", e)),
         }
     }
+}
 
+/// What the CPU has, and whether the host is itself a virtual machine.
+fn cpu_facts(facts: &mut Vec<Fact>) {
     let xsave = std::arch::is_x86_feature_detected!("xsave");
     facts.push(fact(xsave, true, "CPU has XSAVE", ""));
     facts.push(fact(
@@ -176,7 +188,10 @@ fn check() -> Vec<Fact> {
             ""
         },
     ));
+}
 
+/// Which KVM this is (PVM or hardware), and what follows from it.
+fn host_facts(facts: &mut Vec<Fact>) {
     let pvm = Path::new("/sys/module/kvm_pvm").exists();
     if pvm {
         let native = read_param("kvm_pvm", "pvm_native").unwrap_or_else(|| "?".into());
@@ -242,7 +257,10 @@ fn check() -> Vec<Fact> {
         "PMU (hardware performance counters)",
         "Rewind needs none",
     ));
+}
 
+/// Whether runs can be written to the store.
+fn store_facts(facts: &mut Vec<Fact>) {
     match vmm::store::Store::from_env()
         .map_err(anyhow::Error::from)
         .and_then(|s| {
@@ -262,7 +280,6 @@ fn check() -> Vec<Fact> {
             crate::util::one_line(&e),
         )),
     }
-    facts
 }
 
 pub fn main(args: DoctorArgs) -> Result<i32> {
