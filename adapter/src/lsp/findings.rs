@@ -494,77 +494,113 @@ pub fn of_run(
     ws: &dyn Workspace,
     log: &mut Vec<String>,
 ) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let note = |r: Result<Option<Frame>, String>, log: &mut Vec<String>| match r {
-        Ok(f) => f,
-        Err(e) => {
-            log.push(format!("run {}: {e}", run.id));
-            None
-        }
+    let mut of = OfRun {
+        run,
+        what,
+        places,
+        ws,
+        log,
+        out: Vec::new(),
     };
-    let finding = |frame: Frame, severity, kind, message: String, step| Finding {
-        file: frame.file,
-        line: frame.line,
-        severity,
-        kind,
-        message,
-        related: Vec::new(),
-        run: run.id.clone(),
-        step,
-        compare: None,
-        events: events_near(&run.events, step),
-    };
-    let tail = |step: u64| format!("({what}, run {}, step {step})", run.id);
     if run.status.starts_with("killed:") {
-        // The fault: the last signal that is a fault (addr set or a fault signo).
+        of.crash();
+    }
+    if run.status == "deadlocked" && run.steps > 0 {
+        of.deadlock();
+    }
+    if run.status == "timed-out" {
+        of.timed_out();
+    }
+    of.failed_always();
+    of.out
+}
+
+/// What `of_run` finds with, and what it found.
+struct OfRun<'a> {
+    run: &'a RunFacts,
+    what: &'a str,
+    places: &'a mut dyn Places,
+    ws: &'a dyn Workspace,
+    log: &'a mut Vec<String>,
+    out: Vec<Finding>,
+}
+
+impl OfRun<'_> {
+    fn found(&mut self, frame: Frame, kind: &'static str, message: String, step: u64) {
+        self.out.push(Finding {
+            file: frame.file,
+            line: frame.line,
+            severity: Severity::Error,
+            kind,
+            message,
+            related: Vec::new(),
+            run: self.run.id.clone(),
+            step,
+            compare: None,
+            events: events_near(&self.run.events, step),
+        });
+    }
+
+    /// `(check of bank, schedule 5, run ID, step N)`.
+    fn tail(&self, step: u64) -> String {
+        format!("({}, run {}, step {step})", self.what, self.run.id)
+    }
+
+    /// Where thread `tid` was at `step`; a failure to say is logged.
+    fn thread_line(&mut self, step: u64, tid: u32) -> Option<Frame> {
+        match thread_line(self.places, &self.run.id, step, tid, self.ws) {
+            Ok(f) => f,
+            Err(e) => {
+                self.log.push(format!("run {}: {e}", self.run.id));
+                None
+            }
+        }
+    }
+
+    /// The fault: the last signal that is a fault (a fault signo).
+    fn crash(&mut self) {
+        let run = self.run;
         let fault = run.events.iter().rev().find(|e| {
             matches!(e.kind, EventKind::Signal { signo, .. } if matches!(signo, 4 | 5 | 7 | 8 | 11))
         });
-        if let Some(e) = fault {
-            if let EventKind::Signal { signo, addr, .. } = e.kind {
-                if let Some(frame) = note(thread_line(places, &run.id, e.step, e.tid, ws), log) {
-                    let sig = vmm::kernel::signal_name(signo);
-                    out.push(finding(
-                        frame,
-                        Severity::Error,
-                        "crash",
-                        format!(
-                            "thread {}/{} dies of {sig} at address {addr:#x}: the run ends {} {}",
-                            e.pid,
-                            e.tid,
-                            run.status,
-                            tail(e.step)
-                        ),
-                        e.step,
-                    ));
-                }
+        let Some(e) = fault else { return };
+        let EventKind::Signal { signo, addr, .. } = e.kind else {
+            return;
+        };
+        if let Some(frame) = self.thread_line(e.step, e.tid) {
+            let sig = vmm::kernel::signal_name(signo);
+            let message = format!(
+                "thread {}/{} dies of {sig} at address {addr:#x}: the run ends {} {}",
+                e.pid,
+                e.tid,
+                run.status,
+                self.tail(e.step)
+            );
+            self.found(frame, "crash", message, e.step);
+        }
+    }
+
+    fn deadlock(&mut self) {
+        let run = self.run;
+        let threads = match self.places.at_exit(&run.id, run.steps) {
+            Ok(threads) => threads,
+            Err(e) => return self.log.push(format!("run {}: {e}", run.id)),
+        };
+        for t in threads {
+            if let Some(frame) = pick(&t.frames, self.ws).cloned() {
+                let message = format!(
+                    "thread {}/{} waits here forever: the run ends deadlocked {}",
+                    t.pid,
+                    t.tid,
+                    self.tail(run.steps)
+                );
+                self.found(frame, "deadlock", message, run.steps);
             }
         }
     }
-    if run.status == "deadlocked" && run.steps > 0 {
-        match places.at_exit(&run.id, run.steps) {
-            Ok(threads) => {
-                for t in threads {
-                    if let Some(frame) = pick(&t.frames, ws) {
-                        out.push(finding(
-                            frame.clone(),
-                            Severity::Error,
-                            "deadlock",
-                            format!(
-                                "thread {}/{} waits here forever: the run ends deadlocked {}",
-                                t.pid,
-                                t.tid,
-                                tail(run.steps)
-                            ),
-                            run.steps,
-                        ));
-                    }
-                }
-            }
-            Err(e) => log.push(format!("run {}: {e}", run.id)),
-        }
-    }
-    if run.status == "timed-out" {
+
+    fn timed_out(&mut self) {
+        let run = self.run;
         for line in &run.stuck {
             // `thread 1000/1001: running, at 0x401136 in spin+0x6...`
             let Some((who, rest)) = line.split_once(": running, at ") else {
@@ -575,44 +611,37 @@ pub fn of_run(
                 .next()
                 .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
             let Some(pc) = pc else { continue };
-            let frames = match places.at_pc(&run.id, pc) {
+            let frames = match self.places.at_pc(&run.id, pc) {
                 Ok(f) => f,
                 Err(e) => {
-                    log.push(format!("run {}: {e}", run.id));
+                    self.log.push(format!("run {}: {e}", run.id));
                     continue;
                 }
             };
-            if let Some(frame) = pick(&frames, ws) {
-                out.push(finding(
-                    frame.clone(),
-                    Severity::Error,
-                    "timed-out",
-                    format!(
-                        "{who} was still running here when the run timed out {}",
-                        tail(run.steps)
-                    ),
-                    run.steps,
-                ));
+            if let Some(frame) = pick(&frames, self.ws).cloned() {
+                let message = format!(
+                    "{who} was still running here when the run timed out {}",
+                    self.tail(run.steps)
+                );
+                self.found(frame, "timed-out", message, run.steps);
             }
         }
     }
-    for e in &run.events {
-        if let EventKind::Sdk {
-            kind: SdkKind::Always,
-            cond: false,
-            message,
-        } = &e.kind
-        {
-            if let Some(frame) = note(thread_line(places, &run.id, e.step, e.tid, ws), log) {
-                out.push(finding(
-                    frame,
-                    Severity::Error,
-                    "sdk-always",
-                    format!("always({message:?}) failed {}", tail(e.step)),
-                    e.step,
-                ));
+
+    fn failed_always(&mut self) {
+        let run = self.run;
+        for e in &run.events {
+            if let EventKind::Sdk {
+                kind: SdkKind::Always,
+                cond: false,
+                message,
+            } = &e.kind
+            {
+                if let Some(frame) = self.thread_line(e.step, e.tid) {
+                    let message = format!("always({message:?}) failed {}", self.tail(e.step));
+                    self.found(frame, "sdk-always", message, e.step);
+                }
             }
         }
     }
-    out
 }
