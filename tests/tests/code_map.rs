@@ -13,6 +13,7 @@ fn root() -> PathBuf {
 /// The directories of the repository a path in the map starts with.
 const TOPS: &[&str] = &[
     "adapter/",
+    "contrib/",
     "docs/",
     "guest/",
     "nixstore/",

@@ -19,7 +19,6 @@ pub mod prune;
 pub mod remove;
 pub mod replay;
 pub mod run;
-pub mod shard;
 pub mod shell;
 pub mod show;
 pub mod test;

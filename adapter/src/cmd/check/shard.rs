@@ -1,7 +1,7 @@
 //! `rewind check --shard I/N --results DIR` and `rewind check --merge DIR...`:
 //! a check spread over machines (docs/distributed.md).
 
-use super::check::{show, CheckArgs, Lines};
+use super::{show, CheckArgs, Lines};
 use crate::util::usage;
 use anyhow::{anyhow, Result};
 use clap::Args;

@@ -14,6 +14,8 @@ use vmm::check::property::Property;
 use vmm::check::{CheckSpec, Checker, Progress, Report, Strategy, Tried};
 use vmm::store::Store;
 
+mod shard;
+
 /// The strategy when `--strategy` is not given (`app::check::DEFAULT_STRATEGY`).
 const DEFAULT_STRATEGY: StrategyArg = StrategyArg::Random;
 
@@ -81,7 +83,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub shards: Box<super::shard::ShardArgs>,
+    pub shards: Box<shard::ShardArgs>,
 }
 
 impl CheckArgs {
@@ -179,12 +181,12 @@ impl Progress for Lines {
 
 pub fn main(args: CheckArgs) -> Result<i32> {
     if !args.shards.merge.is_empty() {
-        return super::shard::merge(&args);
+        return shard::merge(&args);
     }
     let store = store()?;
     let spec = spec(&args.request(), &store, read_stdin)?;
     if args.shards.shard.is_some() {
-        return super::shard::shard(&args, &spec, &store);
+        return shard::shard(&args, &spec, &store);
     }
     let mut lines = Lines::new(args.json);
     let report = Checker::new(&spec, &store).run(&mut lines)?;
