@@ -105,7 +105,20 @@ fn main() -> ExitCode {
             return ExitCode::from(util::TROUBLE);
         }
     };
-    let result = match cli.command {
+    match run(cli.command) {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        // Exit 1 is an answer a command returns (a violation, a difference,
+        // a missing file); every error is trouble, exit 2, as clap's are.
+        Err(e) => {
+            eprintln!("rewind: error: {}", util::one_line(&e));
+            ExitCode::from(util::TROUBLE)
+        }
+    }
+}
+
+/// Runs a command in its front end, with the signal handling it needs.
+fn run(command: Command) -> anyhow::Result<i32> {
+    match command {
         Command::Run(a) => {
             signals::install();
             cmd::run::main(a)
@@ -190,14 +203,5 @@ fn main() -> ExitCode {
         Command::Gdb(a) => gdb::main(a),
         Command::Shell(a) => cmd::shell::main(a),
         Command::Lsp(a) => lsp::main(a),
-    };
-    match result {
-        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
-        // Exit 1 is an answer a command returns (a violation, a difference,
-        // a missing file); every error is trouble, exit 2, as clap's are.
-        Err(e) => {
-            eprintln!("rewind: error: {}", util::one_line(&e));
-            ExitCode::from(util::TROUBLE)
-        }
     }
 }
