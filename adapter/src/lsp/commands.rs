@@ -83,24 +83,7 @@ pub async fn execute(b: &Shared, params: ExecuteCommandParams) -> Result<Option<
     } else {
         format!("rewind run {name}")
     };
-    let token = match params.work_done_progress_params.work_done_token {
-        Some(t) => Some(t),
-        // Progress the server starts only for a client that says it shows it.
-        None if b
-            .progress_capable
-            .load(std::sync::atomic::Ordering::Relaxed) =>
-        {
-            let t = NumberOrString::String(format!("rewind-{}", next_token()));
-            b.client
-                .send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
-                    token: t.clone(),
-                })
-                .await
-                .ok()
-                .map(|()| t)
-        }
-        None => None,
-    };
+    let token = progress_token(b, params.work_done_progress_params.work_done_token).await;
     let progress = WorkDone {
         b,
         token: token.clone(),
@@ -118,19 +101,7 @@ pub async fn execute(b: &Shared, params: ExecuteCommandParams) -> Result<Option<
         }))
         .await;
 
-    let mut cmd = tokio::process::Command::new(exe);
-    if check {
-        cmd.args(["check", "--schedules", &SCHEDULES.to_string()]);
-    } else {
-        cmd.args(["run", "-q"]);
-    }
-    cmd.arg("--")
-        .arg(&target.program)
-        .args(&target.args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
+    let cmd = command(exe, check, &target);
     let outcome = run_with_progress(cmd, check, &progress, cancel_rx).await;
     if let Some(t) = &token {
         lock(&b.cancels).remove(&token_key(t));
@@ -146,6 +117,54 @@ pub async fn execute(b: &Shared, params: ExecuteCommandParams) -> Result<Option<
         }))
         .await;
     b.refresh().await;
+    reply(b, &title, outcome).await
+}
+
+/// The progress token: the client's, else one the server makes for a
+/// client that says it shows progress the server starts.
+async fn progress_token(b: &Shared, given: Option<NumberOrString>) -> Option<NumberOrString> {
+    if given.is_some() {
+        return given;
+    }
+    if !b
+        .progress_capable
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return None;
+    }
+    let t = NumberOrString::String(format!("rewind-{}", next_token()));
+    b.client
+        .send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams { token: t.clone() })
+        .await
+        .ok()
+        .map(|()| t)
+}
+
+/// `rewind check` or `rewind run -q` of the target, its output piped.
+fn command(exe: std::path::PathBuf, check: bool, target: &Target) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(exe);
+    if check {
+        cmd.args(["check", "--schedules", &SCHEDULES.to_string()]);
+    } else {
+        cmd.args(["run", "-q"]);
+    }
+    cmd.arg("--")
+        .arg(&target.program)
+        .args(&target.args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// The command's answer: its exit, output and whether it was cancelled;
+/// trouble (an exit above 1) is also shown to the user.
+async fn reply(
+    b: &Shared,
+    title: &str,
+    outcome: std::result::Result<Ran, String>,
+) -> Result<Option<Value>> {
     match outcome {
         Ok(r) => {
             if r.code != 0 && r.code != 1 && !r.cancelled {
