@@ -17,6 +17,7 @@ const TOPS: &[&str] = &[
     "docs/",
     "guest/",
     "nixstore/",
+    "nixstore/",
     "nvim-plugin/",
     "scripts/",
     "symbols/",
@@ -73,6 +74,7 @@ const CRATES: &[(&str, &str)] = &[
     ("symbols", "lib.rs"),
     ("nixstore", "lib.rs"),
     ("adapter", "main.rs"),
+    ("nixstore", "lib.rs"),
 ];
 
 #[test]

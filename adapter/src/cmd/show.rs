@@ -119,7 +119,11 @@ fn run_flags(
             None => program_flags(run, guest_path, host_path, notes)?,
         },
         ImageLocation::Store(s) => {
-            let drv_name = run.manifest.env.iter().find_map(|e| e.strip_prefix("name="));
+            let drv_name = run
+                .manifest
+                .env
+                .iter()
+                .find_map(|e| e.strip_prefix("name="));
             let named = Some(run.meta.name.as_str()) != drv_name;
             ProgramFlags {
                 before: match named {
