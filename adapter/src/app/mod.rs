@@ -6,7 +6,6 @@
 pub mod check;
 pub mod fork;
 pub mod inside;
-pub mod kept;
 pub mod nix;
 pub mod record;
 pub mod runs;

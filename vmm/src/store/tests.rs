@@ -55,7 +55,6 @@ fn outcome(steps: u64) -> Outcome {
         stuck: vec![],
         perturbed: vec![],
         where_at: vec![],
-        symbols_at: None,
         thread_names: Default::default(),
         writers: Default::default(),
         kept: Default::default(),
