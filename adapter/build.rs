@@ -5,8 +5,11 @@
 //!
 //! Examples written in Rust, `guest/examples/*.rs`, are built the same way
 //! with the compiler cargo uses (`rustc --edition 2021 -C
-//! target-feature=+crt-static -O -g`: static-pie, Rust std). C examples that
-//! use the guest SDK include `../sdk/rewind.h`.
+//! target-feature=+crt-static -O -g`: static-pie, Rust std), and a Rust
+//! library in `guest/examples/NAME/lib.rs` as `cargo test` builds its tests
+//! (the same, with `--test` and without `-O`): the example NAME is that
+//! test binary. C
+//! examples that use the guest SDK include `../sdk/rewind.h`.
 
 use std::env;
 use std::fmt::Write as _;
@@ -34,7 +37,7 @@ fn main() {
     let mut sources: Vec<PathBuf> = fs::read_dir(&src_dir)
         .unwrap_or_else(|e| panic!("{}: {e}", src_dir.display()))
         .map(|entry| entry.expect("readable guest/examples").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "c" || e == "rs"))
+        .filter(|p| p.extension().is_some_and(|e| e == "c" || e == "rs") || is_library(p))
         .collect();
     sources.sort_by(|a, b| a.file_stem().cmp(&b.file_stem()));
 
@@ -49,11 +52,19 @@ fn main() {
             .to_str()
             .expect("UTF-8 example name");
         let elf = out.join(name);
-        if src.extension().is_some_and(|e| e == "rs") {
-            compile_rust(src, &elf);
+        let src = &if is_library(src) {
+            let lib = src.join("lib.rs");
+            println!("cargo:rerun-if-changed={}", lib.display());
+            // As `cargo test` builds by default: unoptimised.
+            compile_rust(&lib, &elf, &["--test"]);
+            lib
+        } else if src.extension().is_some_and(|e| e == "rs") {
+            compile_rust(src, &elf, &["-O"]);
+            src.clone()
         } else {
             compile(&cc, src, &elf);
-        }
+            src.clone()
+        };
         let text = fs::read_to_string(src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
         writeln!(
             table,
@@ -88,16 +99,21 @@ fn compile(cc: &str, src: &Path, elf: &Path) {
     }
 }
 
-/// A Rust example: static, optimised, with the rustc cargo runs.
-fn compile_rust(src: &Path, elf: &Path) {
+/// A directory of guest/examples holding a Rust library (`lib.rs`).
+fn is_library(p: &Path) -> bool {
+    p.join("lib.rs").is_file()
+}
+
+/// A Rust example: static, with the rustc cargo runs and `extra` flags.
+fn compile_rust(src: &Path, elf: &Path, extra: &[&str]) {
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
     let output = Command::new(&rustc)
+        .args(extra)
         .args([
             "--edition",
             "2021",
             "-C",
             "target-feature=+crt-static",
-            "-O",
             "-g",
             "-o",
         ])

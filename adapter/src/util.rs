@@ -95,11 +95,19 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("`{s}` is too large"))
 }
 
-/// Parses seconds, fractions allowed.
+/// Parses seconds, fractions allowed, with an optional unit (`s`, `m`, `h`).
 pub fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
+    let t = s.trim();
+    // `90`, `90s`, `1.5m`, `2h`.
+    let (num, unit) = match t.char_indices().last() {
+        Some((i, 's')) => (&t[..i], 1.0),
+        Some((i, 'm')) => (&t[..i], 60.0),
+        Some((i, 'h')) => (&t[..i], 3600.0),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num
+        .parse::<f64>()
+        .map(|v| v * unit)
         .map_err(|_| format!("`{s}` is not a number of seconds"))?;
     if !v.is_finite() || v <= 0.0 || v > 1e9 {
         return Err(format!("`{s}`: seconds must be positive"));
@@ -130,6 +138,9 @@ mod tests {
         assert_eq!(secs(0.5), "0.5");
         assert_eq!(secs(12.3456), "12.346");
         assert!(parse_secs("1.5").is_ok());
+        assert_eq!(parse_secs("60s"), Ok(std::time::Duration::from_secs(60)));
+        assert_eq!(parse_secs("1.5m"), Ok(std::time::Duration::from_secs(90)));
+        assert!(parse_secs("m").is_err());
         assert!(parse_secs("0").is_err());
         assert!(parse_secs("x").is_err());
     }

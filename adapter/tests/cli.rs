@@ -93,6 +93,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         stuck: vec![],
         perturbed: vec![],
         where_at: vec![],
+        symbols_at: None,
         thread_names: Default::default(),
         writers: Default::default(),
         kept: Default::default(),

@@ -69,13 +69,25 @@ fn a_schedule_that_spins_forever_ends_timed_out_instead_of_hanging_the_check() {
     );
 }
 
-/// With memory points (check's default) a spinning thread reaches a point at
-/// every read of the lock word, so no schedule spins forever.
+/// With memory points a spinning thread reaches a point at every read of
+/// the lock word, so no schedule spins forever (pinned: the portfolio's
+/// system-call points would spin until the timeout).
 #[test]
 fn with_memory_points_a_spinning_schedule_reaches_points_and_ends() {
     let h = Home::new();
     let prog = guest_arg("spinlock");
-    let out = h.rewind(&["check", "--schedules", "4", "--no-narrow", "--", &prog]);
+    let out = h.rewind(&[
+        "check",
+        "--points",
+        "memory",
+        "--schedules",
+        "4",
+        "--no-narrow",
+        "--keep",
+        "all",
+        "--",
+        &prog,
+    ]);
     assert_eq!(out.code, 0, "{out}");
     let lines: Vec<&str> = out
         .stdout

@@ -8,19 +8,52 @@ use super::record::{prepare, RunSpec};
 use crate::util::usage;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
+use std::time::Duration;
 use vmm::check::label::{labels, Judged, Label};
 use vmm::check::property::Property;
 use vmm::check::race::{Race, Told};
-use vmm::check::{CheckSpec, Parent, Report, Side, Strategy, Tried};
+use vmm::check::{CheckSpec, Entry, Parent, Report, Side, Strategy, Tried};
 use vmm::record::Points;
 use vmm::session::Limits;
 use vmm::store::Store;
 
-/// Schedules tried when not said.
+/// Schedules a pinned search tries when not said.
 pub const DEFAULT_SCHEDULES: u64 = 64;
-/// The strategy when not said (chosen by the numbers in docs/design.md,
-/// "Search strategies").
+/// The strategy when the points alone pin the search (chosen by the
+/// numbers in docs/design.md, "Search strategies").
 pub const DEFAULT_STRATEGY: Strategy = Strategy::Random;
+/// What the portfolio spends when neither a count nor a budget is said.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(60);
+/// The most schedules a portfolio plans when its budget alone bounds it.
+const PORTFOLIO_CAP: u64 = 20_000;
+
+/// The default search (docs/design.md, "A portfolio by default"): the
+/// cheap system-call points' random schedules first in each round, then
+/// memory points' random, PCT of depths 2 and 3 and `bounded`.
+pub const PORTFOLIO: [Entry; 5] = [
+    entry(Strategy::Random, 0, Points::Syscalls),
+    entry(Strategy::Random, 0, Points::Memory),
+    entry(Strategy::Pct, 2, Points::Memory),
+    entry(Strategy::Pct, 3, Points::Memory),
+    entry(Strategy::Bounded, 0, Points::Memory),
+];
+
+const fn entry(strategy: Strategy, depth: u32, points: Points) -> Entry {
+    Entry {
+        strategy,
+        depth,
+        points,
+    }
+}
+
+/// Which runs a check leaves in the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Schedule 0, the violating runs and the narrowed pair.
+    Found,
+    /// Every run the check made.
+    All,
+}
 /// PCT's depth when not said.
 pub const DEFAULT_DEPTH: u32 = 3;
 
@@ -34,7 +67,11 @@ pub const DEFAULT_POINTS: Points = Points::Memory;
 pub struct CheckRequest {
     /// The program's run (or, with `from_run`, the window and points).
     pub run: RunSpec,
-    pub schedules: u64,
+    /// How many schedules (`None`: as many as the budget allows, or
+    /// `DEFAULT_SCHEDULES` for a pinned search).
+    pub schedules: Option<u64>,
+    /// Start no schedule after this long.
+    pub budget: Option<Duration>,
     /// Try every schedule, then report how many violate.
     pub all: bool,
     /// Schedules run at once (`None`: one per core).
@@ -47,8 +84,9 @@ pub struct CheckRequest {
     pub properties_file: Option<PathBuf>,
     /// Say where each thread was at the deciding step.
     pub want_where: bool,
-    /// Random, Bounded or Pct (`seeds` makes it Seeds).
-    pub strategy: Strategy,
+    /// Random, Bounded or Pct (`seeds` makes it Seeds); `None`, with no
+    /// points, seeds or run either, is the portfolio.
+    pub strategy: Option<Strategy>,
     pub depth: u32,
     pub check_seed: u64,
     /// Check from a recorded run: schedules equal to it up to `run.schedule_from`.
@@ -61,14 +99,15 @@ impl Default for CheckRequest {
     fn default() -> CheckRequest {
         CheckRequest {
             run: RunSpec::default(),
-            schedules: DEFAULT_SCHEDULES,
+            schedules: None,
+            budget: None,
             all: false,
             jobs: None,
             narrow: true,
             properties: Vec::new(),
             properties_file: None,
             want_where: false,
-            strategy: DEFAULT_STRATEGY,
+            strategy: None,
             depth: DEFAULT_DEPTH,
             check_seed: 0,
             from_run: None,
@@ -143,7 +182,21 @@ pub fn spec(
     };
     let strategy = match req.seeds {
         Some(_) => Strategy::Seeds,
-        None => req.strategy,
+        None => req.strategy.unwrap_or(DEFAULT_STRATEGY),
+    };
+    // Anything that pins the search pins it as before the portfolio.
+    let pinned = req.strategy.is_some()
+        || req.run.points.is_some()
+        || req.seeds.is_some()
+        || req.from_run.is_some();
+    let (portfolio, schedules, budget) = match (pinned, req.seeds.or(req.schedules)) {
+        (true, n) => (Vec::new(), n.unwrap_or(DEFAULT_SCHEDULES), req.budget),
+        (false, Some(n)) => (PORTFOLIO.to_vec(), n, req.budget),
+        (false, None) => (
+            PORTFOLIO.to_vec(),
+            PORTFOLIO_CAP,
+            Some(req.budget.unwrap_or(DEFAULT_BUDGET)),
+        ),
     };
     Ok(CheckSpec {
         base,
@@ -152,7 +205,7 @@ pub fn spec(
             timeout: req.run.timeout,
             ..Default::default()
         },
-        schedules: req.seeds.unwrap_or(req.schedules),
+        schedules,
         all: req.all,
         jobs: req
             .jobs
@@ -166,13 +219,15 @@ pub fn spec(
         until: req.run.schedule_until,
         want_where: req.want_where,
         parent,
+        portfolio,
+        budget,
     })
 }
 
 /// What the first violating run is called when it was not narrowed: by the
 /// same rule as a narrowed pair, against schedule 0.
 pub fn unnarrowed_label(r: &Report, bad: &Tried) -> Label {
-    if bad.id == r.base.id {
+    if r.bases.iter().any(|b| b.id == bad.id) {
         // Schedule 0 itself violates a property (not ends-differently).
         return Label::Failing;
     }
@@ -211,8 +266,18 @@ fn race_json(r: &Race) -> serde_json::Value {
     })
 }
 
+/// `{"strategy", "depth", "points"}` of a portfolio's entry (depth for pct alone).
+fn entry_json(e: &Entry) -> serde_json::Value {
+    serde_json::json!({
+        "strategy": e.strategy_name(),
+        "depth": (e.strategy == Strategy::Pct).then_some(e.depth),
+        "points": e.points.to_string(),
+    })
+}
+
 fn tried_json(t: &Tried) -> serde_json::Value {
     serde_json::json!({
+        "entry": t.entry.as_ref().map(entry_json),
         "label": t.label.trim(),
         "run": t.id,
         "status": t.status.to_string(),
@@ -225,9 +290,27 @@ fn tried_json(t: &Tried) -> serde_json::Value {
 
 /// Keeps a check's report for readers that were not watching (the language
 /// server, docs/lsp.md; the debug adapter's deciding mark), whether the check
-/// ran here or in a debug session; returns the `--json` report.
-pub fn keep(store: &Store, report: &Report) -> serde_json::Value {
-    let json = json_report(report);
+/// ran here or in a debug session, and drops the runs `what` does not keep
+/// (`kept.rs`); returns the `--json` report.
+pub fn keep(
+    store: &Store,
+    report: &Report,
+    what: Keep,
+    remake: super::kept::Remake,
+) -> serde_json::Value {
+    let mut json = json_report(report);
+    match what {
+        Keep::Found => {
+            if let Err(e) = super::kept::drop_unkept(store, report, &mut json, remake) {
+                eprintln!("rewind: warning: the check's passing runs are not removed: {e}");
+            }
+        }
+        Keep::All => {
+            for t in json["tried"].as_array_mut().into_iter().flatten() {
+                t["kept"] = serde_json::Value::Bool(true);
+            }
+        }
+    }
     if let Err(e) = store.save_check(&report.base.id, &json) {
         eprintln!("rewind: warning: the check's result is not kept: {e}");
     }
@@ -239,12 +322,15 @@ fn json_report(r: &Report) -> serde_json::Value {
         "properties": r.properties.iter().map(|p| p.name()).collect::<Vec<_>>(),
         "never_held": r.never_held,
         "base": tried_json(&r.base),
+        "bases": r.bases.iter().map(tried_json).collect::<Vec<_>>(),
         "tried": r.tried.iter().map(tried_json).collect::<Vec<_>>(),
         "violations": r.violations(),
         "exhausted": r.exhausted,
+        "out_of_budget": r.out_of_budget,
         "first_violation": r.first_violation().map(|bad| serde_json::json!({
             "run": bad.id,
             "label": unnarrowed_label(r, bad),
+            "found_by": bad.entry.as_ref().map(entry_json),
         })),
         "narrowed": r.narrowed.as_ref().map(|n| serde_json::json!({
             "deciding": vmm::record::json::perturbations(&n.deciding),

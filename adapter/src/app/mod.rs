@@ -6,6 +6,7 @@
 pub mod check;
 pub mod fork;
 pub mod inside;
+pub mod kept;
 pub mod nix;
 pub mod record;
 pub mod runs;

@@ -581,7 +581,13 @@ fn stdin_bytes(run: &Run) -> u64 {
 
 pub fn main(args: ShowArgs) -> Result<i32> {
     let store = crate::app::store()?;
-    let run = crate::app::resolve(&args.run.spec)?;
+    let run = match crate::app::resolve(&args.run.spec) {
+        Ok(run) => run,
+        Err(e) => match crate::app::kept::find(&store, &args.run.spec) {
+            Some(n) => return Ok(not_kept(&n, args.json)),
+            None => return Err(e),
+        },
+    };
     let r = recipe(&store, &run);
     let mut notes = r.notes.clone();
     let image_now = run.meta.image.to_image().hash().ok();
@@ -782,6 +788,39 @@ impl Shown<'_> {
         }
         Ok(())
     }
+}
+
+/// `rewind show` of a schedule a check did not keep: what it was and the
+/// command that makes it again.
+fn not_kept(n: &crate::app::kept::NotKept, json: bool) -> i32 {
+    let t = &n.tried;
+    let id = t["run"].as_str().unwrap_or_default();
+    let remake = t["remake"].as_str();
+    if json {
+        let v = serde_json::json!({
+            "id": id,
+            "kept": false,
+            "check": n.check.base,
+            "label": t["label"],
+            "status": t["status"],
+            "steps": t["steps"],
+            "remake": remake,
+        });
+        println!("{v}");
+        return 0;
+    }
+    println!(
+        "run {id} was not kept: it is {} of the check of run {}, where it passed ({}, {} steps)",
+        t["label"].as_str().unwrap_or_default().trim(),
+        n.check.base,
+        t["status"].as_str().unwrap_or_default(),
+        t["steps"],
+    );
+    match remake {
+        Some(line) => println!("this makes it again (the same id):\n  {line}"),
+        None => println!("no `rewind run` command makes it again"),
+    }
+    0
 }
 
 #[cfg(test)]

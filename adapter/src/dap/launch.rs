@@ -57,6 +57,7 @@ const RUN_FIELDS: &[(&str, &str)] = &[
 ];
 const CHECK_FIELDS: &[(&str, &str)] = &[
     ("schedules", "--schedules"),
+    ("budget", "--budget"),
     ("strategy", "--strategy"),
     ("seeds", "--seeds"),
     ("depth", "--depth"),
@@ -181,7 +182,11 @@ impl Fields<'_> {
 
     /// `req` with the check fields (`schedules`, `strategy`, `properties`..).
     fn check_request(&self, mut req: CheckRequest) -> Result<CheckRequest> {
-        req.schedules = self.whole("schedules")?.unwrap_or(req.schedules);
+        req.schedules = self.whole("schedules")?.or(req.schedules);
+        req.budget = self
+            .whole("budget")?
+            .map(std::time::Duration::from_secs)
+            .or(req.budget);
         req.seeds = self.whole("seeds")?;
         req.depth = self.number("depth", 1..=64)?.unwrap_or(req.depth);
         req.check_seed = self.whole("checkSeed")?.unwrap_or(req.check_seed);
@@ -196,7 +201,7 @@ impl Fields<'_> {
             "pct" => Ok(Strategy::Pct),
             _ => Err(format!("`{s}`: one of random, bounded, pct")),
         })?;
-        req.strategy = strategy.unwrap_or(req.strategy);
+        req.strategy = strategy.or(req.strategy);
         Ok(req)
     }
 }
@@ -515,7 +520,8 @@ fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Re
             return Err(e.into());
         }
     };
-    check::keep(store, &report);
+    // A debug session keeps no command to remake a removed schedule.
+    check::keep(store, &report, check::Keep::Found, &|_, _| None);
     progress_end(
         out,
         &id,

@@ -5,9 +5,11 @@
 //! property (or all of them, with `all`). Runs go into the store like any
 //! other, so every id a check prints can be replayed, diffed or forked.
 
+pub mod jobs;
 pub mod label;
 pub mod merge;
 pub mod narrow;
+pub mod portfolio;
 pub mod property;
 pub mod race;
 pub mod shard;
@@ -18,12 +20,11 @@ pub use crate::schedule;
 use crate::record::diff::Divergence;
 use crate::record::fork::{fork_manifest, ForkWith};
 use crate::record::keyframe::Keyframe;
-use crate::record::{Event, ExitStatus, Pct, Perturbation, Perturbed};
+use crate::record::{Event, ExitStatus, Pct, Perturbation, Perturbed, Points};
 use crate::session::{self, Limits, Outcome, RunInputs};
 use crate::store::{RunDetails, Store, StoreError};
 use crate::EngineError;
 use property::{Judged, Property, Verdict};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 #[derive(Debug, thiserror::Error)]
@@ -54,12 +55,52 @@ pub enum Strategy {
     Seeds,
 }
 
+/// One strategy of a portfolio, with the points its runs stop at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub strategy: Strategy,
+    /// PCT's depth (the other strategies ignore it).
+    pub depth: u32,
+    pub points: Points,
+}
+
+impl Entry {
+    /// `random`, `pct`, `bounded`.
+    pub fn strategy_name(&self) -> &'static str {
+        match self.strategy {
+            Strategy::Random => "random",
+            Strategy::Pct => "pct",
+            Strategy::Bounded => "bounded",
+            Strategy::Seeds => "seeds",
+        }
+    }
+}
+
+impl std::fmt::Display for Entry {
+    /// `pct depth 3, memory points`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.strategy {
+            Strategy::Pct => write!(f, "pct depth {}", self.depth)?,
+            _ => f.write_str(self.strategy_name())?,
+        }
+        write!(f, ", {}", points_name(self.points))
+    }
+}
+
+/// `syscall points`, `memory points`.
+pub fn points_name(p: Points) -> String {
+    match p {
+        Points::Syscalls => "syscall points".into(),
+        p => format!("{p} points"),
+    }
+}
+
 /// One schedule to try.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Candidate {
     Seeded(u64),
-    /// A PCT schedule: its seed.
-    Pct(u64),
+    /// A PCT schedule: its seed and depth.
+    Pct(u64, u32),
     Explicit(Vec<Perturbed>),
     Seed(u64),
 }
@@ -67,7 +108,7 @@ pub enum Candidate {
 impl Candidate {
     pub fn label(&self) -> String {
         match self {
-            Candidate::Seeded(n) | Candidate::Pct(n) => format!("schedule {n:>3}"),
+            Candidate::Seeded(n) | Candidate::Pct(n, _) => format!("schedule {n:>3}"),
             Candidate::Explicit(p) => {
                 let steps: Vec<String> = p.iter().map(|p| p.step.to_string()).collect();
                 format!("reschedule at {}", steps.join("+"))
@@ -77,6 +118,7 @@ impl Candidate {
     }
 }
 
+#[derive(Clone)]
 pub struct CheckSpec {
     /// Schedule 0's inputs.
     pub base: RunInputs,
@@ -99,6 +141,11 @@ pub struct CheckSpec {
     pub want_where: bool,
     /// Checking from a recorded run: schedules are its forks at `from`.
     pub parent: Option<Parent>,
+    /// The strategies and points tried in turn (`portfolio`); empty when
+    /// `strategy` and the base's points are the check's only ones.
+    pub portfolio: Vec<Entry>,
+    /// No schedule starts after this long (schedules already running end).
+    pub budget: Option<std::time::Duration>,
 }
 
 /// The recorded run a check starts from (`rewind check --run`).
@@ -125,6 +172,9 @@ pub struct Tried {
     pub sometimes: Vec<(String, bool)>,
     /// How long the run took.
     pub wall: std::time::Duration,
+    /// The portfolio's strategy and points that made it (None outside a
+    /// portfolio, and for schedule 0).
+    pub entry: Option<Entry>,
 }
 
 impl Tried {
@@ -166,8 +216,17 @@ pub struct Narrowed {
 
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// Schedule 0 with the check's own points (or, in a portfolio, with
+    /// the points of the schedule that violated first).
     pub base: Tried,
+    /// Every schedule 0: one per points a portfolio tries.
+    pub bases: Vec<Tried>,
     pub tried: Vec<Tried>,
+    /// Said when the budget ran out before every schedule was tried.
+    pub out_of_budget: Option<String>,
+    /// Every run the check recorded that was not in the store before it,
+    /// narrowing's included: what a front end may drop again.
+    pub made: Vec<String>,
     /// Said when a bounded search ran out of schedules.
     pub exhausted: Option<String>,
     pub narrowed: Option<Narrowed>,
@@ -197,7 +256,11 @@ impl Narrowed {
 impl Report {
     /// Violating runs, schedule 0 included.
     pub fn violations(&self) -> usize {
-        self.tried.iter().filter(|t| t.violated()).count() + self.base.violated() as usize
+        self.runs().filter(|t| t.violated()).count()
+    }
+    /// Every schedule 0, then every schedule tried.
+    pub fn runs(&self) -> impl Iterator<Item = &Tried> {
+        self.bases.iter().chain(&self.tried)
     }
     /// Whether the check found anything wrong.
     pub fn failed(&self) -> bool {
@@ -205,9 +268,7 @@ impl Report {
     }
     /// The first violating run: schedule 0 itself, or the first candidate.
     pub fn first_violation(&self) -> Option<&Tried> {
-        std::iter::once(&self.base)
-            .chain(&self.tried)
-            .find(|t| t.violated())
+        self.runs().find(|t| t.violated())
     }
 }
 
@@ -232,6 +293,8 @@ pub struct Checker<'a> {
     parent_keyframe: std::sync::OnceLock<Option<Keyframe>>,
     /// What the store went on without (`Report::warnings`).
     warnings: Mutex<Vec<String>>,
+    /// Every run recorded (`Report::made`).
+    made: Mutex<Vec<String>>,
 }
 
 impl<'a> Checker<'a> {
@@ -243,6 +306,7 @@ impl<'a> Checker<'a> {
             properties: spec.properties.clone(),
             parent_keyframe: std::sync::OnceLock::new(),
             warnings: Mutex::new(Vec::new()),
+            made: Mutex::new(Vec::new()),
             base_wall: std::time::Duration::ZERO,
             base_steps: 0,
             window: None,
@@ -296,9 +360,9 @@ impl<'a> Checker<'a> {
     /// that can reorder what threads share: a change of priority at a step
     /// that commutes with every other thread's is the same run as one at
     /// that thread's next such step).
-    fn pct(&self) -> Pct {
+    fn pct(&self, depth: u32) -> Pct {
         let (from, until) = self.pct_range();
-        let depth = self.spec.depth.max(1);
+        let depth = depth.max(1);
         let steps = until.saturating_sub(from.unwrap_or(0)).max(1);
         match &self.window {
             Some(w) if self.spec.parent.is_none() && !w.shared.is_empty() => {
@@ -358,26 +422,29 @@ impl<'a> Checker<'a> {
 
     fn inputs_for(&self, c: &Candidate) -> RunInputs {
         let mut i = self.spec.base.clone();
-        if let (Some(p), Candidate::Seeded(n) | Candidate::Pct(n) | Candidate::Seed(n)) =
+        if let (Some(p), Candidate::Seeded(n) | Candidate::Pct(n, _) | Candidate::Seed(n)) =
             (&self.spec.parent, c)
         {
             let with = match c {
-                Candidate::Seeded(_) | Candidate::Pct(_) => ForkWith::Schedule(*n),
+                Candidate::Seeded(_) | Candidate::Pct(..) => ForkWith::Schedule(*n),
                 _ => ForkWith::Seed(*n),
             };
             let step = self.spec.from.unwrap_or(0);
             i.manifest = fork_manifest(&p.id, &i.manifest, &p.applied, step, with);
-            i.manifest.pct = matches!(c, Candidate::Pct(_)).then(|| self.pct());
+            i.manifest.pct = match c {
+                Candidate::Pct(_, d) => Some(self.pct(*d)),
+                _ => None,
+            };
             return i;
         }
         let m = &mut i.manifest;
         match c {
-            Candidate::Seeded(n) | Candidate::Pct(n) => {
+            Candidate::Seeded(n) | Candidate::Pct(n, _) => {
                 m.schedule = *n;
                 m.schedule_until = self.spec.until;
-                if let Candidate::Pct(_) = c {
+                if let Candidate::Pct(_, d) = c {
                     m.schedule_from = self.pct_range().0;
-                    m.pct = Some(self.pct());
+                    m.pct = Some(self.pct(*d));
                 } else {
                     m.schedule_from = self.spec.from;
                 }
@@ -405,6 +472,8 @@ impl<'a> Checker<'a> {
         inputs: &RunInputs,
         limits: &Limits,
     ) -> Result<(String, Outcome, Vec<Event>), CheckError> {
+        // A run already in the store is not the check's to drop (`Report::made`).
+        let fresh = !self.store.runs_dir().join(inputs.manifest.id()).exists();
         let mut rec = self.store.begin(&inputs.manifest, &inputs.stdin)?;
         rec.set_echo(false);
         let outcome = match self.parent_keyframe(inputs)? {
@@ -423,6 +492,12 @@ impl<'a> Checker<'a> {
                 timeout: limits.timeout,
             },
         )?;
+        if fresh {
+            self.made
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(run.id.clone());
+        }
         let events = run
             .events()
             .map_err(|e| CheckError::Trace(run.id.clone(), e.to_string()))?;
@@ -457,6 +532,7 @@ impl<'a> Checker<'a> {
             broken,
             sometimes: property::sometimes(events),
             wall: o.wall,
+            entry: None,
         }
     }
 
@@ -539,16 +615,32 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// The whole check.
+    /// The whole check: the portfolio's when the spec has one.
     pub fn run(mut self, progress: &mut dyn Progress) -> Result<Report, CheckError> {
+        if !self.spec.portfolio.is_empty() {
+            return portfolio::run(self.spec, self.store, progress);
+        }
+        let deadline = self.spec.budget.map(|b| std::time::Instant::now() + b);
         progress.phase("schedule 0");
         let base = self.schedule0("schedule   0")?;
         progress.tried(&base, 0, 0);
         let (candidates, bound) = self.plan(&base);
         progress.phase("schedules");
         let all = self.spec.all;
-        let tried = self.try_all(&candidates, progress, &|t: &Tried| !all && t.violated())?;
-        let report = self.report(base, tried, bound, candidates.len());
+        let stop = |t: &Tried| !all && t.violated();
+        let one = |i: usize| self.try_one(&candidates[i]);
+        let (tried, late) = jobs::try_each(
+            candidates.len(),
+            self.spec.jobs,
+            deadline,
+            progress,
+            &stop,
+            &one,
+        )?;
+        let total = candidates.len();
+        let mut report = self.report(base, tried, bound.filter(|_| !late), total);
+        report.out_of_budget =
+            late.then(|| jobs::out_of_budget(self.spec, report.tried.len(), total as u64));
         self.finish(report, progress)
     }
 
@@ -565,9 +657,12 @@ impl<'a> Checker<'a> {
                 )
             });
         let mut report = Report {
-            base,
+            base: base.clone(),
+            bases: vec![base],
             tried,
             exhausted,
+            out_of_budget: None,
+            made: Vec::new(),
             narrowed: None,
             properties: self.properties.clone(),
             never_held: Vec::new(),
@@ -577,33 +672,56 @@ impl<'a> Checker<'a> {
         report
     }
 
-    /// Narrows the report's first violation (unless schedule 0 is it: no
-    /// perturbation to narrow) and adds what the store went on without.
+    /// Narrows the report's first violation (unless a schedule 0 is it: no
+    /// perturbation to narrow) and hands over what the store went on
+    /// without and the runs recorded.
     fn finish(
         &self,
         mut report: Report,
         progress: &mut dyn Progress,
     ) -> Result<Report, CheckError> {
-        if self.spec.narrow && !report.base.violated() {
+        if self.spec.narrow && !report.bases.iter().any(|b| b.violated()) {
             if let Some(bad) = report.first_violation().cloned() {
                 progress.phase("narrowing");
                 report.narrowed = Some(narrow::narrow(self, &bad)?);
             }
         }
-        report.warnings =
-            std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()));
+        self.hand_over(&mut report);
         Ok(report)
+    }
+
+    /// Adds what the store went on without and the runs recorded to the report.
+    fn hand_over(&self, r: &mut Report) {
+        for w in std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner())) {
+            if !r.warnings.contains(&w) {
+                r.warnings.push(w);
+            }
+        }
+        r.made.extend(std::mem::take(
+            &mut *self.made.lock().unwrap_or_else(|e| e.into_inner()),
+        ));
     }
 
     /// The schedules to try and, for a bounded search, the number of
     /// reschedules up to which they are every schedule there is.
     pub fn candidates(&self, base_steps: u64) -> (Vec<Candidate>, Option<u32>) {
-        let n = self.spec.schedules;
+        let (strategy, depth) = (self.spec.strategy, self.spec.depth);
+        self.candidates_of(strategy, depth, self.spec.schedules, base_steps)
+    }
+
+    /// `n` schedules of `strategy` (at most: `bounded` may have fewer).
+    fn candidates_of(
+        &self,
+        strategy: Strategy,
+        depth: u32,
+        n: u64,
+        base_steps: u64,
+    ) -> (Vec<Candidate>, Option<u32>) {
         let first = self.spec.check_seed.saturating_mul(n).saturating_add(1);
         let seeded = (0..n).map(|i| first.saturating_add(i));
-        match self.spec.strategy {
+        match strategy {
             Strategy::Random => (seeded.map(Candidate::Seeded).collect(), None),
-            Strategy::Pct => (seeded.map(Candidate::Pct).collect(), None),
+            Strategy::Pct => (seeded.map(|s| Candidate::Pct(s, depth)).collect(), None),
             Strategy::Seeds => {
                 let own = self.spec.base.manifest.seed;
                 let seeds = (1..).filter(|s| *s != own).take(n as usize);
@@ -636,60 +754,15 @@ impl<'a> Checker<'a> {
     }
 
     /// Tries candidates on `jobs` threads, and stops after the first in
-    /// candidate order that `stop` says is enough (every earlier one is
-    /// still run, so the result does not depend on the number of jobs).
+    /// candidate order that `stop` says is enough (`jobs::try_each`).
     fn try_all(
         &self,
         cands: &[Candidate],
         progress: &mut dyn Progress,
         stop: &(dyn Fn(&Tried) -> bool + Sync),
     ) -> Result<Vec<Tried>, CheckError> {
-        let next = AtomicU64::new(0);
-        let stop_at = AtomicU64::new(u64::MAX);
-        let results: Mutex<Vec<Option<Result<Tried, CheckError>>>> =
-            Mutex::new((0..cands.len()).map(|_| None).collect());
-        let shown = Mutex::new((0usize, progress));
-        std::thread::scope(|s| {
-            for _ in 0..self.spec.jobs.max(1) {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    if i as usize >= cands.len() || i > stop_at.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let r = self.try_one(&cands[i as usize]);
-                    if matches!(&r, Ok(t) if stop(t)) || r.is_err() {
-                        stop_at.fetch_min(i, Ordering::SeqCst);
-                    }
-                    results.lock().unwrap()[i as usize] = Some(r);
-                    // Report in order: whatever is complete from the front.
-                    let mut sh = shown.lock().unwrap();
-                    let res = results.lock().unwrap();
-                    while sh.0 < cands.len() && sh.0 as u64 <= stop_at.load(Ordering::SeqCst) {
-                        match &res[sh.0] {
-                            Some(Ok(t)) => {
-                                let done = sh.0 as u64 + 1;
-                                sh.1.tried(t, done, cands.len() as u64);
-                                sh.0 += 1;
-                            }
-                            Some(Err(_)) => sh.0 += 1,
-                            None => break,
-                        }
-                    }
-                });
-            }
-        });
-        let limit = stop_at.load(Ordering::SeqCst);
-        let mut out = Vec::new();
-        for (i, r) in results.into_inner().unwrap().into_iter().enumerate() {
-            if i as u64 > limit {
-                break;
-            }
-            match r {
-                Some(r) => out.push(r?),
-                None => break,
-            }
-        }
-        Ok(out)
+        let one = |i: usize| self.try_one(&cands[i]);
+        Ok(jobs::try_each(cands.len(), self.spec.jobs, None, progress, stop, &one)?.0)
     }
 }
 
@@ -699,7 +772,7 @@ fn never_held(r: &Report) -> Vec<String> {
     if !r.properties.contains(&Property::Sdk) {
         return out;
     }
-    let runs = || std::iter::once(&r.base).chain(&r.tried);
+    let runs = || r.runs();
     for t in runs() {
         for (m, _) in &t.sometimes {
             let held = runs().any(|t| t.sometimes.iter().any(|(m2, h)| m2 == m && *h));

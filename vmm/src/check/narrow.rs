@@ -28,6 +28,7 @@ use crate::record::diff::first_divergence;
 use crate::record::{Discard, Event, EventKind, Perturbation, Perturbed};
 use crate::session::{self, Limits};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Shared events shown before the first difference, and events of each side after it.
@@ -375,16 +376,19 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
     let passing = s.run(without_last)?;
     // Where each thread was at the deciding step: the sentence names the
     // place of the thread that made it, `--where` prints every thread.
-    let where_ = match deciding.last() {
+    // The same run gives the ELF files mapped then, to name addresses in
+    // the libraries.
+    let (where_, mapped) = match deciding.last() {
         Some(last) => {
             let inputs = checker.inputs_for(&Candidate::Explicit(deciding.clone()));
             let limits = Limits {
                 where_at: Some(last.step),
                 ..checker.candidate_limits()
             };
-            session::run(&inputs, &limits, &mut Discard)?.where_at
+            let o = session::run(&inputs, &limits, &mut Discard)?;
+            (o.where_at, o.symbols_at)
         }
-        _ => Vec::new(),
+        _ => (Vec::new(), None),
     };
     let failing_events = load(checker, &failing.id)?;
     let divergence = first_divergence(&load(checker, &passing.id)?, &failing_events, CONTEXT);
@@ -398,9 +402,10 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
     let mut race = None;
     let sentence = match deciding.as_slice() {
         [one] => {
-            let names = Program::of(checker);
+            let names = Program::of(checker, mapped);
             let switches = checker.store.resolve(&failing.id)?.switches()?;
-            race = race::exposed(&failing_events, &switches, one.step)
+            let own = |t: &race::Touch| names.own(t.pc);
+            race = race::exposed(&failing_events, &switches, one.step, &own)
                 .map(|i| Race::tell(&i, one.step, &|a| names.variable(a), &|pc| names.place(pc)));
             let thread = label::thread_at(&switches, one.step);
             let what = label::deciding(one, &failing_events, thread, &names.names);
@@ -459,41 +464,70 @@ fn sides(without: &Tried, with: &Tried, without_is_schedule_0: bool) -> (Side, S
 
 /// The checked program's names: its symbol table for recorded text, and
 /// its debug info (found as `rewind where` finds it, parsed on first use)
-/// for source lines.
+/// for source lines; the libraries it had mapped at the deciding step for
+/// addresses outside it.
 struct Program {
+    path: String,
     names: label::Names,
     lines: Option<crate::kernel::symbols::SymbolTable>,
+    mapped: Option<Arc<symbols::Symbolizer>>,
 }
 
 impl Program {
-    /// None of either when the program's file cannot be read.
-    fn of(checker: &Checker) -> Program {
+    /// None of the program's own when its file cannot be read.
+    fn of(checker: &Checker, mapped: Option<Arc<symbols::Symbolizer>>) -> Program {
         let base = &checker.spec.base;
         let path = &base.manifest.program;
         let Ok(elf) = crate::kernel::elf::read_program(&base.image, path) else {
             return Program {
+                path: path.clone(),
                 names: label::Names::default(),
                 lines: None,
+                mapped,
             };
         };
         let bias = crate::kernel::elf::load_bias(&elf);
         Program {
+            path: path.clone(),
             names: label::Names::from_elf(&elf, bias),
             lines: Some(crate::kernel::symbols::SymbolTable::from_elf(
                 path, &elf, bias,
             )),
+            mapped,
         }
     }
 
-    /// `balance`, `pool+0x8`, else the address.
+    /// The library (not the program) mapped at `addr`: its symbolizer's module.
+    fn library_at(&self, addr: u64) -> Option<&symbols::Mapped> {
+        let m = self.mapped.as_ref()?.module_at(addr)?;
+        (m.path != self.path).then_some(m)
+    }
+
+    /// `sym+0x17 (libc.so.6)`: an address of a library, by its symbol.
+    fn in_library(&self, addr: u64) -> Option<String> {
+        let m = self.library_at(addr)?;
+        let file = m.path.rsplit('/').next().unwrap_or(&m.path);
+        Some(match m.module.symbol(addr.wrapping_sub(m.bias)) {
+            Some((name, 0)) => format!("{} ({file})", symbols::demangle(&name)),
+            Some((name, off)) => format!("{}+{off:#x} ({file})", symbols::demangle(&name)),
+            None => format!("{addr:#x} ({file})"),
+        })
+    }
+
+    /// `balance`, `pool+0x8`, `sym+0x8 (libc.so.6)`, else the address.
     fn variable(&self, addr: u64) -> String {
         self.names
             .variable(addr)
+            .or_else(|| self.in_library(addr))
             .unwrap_or_else(|| format!("{addr:#x}"))
     }
 
-    /// `teller (bank.c:27)`, else `teller+0x4c`, else the address.
+    /// `teller (bank.c:27)`, else `teller+0x4c`, else `sym+0x17
+    /// (libc.so.6)`, else the address.
     fn place(&self, pc: u64) -> String {
+        if let Some(lib) = self.in_library(pc) {
+            return lib;
+        }
         match self.lines.as_ref().and_then(|t| t.symbolizer()) {
             Some(s) => s.place(pc),
             None => self
@@ -501,5 +535,17 @@ impl Program {
                 .function_at(pc)
                 .unwrap_or_else(|| format!("{pc:#x}")),
         }
+    }
+
+    /// Whether `pc` is the program's own code (its debug info names a
+    /// source file of its own, not the C library's or a runtime's).
+    fn own(&self, pc: u64) -> bool {
+        self.library_at(pc).is_none()
+            && self
+                .lines
+                .as_ref()
+                .and_then(|t| t.symbolizer())
+                .and_then(|s| s.frames_at(pc).first().map(|f| f.own))
+                .unwrap_or(false)
     }
 }

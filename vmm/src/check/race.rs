@@ -72,10 +72,19 @@ pub struct Interleaving {
 /// access of another thread, before the switched one ran again, that came
 /// between two of its accesses to the same bytes; else the first that came
 /// before one of its later accesses (an order it did not expect); else the
-/// first after one of its earlier ones. None when no such access was
+/// first after one of its earlier ones. One whose accesses are all in the
+/// program's own code (`is_own`) comes before any that is not, and then one
+/// on the bytes of the access the thread was stopped before: a lost update
+/// of the program's counter is the race to tell, not the C library's lock
+/// word the same switch also interleaved. None when no such access was
 /// recorded (no memory points, or the run ended differently for another
 /// reason).
-pub fn exposed(events: &[Event], switches: &[Switch], step: u64) -> Option<Interleaving> {
+pub fn exposed(
+    events: &[Event],
+    switches: &[Switch],
+    step: u64,
+    is_own: &dyn Fn(&Touch) -> bool,
+) -> Option<Interleaving> {
     let tid = switches.iter().rev().find(|s| s.step <= step)?.tid;
     let resumed = switches
         .iter()
@@ -93,31 +102,39 @@ pub fn exposed(events: &[Event], switches: &[Switch], step: u64) -> Option<Inter
         .filter(|t| t.step >= step)
         .filter(own)
         .collect();
-    let mut later_only = None;
-    let mut earlier_only = None;
+    // The first of the best kind: (all in own code, on the bytes of the
+    // access the thread was stopped before, both sides / later / earlier).
+    let mut best: Option<((bool, bool, u8), Interleaving)> = None;
     for o in touches
         .iter()
         .filter(|t| t.tid != tid && t.step > step && t.step < resumed)
     {
         let b = before.iter().rev().find(|b| b.conflicts(o)).map(|b| **b);
         let a = after.iter().find(|a| a.conflicts(o)).map(|a| **a);
-        let found = Interleaving {
-            before: b,
-            between: *o,
-            after: a,
+        let kind = match (b, a) {
+            (Some(_), Some(_)) => 2,
+            (None, Some(_)) => 1,
+            (Some(_), None) => 0,
+            (None, None) => continue,
         };
-        match (b, a) {
-            (Some(_), Some(_)) => return Some(found),
-            (None, Some(_)) => {
-                later_only.get_or_insert(found);
+        let all_own = [b, Some(*o), a].iter().flatten().all(is_own);
+        let stopped = a.is_some_and(|a| a.step == step);
+        let rank = (all_own, stopped, kind);
+        if best.as_ref().is_none_or(|(r, _)| rank > *r) {
+            best = Some((
+                rank,
+                Interleaving {
+                    before: b,
+                    between: *o,
+                    after: a,
+                },
+            ));
+            if rank == (true, true, 2) {
+                break;
             }
-            (Some(_), None) => {
-                earlier_only.get_or_insert(found);
-            }
-            (None, None) => {}
         }
     }
-    later_only.or(earlier_only)
+    best.map(|(_, i)| i)
 }
 
 /// An access as a person reads it: the variable it touched and the place
@@ -260,7 +277,7 @@ mod tests {
         ];
         // The read at 232 comes before 1001's write only; the write at 255
         // between its read and its write: that one is told.
-        let i = exposed(&events, &switches, 228).expect("an interleaving");
+        let i = exposed(&events, &switches, 228, &|_| true).expect("an interleaving");
         assert_eq!(
             (
                 i.before.map(|t| t.step),
@@ -287,9 +304,36 @@ mod tests {
             access(31, 1001, Access::Write, BALANCE),
         ];
         let switches = vec![switch(1, 1001), switch(20, 1002), switch(30, 1001)];
-        let i = exposed(&events, &switches, 19).expect("an interleaving");
+        let i = exposed(&events, &switches, 19, &|_| true).expect("an interleaving");
         assert_eq!(i.between.step, 22);
         assert_eq!(i.before.map(|t| t.step), Some(10));
+    }
+
+    #[test]
+    fn the_programs_own_accesses_are_told_before_the_c_librarys() {
+        // 1002 first writes a lock word of the C library's between 1001's
+        // two atomics on it, then the counter between 1001's read and write.
+        const LOCK: u64 = 0x4bae78;
+        let events = vec![
+            access(10, 1001, Access::Atomic, LOCK),
+            access(11, 1001, Access::Read, BALANCE),
+            access(21, 1002, Access::Atomic, LOCK),
+            access(22, 1002, Access::Write, BALANCE),
+            access(30, 1001, Access::Atomic, LOCK),
+            access(31, 1001, Access::Write, BALANCE),
+        ];
+        let switches = vec![switch(1, 1001), switch(20, 1002), switch(30, 1001)];
+        let any = exposed(&events, &switches, 19, &|_| true).expect("an interleaving");
+        assert_eq!(any.between.step, 21);
+        let own = exposed(&events, &switches, 19, &|t| t.addr == BALANCE).expect("one");
+        assert_eq!(
+            (
+                own.before.map(|t| t.step),
+                own.between.step,
+                own.after.map(|t| t.step)
+            ),
+            (Some(11), 22, Some(31))
+        );
     }
 
     #[test]
@@ -307,7 +351,7 @@ mod tests {
             switch(30, 1001),
             switch(31, 1002),
         ];
-        assert_eq!(exposed(&events, &switches, 19), None);
+        assert_eq!(exposed(&events, &switches, 19, &|_| true), None);
     }
 
     #[test]
@@ -328,7 +372,7 @@ mod tests {
             },
             switch(30, 1001),
         ];
-        assert_eq!(exposed(&events, &switches, 19), None);
+        assert_eq!(exposed(&events, &switches, 19, &|_| true), None);
     }
 
     #[test]
@@ -338,7 +382,7 @@ mod tests {
             access(30, 1001, Access::Read, BALANCE),
         ];
         let switches = vec![switch(1, 1001), switch(20, 1002)];
-        let i = exposed(&events, &switches, 19).expect("an interleaving");
+        let i = exposed(&events, &switches, 19, &|_| true).expect("an interleaving");
         assert_eq!(
             (i.before, i.between.step, i.after.map(|t| t.step)),
             (None, 21, Some(30))

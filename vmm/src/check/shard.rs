@@ -188,6 +188,9 @@ impl Described {
                 .parent
                 .clone()
                 .map(|(id, applied)| Parent { id, applied }),
+            // A sharded check is one search: its plan is the pinned one's.
+            portfolio: Vec::new(),
+            budget: None,
         })
     }
 }
@@ -230,6 +233,7 @@ impl Record {
             broken: self.broken.clone(),
             sometimes: self.sometimes.clone(),
             wall: self.duration,
+            entry: None,
         }
     }
 }

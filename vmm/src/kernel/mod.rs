@@ -50,6 +50,8 @@ struct Notes {
     stuck: Vec<String>,
     /// Where every thread was after `Limits::where_at`.
     where_at: Vec<String>,
+    /// The running process's ELF files then (`Outcome::symbols_at`).
+    symbols_at: Option<std::sync::Arc<::symbols::Symbolizer>>,
 }
 
 /// The first pid handed out; later ones count up from it.
@@ -217,6 +219,7 @@ impl<'r> Kernel<'r> {
                 .map(|p| p.applied)
                 .unwrap_or_default(),
             where_at: notes.where_at,
+            symbols_at: notes.symbols_at,
             writers: std::mem::take(&mut self.writers),
             thread_names: {
                 let live: Vec<(Tid, String)> = self
@@ -267,6 +270,8 @@ impl<'r> Kernel<'r> {
             }
             if limits.where_at == Some(self.step) {
                 notes.where_at = self.where_threads_are();
+                let pid = self.threads.get(&self.cur_tid()).map(|t| t.pid);
+                notes.symbols_at = pid.and_then(|p| self.symbolizer_of(p));
             }
             if let Err(dead) = self.schedule_next() {
                 notes.stuck = dead;

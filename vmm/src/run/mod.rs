@@ -87,6 +87,9 @@ pub struct Outcome {
     pub perturbed: Vec<Perturbed>,
     /// Where each thread was after `Limits::where_at`, one line each.
     pub where_at: Vec<String>,
+    /// The ELF files (program, libraries) the running process had mapped
+    /// after `Limits::where_at`, to name addresses in them.
+    pub symbols_at: Option<std::sync::Arc<symbols::Symbolizer>>,
     /// Each regular file the run wrote, and by which (pid, tid).
     pub writers: std::collections::BTreeMap<String, std::collections::BTreeSet<(u32, u32)>>,
     /// Each thread's last name (prctl PR_SET_NAME), by tid.

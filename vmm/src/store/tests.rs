@@ -55,6 +55,7 @@ fn outcome(steps: u64) -> Outcome {
         stuck: vec![],
         perturbed: vec![],
         where_at: vec![],
+        symbols_at: None,
         thread_names: Default::default(),
         writers: Default::default(),
         kept: Default::default(),

@@ -5,26 +5,22 @@
 pub mod shard;
 
 use super::run::{read_stdin, RunArgs};
-use crate::app::check::{
-    keep, spec, unnarrowed_label, CheckRequest, DEFAULT_DEPTH, DEFAULT_SCHEDULES,
-};
+use crate::app::check::{keep, spec, unnarrowed_label, CheckRequest, Keep, DEFAULT_DEPTH};
 use crate::app::{store, warn_all};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::time::Duration;
 use vmm::check::property::Property;
 use vmm::check::{CheckSpec, Checker, Progress, Report, Strategy, Tried};
 use vmm::store::Store;
 
 mod shard;
 
-/// The strategy when `--strategy` is not given (`app::check::DEFAULT_STRATEGY`).
-const DEFAULT_STRATEGY: StrategyArg = StrategyArg::Random;
-
 const POINTS_HELP: &str = "Scheduling points: `memory` (system calls, faults and every access \
      to memory more than one thread touches) or `syscalls` (system calls and faults \
-     alone) [default: memory; with --run, the run's own, or these from --schedule-from on]";
+     alone) [default: a portfolio of both; with --run, the run's own, or these from --schedule-from on]";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StrategyArg {
@@ -36,6 +32,14 @@ pub enum StrategyArg {
     Pct,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KeepArg {
+    /// Schedule 0, the violating runs and the narrowed pair.
+    Found,
+    /// Every run the check made.
+    All,
+}
+
 #[derive(Args, Debug)]
 #[command(
     override_usage = "rewind check [OPTIONS] -- PROG [ARGS]...\n       rewind check [OPTIONS] --example NAME\n       rewind check --run RUN --schedule-from STEP [OPTIONS]",
@@ -45,9 +49,14 @@ pub enum StrategyArg {
 pub struct CheckArgs {
     #[command(flatten)]
     pub run: RunArgs,
-    /// How many schedules to try.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_SCHEDULES)]
-    pub schedules: u64,
+    /// How many schedules to try [default: as many as --budget allows;
+    /// 64 with --strategy or --points].
+    #[arg(long, value_name = "N")]
+    pub schedules: Option<u64>,
+    /// Start no schedule after this long (like 60s or 5m) [default: 60s
+    /// without --schedules, --strategy and --points].
+    #[arg(long, value_name = "TIME", value_parser = crate::util::parse_secs)]
+    pub budget: Option<Duration>,
     /// Try every schedule, then report how many violate.
     #[arg(long)]
     pub all: bool,
@@ -66,9 +75,10 @@ pub struct CheckArgs {
     /// Say where each thread was at the deciding step.
     #[arg(long = "where")]
     pub where_: bool,
-    /// How schedules are chosen.
-    #[arg(long, value_enum, default_value_t = DEFAULT_STRATEGY)]
-    pub strategy: StrategyArg,
+    /// How schedules are chosen [default: a portfolio of random, pct and
+    /// bounded on both points; random with --points].
+    #[arg(long, value_enum)]
+    pub strategy: Option<StrategyArg>,
     /// PCT's depth: DEPTH-1 priority change points a schedule.
     #[arg(long, value_name = "DEPTH", default_value_t = DEFAULT_DEPTH, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub depth: u32,
@@ -85,26 +95,40 @@ pub struct CheckArgs {
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Which runs stay in the store: `found` (schedule 0, the violating
+    /// runs and the narrowed pair) or `all` (every schedule's).
+    #[arg(long, value_enum, default_value_t = KeepArg::Found)]
+    pub keep: KeepArg,
     #[command(flatten)]
     pub shards: Box<shard::ShardArgs>,
 }
 
 impl CheckArgs {
+    /// Whether this is a shard of a check, or the merge of one.
+    fn sharded(&self) -> bool {
+        self.shards.shard.is_some() || !self.shards.merge.is_empty()
+    }
+
     /// The check these options ask for.
     pub fn request(&self) -> CheckRequest {
         CheckRequest {
             run: self.run.spec(),
             schedules: self.schedules,
+            budget: self.budget,
             all: self.all,
             jobs: self.jobs,
             narrow: !self.no_narrow,
             properties: self.properties.clone(),
             properties_file: self.properties_file.clone(),
             want_where: self.where_,
+            // A sharded check is one search (the portfolio's budget is
+            // one machine's).
             strategy: match self.strategy {
-                StrategyArg::Random => Strategy::Random,
-                StrategyArg::Bounded => Strategy::Bounded,
-                StrategyArg::Pct => Strategy::Pct,
+                Some(StrategyArg::Random) => Some(Strategy::Random),
+                Some(StrategyArg::Bounded) => Some(Strategy::Bounded),
+                Some(StrategyArg::Pct) => Some(Strategy::Pct),
+                None if self.sharded() => Some(crate::app::check::DEFAULT_STRATEGY),
+                None => None,
             },
             depth: self.depth,
             check_seed: self.check_seed,
@@ -193,7 +217,7 @@ pub fn main(args: CheckArgs) -> Result<i32> {
     }
     let mut lines = Lines::new(args.json);
     let report = Checker::new(&spec, &store).run(&mut lines)?;
-    let code = show(&store, &report, &spec, &mut lines, args.json)?;
+    let code = show(&store, &report, &spec, &mut lines, &args)?;
     if let Some(dir) = &args.run.artifacts.artifacts {
         if let Some(f) = super::artifacts::of_check(&spec.name, &report) {
             super::artifacts::write(&store, dir, &f)?;
@@ -202,17 +226,32 @@ pub fn main(args: CheckArgs) -> Result<i32> {
     Ok(code)
 }
 
+/// What `--keep` says.
+pub(crate) fn keep_of(args: &CheckArgs) -> Keep {
+    match args.keep {
+        KeepArg::Found => Keep::Found,
+        KeepArg::All => Keep::All,
+    }
+}
+
+/// The command `rewind show` gives to make a run again, if any.
+fn remake(store: &Store, run: &vmm::store::Run) -> Option<String> {
+    let r = super::show::recipe(store, run);
+    r.lines.last().map(|l| l.shell.clone())
+}
+
 /// Prints a check's report (`--json`: one JSON object) and keeps it; the exit status.
 pub(crate) fn show(
     store: &Store,
     report: &Report,
     spec: &CheckSpec,
     lines: &mut Lines,
-    json: bool,
+    args: &CheckArgs,
 ) -> Result<i32> {
+    let json = args.json;
     lines.clear();
     warn_all(&report.warnings);
-    let kept = keep(store, report);
+    let kept = keep(store, report, keep_of(args), &remake);
     if json {
         println!("{}", serde_json::to_string(&kept)?);
     } else {
@@ -253,11 +292,17 @@ fn print_report(r: &Report, spec: &CheckSpec) {
     if let Some(e) = &r.exhausted {
         println!("{e}");
     }
+    if let Some(e) = &r.out_of_budget {
+        println!("{e}");
+    }
     let Some(bad) = r.first_violation() else {
         return;
     };
     for (p, why) in &bad.violations {
         println!("{} violates {p}: {why}", bad.label.trim());
+    }
+    if let Some(e) = bad.entry {
+        println!("found by {e}");
     }
     let Some(n) = &r.narrowed else {
         if r.base.violated() {

@@ -172,5 +172,5 @@ pub fn merge(args: &CheckArgs) -> Result<i32> {
     for n in notes {
         eprintln!("rewind: note: {n}");
     }
-    show(&store, &report, &p.spec, &mut lines, args.json)
+    show(&store, &report, &p.spec, &mut lines, args)
 }
