@@ -1,9 +1,6 @@
 //! `rewind check`: rerun a program under perturbed schedules, find one that
 //! violates a property, and narrow it to the step that decides it.
 
-// Sharding is part of check (its flags, its report), not a sibling command.
-pub mod shard;
-
 use super::run::{read_stdin, RunArgs};
 use crate::app::check::{keep, spec, unnarrowed_label, CheckRequest, Keep, DEFAULT_DEPTH};
 use crate::app::{store, warn_all};
