@@ -97,6 +97,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         thread_names: Default::default(),
         writers: Default::default(),
         kept: Default::default(),
+        race_pages: Vec::new(),
     };
     let details = RunDetails {
         name: name.into(),

@@ -321,6 +321,12 @@ fn json_report(r: &Report) -> serde_json::Value {
     serde_json::json!({
         "properties": r.properties.iter().map(|p| p.name()).collect::<Vec<_>>(),
         "never_held": r.never_held,
+        "learned": r.learned.as_ref().map(|l| serde_json::json!({
+            "run": l.run,
+            "steps": l.steps,
+            "wall_s": l.wall.as_secs_f64(),
+            "pages": l.pages.iter().map(|p| format!("{p:#x}")).collect::<Vec<_>>(),
+        })),
         "base": tried_json(&r.base),
         "bases": r.bases.iter().map(tried_json).collect::<Vec<_>>(),
         "tried": r.tried.iter().map(tried_json).collect::<Vec<_>>(),

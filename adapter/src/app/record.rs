@@ -51,6 +51,8 @@ pub struct RunSpec {
     /// `(step, seed)`.
     pub reseed: Option<(u64, u64)>,
     pub points: Option<Points>,
+    /// With `Points::Races`: pages that trap from the start (sorted).
+    pub race_pages: Vec<u64>,
     /// A built-in example instead of a program file.
     pub example: Option<String>,
     /// The program and its arguments (after an example: its arguments).
@@ -78,6 +80,7 @@ impl Default for RunSpec {
             pct: None,
             reseed: None,
             points: None,
+            race_pages: Vec::new(),
             example: None,
             command: Vec::new(),
         }
@@ -225,6 +228,10 @@ pub fn manifest(
         perturb: explicit_perturbations(spec)?,
         reseed: spec.reseed,
         points: spec.points.unwrap_or_default(),
+        race_pages: match (spec.race_pages.is_empty(), spec.points) {
+            (true, _) | (false, Some(Points::Races)) => spec.race_pages.clone(),
+            (false, _) => usage!("--race-pages is for --points races"),
+        },
         pct: match (spec.pct.clone(), spec.schedule) {
             (Some(_), 0) => {
                 usage!("--pct makes --schedule N (N > 0) a PCT schedule: give --schedule")

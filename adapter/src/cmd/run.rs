@@ -88,11 +88,16 @@ pub struct RunArgs {
     /// Reseed the guest's randomness at this step (what `rewind check --seeds` runs).
     #[arg(long, value_name = "STEP:SEED", value_parser = parse_pair)]
     pub reseed: Option<(u64, u64)>,
-    /// Scheduling points: `syscalls` (system calls and faults) or `memory`
-    /// (also every access to memory more than one thread touches) [default:
-    /// syscalls].
-    #[arg(long, value_name = "syscalls|memory")]
+    /// Scheduling points: `syscalls` (system calls and faults), `memory`
+    /// (also every access to memory more than one thread touches) or
+    /// `races` (also every access to a page two threads touch with nothing
+    /// ordering them) [default: syscalls].
+    #[arg(long, value_name = "syscalls|memory|races")]
     pub points: Option<vmm::record::Points>,
+    /// With `--points races`: pages that trap from the start
+    /// (`0xADDR,...`, sorted; what a check learns and gives its schedules).
+    #[arg(long, value_name = "PAGES", value_parser = parse_pages)]
+    pub race_pages: Option<Pages>,
     /// Keep no keyframes (seeks and forks of this run then rerun from step 0).
     #[arg(long)]
     pub no_keyframes: bool,
@@ -132,6 +137,7 @@ impl RunArgs {
             pct: self.pct.clone(),
             reseed: self.reseed,
             points: self.points,
+            race_pages: self.race_pages.clone().map(|p| p.0).unwrap_or_default(),
             example: self.example.clone(),
             command: self.command.clone(),
         }
@@ -265,6 +271,21 @@ fn parse_switch(s: &str) -> Result<(u64, u32), String> {
     let (step, tid) = parse_pair(s)?;
     let tid = u32::try_from(tid).map_err(|_| format!("`{s}`: no thread has id {tid}"))?;
     Ok((step, tid))
+}
+
+/// `--race-pages`: page addresses.
+#[derive(Debug, Clone)]
+pub struct Pages(pub Vec<u64>);
+
+fn parse_pages(s: &str) -> Result<Pages, String> {
+    let pages = s
+        .split(',')
+        .map(|p| u64::from_str_radix(p.strip_prefix("0x")?, 16).ok())
+        .collect::<Option<Vec<u64>>>()
+        .filter(|v| v.windows(2).all(|w| w[0] < w[1]) && v.iter().all(|p| p % 4096 == 0));
+    pages
+        .map(Pages)
+        .ok_or_else(|| format!("`{s}`: expected sorted page addresses 0xADDR,..."))
 }
 
 fn parse_pct(s: &str) -> Result<Pct, String> {

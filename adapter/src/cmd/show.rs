@@ -253,6 +253,10 @@ fn input_flags(run: &Run) -> std::result::Result<Vec<String>, String> {
     if !m.points.is_syscalls() {
         flag("--points", m.points.to_string());
     }
+    if !m.race_pages.is_empty() {
+        let pages: Vec<String> = m.race_pages.iter().map(|p| format!("{p:#x}")).collect();
+        flag("--race-pages", pages.join(","));
+    }
     if let Some(t) = run.meta.timeout_secs {
         flag("--timeout", t.to_string());
     }

@@ -237,6 +237,22 @@ pub struct Report {
     /// What the store went on without (keyframes it could not write or
     /// read), for the front end to show.
     pub warnings: Vec<String>,
+    /// With `--points races`: the learning run and the pages it saw race,
+    /// which every run after it traps from the start.
+    pub learned: Option<Learned>,
+}
+
+/// A run a check recorded: its id, how it went, its events.
+type Recorded = (String, Outcome, Vec<Event>);
+
+/// A check's learning run (`--points races`).
+#[derive(Debug, Clone)]
+pub struct Learned {
+    pub run: String,
+    pub steps: u64,
+    pub wall: std::time::Duration,
+    /// The pages it saw race (addresses, sorted): the schedules' `race_pages`.
+    pub pages: Vec<u64>,
 }
 
 impl Narrowed {
@@ -295,6 +311,11 @@ pub struct Checker<'a> {
     warnings: Mutex<Vec<String>>,
     /// Every run recorded (`Report::made`).
     made: Mutex<Vec<String>>,
+    /// With `--points races`: the pages every run traps from the start,
+    /// learned by the check's first run (`learn`).
+    race_pages: Vec<u64>,
+    /// That learning run (`Report::learned`).
+    learned: Option<Learned>,
 }
 
 impl<'a> Checker<'a> {
@@ -310,7 +331,38 @@ impl<'a> Checker<'a> {
             base_wall: std::time::Duration::ZERO,
             base_steps: 0,
             window: None,
+            race_pages: Vec::new(),
+            learned: None,
         }
+    }
+
+    /// Whether the check learns where races can be before its schedule 0:
+    /// race-directed points from the start, and no pages given.
+    fn learns(&self) -> bool {
+        let m = &self.spec.base.manifest;
+        self.spec.parent.is_none()
+            && m.points == crate::record::Points::Races
+            && m.race_pages.is_empty()
+    }
+
+    /// The learning run: schedule 0 with race-directed points and no pages
+    /// given, which finds the pages that race as it goes. Its pages are then
+    /// every later run's `race_pages` (schedule 0 included, so that each run
+    /// narrowing compares is the same machine up to its deciding step);
+    /// when it found none, it is schedule 0 itself.
+    fn learn(&mut self) -> Result<Option<(Learned, Recorded)>, CheckError> {
+        if !self.learns() {
+            return Ok(None);
+        }
+        let (id, o, events) = self.record(&self.spec.base, &self.spec.limits)?;
+        self.race_pages = o.race_pages.clone();
+        let learned = Learned {
+            run: id.clone(),
+            steps: o.steps,
+            wall: o.wall,
+            pages: o.race_pages.clone(),
+        };
+        Ok(Some((learned, (id, o, events))))
     }
 
     /// The first step `bounded` and `pct` perturb: the window's start, or
@@ -422,6 +474,9 @@ impl<'a> Checker<'a> {
 
     fn inputs_for(&self, c: &Candidate) -> RunInputs {
         let mut i = self.spec.base.clone();
+        if self.learns() {
+            i.manifest.race_pages = self.race_pages.clone();
+        }
         if let (Some(p), Candidate::Seeded(n) | Candidate::Pct(n, _) | Candidate::Seed(n)) =
             (&self.spec.parent, c)
         {
@@ -467,11 +522,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Records one run into the store and returns it with its events.
-    pub fn record(
-        &self,
-        inputs: &RunInputs,
-        limits: &Limits,
-    ) -> Result<(String, Outcome, Vec<Event>), CheckError> {
+    pub fn record(&self, inputs: &RunInputs, limits: &Limits) -> Result<Recorded, CheckError> {
         // A run already in the store is not the check's to drop (`Report::made`).
         let fresh = !self.store.runs_dir().join(inputs.manifest.id()).exists();
         let mut rec = self.store.begin(&inputs.manifest, &inputs.stdin)?;
@@ -586,10 +637,19 @@ impl<'a> Checker<'a> {
 
     /// Records schedule 0 and learns from it what the schedules after it
     /// need (its status, wall time, steps, window, whether it uses the
-    /// SDK); returns it judged, called `label`.
+    /// SDK); returns it judged, called `label`. With `--points races` a
+    /// learning run comes first (`learn`), and schedule 0 traps its pages.
     fn schedule0(&mut self, label: &str) -> Result<Tried, CheckError> {
-        let base_inputs = self.spec.base.clone();
-        let (id, o, events) = self.record(&base_inputs, &self.spec.limits)?;
+        let learned = self.learn()?;
+        let (learned, (id, o, events)) = match learned {
+            Some((l, recorded)) if l.pages.is_empty() => (Some(l), recorded),
+            l => {
+                let base_inputs = self.inputs_for(&Candidate::Explicit(Vec::new()));
+                let learned = l.map(|l| l.0);
+                (learned, self.record(&base_inputs, &self.spec.limits)?)
+            }
+        };
+        self.learned = learned;
         self.base_status = Some(o.status);
         self.base_wall = o.wall;
         self.base_steps = o.steps;
@@ -617,6 +677,9 @@ impl<'a> Checker<'a> {
 
     /// The whole check: the portfolio's when the spec has one.
     pub fn run(mut self, progress: &mut dyn Progress) -> Result<Report, CheckError> {
+        if self.learns() {
+            progress.phase("learning where races can be");
+        }
         if !self.spec.portfolio.is_empty() {
             return portfolio::run(self.spec, self.store, progress);
         }
@@ -667,6 +730,7 @@ impl<'a> Checker<'a> {
             properties: self.properties.clone(),
             never_held: Vec::new(),
             warnings: Vec::new(),
+            learned: self.learned.clone(),
         };
         report.never_held = never_held(&report);
         report

@@ -111,6 +111,7 @@ pub fn run(
         properties,
         never_held: Vec::new(),
         warnings: Vec::new(),
+        learned: None,
     };
     report.never_held = never_held(&report);
     let mut report = checkers[mode].finish(report, progress)?;

@@ -80,6 +80,7 @@ impl Kernel<'_> {
             }
         }
         for tid in &woken {
+            self.race_wake(*tid);
             self.wake(*tid, Ok(0));
         }
         woken.len() as u32

@@ -15,6 +15,7 @@ pub mod net;
 pub mod points;
 pub mod posix_timer;
 pub mod process;
+pub mod races;
 pub mod render;
 pub mod sched;
 pub mod sdk;
@@ -117,7 +118,7 @@ impl<'r> Kernel<'r> {
             symbols: symbols::SymbolTable::default(),
             vfs: fs::Vfs::new(&inputs.image, inputs.stdin.clone(), man.epoch, man.cores),
             next_id: FIRST_PID,
-            points: points::MemPoints::new(man.points == crate::run::Points::Memory),
+            points: points::MemPoints::of(man.points, &man.race_pages),
             names: BTreeMap::new(),
             writers: BTreeMap::new(),
             recorded: Default::default(),
@@ -221,6 +222,12 @@ impl<'r> Kernel<'r> {
             where_at: notes.where_at,
             symbols_at: notes.symbols_at,
             writers: std::mem::take(&mut self.writers),
+            race_pages: self
+                .points
+                .race
+                .as_ref()
+                .map(|r| r.confirmed())
+                .unwrap_or_default(),
             thread_names: {
                 let live: Vec<(Tid, String)> = self
                     .threads

@@ -80,7 +80,7 @@ pub struct MemPoints {
     /// Memory points are on (the manifest says `points: memory`).
     pub on: bool,
     /// Owner of each writable data page that has one: (process, page).
-    owners: BTreeMap<(Pid, u64), Owner>,
+    pub(super) owners: BTreeMap<(Pid, u64), Owner>,
     /// A thread's access at these pages waits to complete when it next runs.
     pending: Option<(Tid, Vec<u64>)>,
     /// Pages open to ring 3 for the instruction in flight.
@@ -95,6 +95,10 @@ pub struct MemPoints {
     /// What the step being served is (PCT counts system calls and some accesses).
     #[serde(default)]
     pub made: Made,
+    /// Race-directed points (`--points races`): which pages trap is judged
+    /// at each change of owner (`races.rs`); None for `--points memory`.
+    #[serde(default)]
+    pub race: Option<super::races::RaceState>,
 }
 
 /// Whether accesses to pages of this protection can race: data that can be
@@ -107,6 +111,16 @@ impl MemPoints {
     pub fn new(on: bool) -> MemPoints {
         MemPoints {
             on,
+            ..Default::default()
+        }
+    }
+
+    /// The points a manifest asks for.
+    pub fn of(points: crate::run::Points, race_pages: &[u64]) -> MemPoints {
+        MemPoints {
+            on: !points.is_syscalls(),
+            race: (points == crate::run::Points::Races)
+                .then(|| super::races::RaceState::new(race_pages)),
             ..Default::default()
         }
     }
@@ -296,20 +310,48 @@ impl Kernel<'_> {
         if pt.user_access(&mut self.m.ram, page) != Some(false) {
             return false;
         }
-        match self.points.owners.get(&(pid, page)) {
-            None => {
+        let rip = self.m.regs().rip;
+        let owner = self.points.owners.get(&(pid, page)).copied();
+        match owner {
+            None if self.first_owner(pid, page, tid) != Owner::Shared => {
                 self.points.owners.insert((pid, page), Owner::Thread(tid));
                 pt.set_user_access(&mut self.m.ram, page, true);
                 return true;
             }
-            Some(Owner::Thread(t)) if *t == tid => {
+            Some(Owner::Thread(t)) if t == tid => {
                 pt.set_user_access(&mut self.m.ram, page, true);
                 return true;
             }
             _ => {}
         }
-        let rip = self.m.regs().rip;
         let (size, access) = self.decode_access(rip, error_code);
+        if let Some(r) = self.points.race.as_mut() {
+            let from = match owner {
+                Some(Owner::Thread(t)) => Some(t),
+                _ => None,
+            };
+            let (atomic, write) = (access == Access::Atomic, access != Access::Read);
+            if let (Some(t), false) = (from, atomic) {
+                if r.ordered(pid, page, t, tid) || !r.unordered(pid, page, false, write) {
+                    // Handed over in order: the page is the new thread's, no point.
+                    r.grant(pid, page, tid);
+                    self.points.owners.insert((pid, page), Owner::Thread(tid));
+                    pt.set_user_access(&mut self.m.ram, page, true);
+                    return true;
+                }
+            }
+            if let (Some(_), true) = (from, atomic) {
+                r.unordered(pid, page, true, true);
+            }
+            if atomic {
+                r.atomic(pid, cr2, tid, from);
+            }
+        }
+        // On probation and no race seen in its points: the page is the thread's again.
+        let released = self.points.race.as_mut().is_some_and(|r| {
+            let write = access != Access::Read;
+            r.point(pid, cr2, u64::from(size), tid, write) == super::races::Judged::Owned
+        });
         let run = self.points.runs.entry((pid, page)).or_insert((tid, 0));
         if run.0 != tid {
             *run = (tid, 0);
@@ -319,13 +361,14 @@ impl Kernel<'_> {
         // its own again. (Only its stack: a thread that took back a page of
         // data it then spins on, reading a flag another thread will set,
         // would make no point and never yield.)
-        let own = run.1 >= OWN_POINTS && access == Access::Write && {
-            let rsp = self.m.regs().rsp;
-            self.procs[&pid]
-                .mm
-                .vma_at(rsp)
-                .is_some_and(|(start, v)| (start..v.end).contains(&page))
-        };
+        let own = released
+            || run.1 >= OWN_POINTS && access == Access::Write && {
+                let rsp = self.m.regs().rsp;
+                self.procs[&pid]
+                    .mm
+                    .vma_at(rsp)
+                    .is_some_and(|(start, v)| (start..v.end).contains(&page))
+            };
         if own {
             self.points.runs.remove(&(pid, page));
         }
@@ -406,17 +449,17 @@ impl Kernel<'_> {
         }
         let pid = self.threads[&to].pid;
         let from = from.filter(|f| self.threads.get(f).is_some_and(|t| t.pid == pid));
-        let mm = &self.procs[&pid].mm;
-        let pt = mm.pt;
+        let pt = self.procs[&pid].mm.pt;
         let mut hidden = Vec::new();
         for page in pt.present(&self.m.ram, MONITOR_END, USER_END) {
+            let mm = &self.procs[&pid].mm;
             if !mm.vma_at(page).is_some_and(|(_, v)| traps(v.prot)) {
                 continue;
             }
             let owner = match self.points.owners.get(&(pid, page)) {
                 Some(o) => Some(*o),
                 // Made present while `from` ran (by it, or the monitor for it).
-                None => from.map(Owner::Thread),
+                None => from.map(|f| self.unlisted_owner(page, f)),
             };
             if let Some(o) = owner {
                 self.points.owners.insert((pid, page), o);
@@ -443,11 +486,22 @@ impl Kernel<'_> {
             return;
         }
         let rsp = self.m.regs().rsp;
+        let race = self.points.race.as_mut();
+        // Race-directed: the child has seen all its creator did; the
+        // creator's pages trap only if a later change of owner is unordered.
+        let share = race.is_none();
+        if let Some(r) = race {
+            r.clone_thread(parent, child);
+        }
         let mm = &self.procs[&pid].mm;
         let pt = mm.pt;
         let stack = mm.vma_at(rsp).map(|(s, v)| s..v.end);
         let mut hidden = Vec::new();
-        for page in pt.present(&self.m.ram, MONITOR_END, USER_END) {
+        for page in pt
+            .present(&self.m.ram, MONITOR_END, USER_END)
+            .into_iter()
+            .filter(|_| share)
+        {
             if stack.as_ref().is_some_and(|s| s.contains(&page))
                 || !mm.vma_at(page).is_some_and(|(_, v)| traps(v.prot))
             {
@@ -472,6 +526,9 @@ impl Kernel<'_> {
             for page in (first..=last).step_by(PAGE_SIZE as usize) {
                 if mm.vma_at(page).is_some_and(|(_, v)| traps(v.prot)) {
                     self.points.owners.insert((pid, page), Owner::Thread(child));
+                    if let Some(r) = self.points.race.as_mut() {
+                        r.grant(pid, page, child);
+                    }
                     if pt.set_user_access(&mut self.m.ram, page, false) {
                         hidden.extend(pt.leaf_of_present(&mut self.m.ram, page));
                     }
@@ -483,13 +540,26 @@ impl Kernel<'_> {
         }
     }
 
-    /// A page the running thread just faulted in is its own.
+    /// A page the running thread just faulted in is its own (or, listed by
+    /// race-directed points, shared and hidden: the access, made again,
+    /// is a point).
     pub(super) fn points_fresh_page(&mut self, va: u64) {
-        if self.points.on {
-            let key = (self.cur_pid(), page_down(va));
-            self.points
-                .owners
-                .insert(key, Owner::Thread(self.cur_tid()));
+        if !self.points.on {
+            return;
+        }
+        let (pid, tid, page) = (self.cur_pid(), self.cur_tid(), page_down(va));
+        let owner = self.first_owner(pid, page, tid);
+        self.points.owners.insert((pid, page), owner);
+        if owner == Owner::Shared {
+            let pt = self.procs[&pid].mm.pt;
+            pt.set_user_access(&mut self.m.ram, page, false);
+            let pte: Vec<u64> = pt
+                .leaf_of_present(&mut self.m.ram, page)
+                .into_iter()
+                .collect();
+            if let Err(e) = self.hidden(&pte) {
+                self.engine_failure(e);
+            }
         }
     }
 
@@ -509,6 +579,9 @@ impl Kernel<'_> {
     /// A process's address space is gone (exit, execve): its pages' owners too.
     pub(super) fn points_forget_process(&mut self, pid: Pid) {
         self.points.owners.retain(|(p, _), _| *p != pid);
+        if let Some(r) = self.points.race.as_mut() {
+            r.forget_process(pid);
+        }
     }
 
     /// An exited thread's pages have no owner: the next thread to touch one
@@ -553,12 +626,15 @@ impl Kernel<'_> {
         let Some(&(_, to)) = changes.iter().find(|(s, _)| *s == step) else {
             return;
         };
-        let on = to == crate::run::Points::Memory;
+        let on = !to.is_syscalls();
         if on == self.points.on {
             return;
         }
         let r = if on {
-            self.points_on()
+            let pages = &self.inputs.manifest.race_pages;
+            let race =
+                (to == crate::run::Points::Races).then(|| super::races::RaceState::new(pages));
+            self.points_on().map(|()| self.points.race = race)
         } else {
             self.points_off()
         };

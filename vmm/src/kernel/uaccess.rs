@@ -48,6 +48,9 @@ impl Kernel<'_> {
         ) -> Result<(), crate::machine::memory::OutOfRange>,
     ) -> Result<(), (usize, Errno)> {
         va.checked_add(len as u64).ok_or((0, EFAULT))?;
+        if pid == self.cur_pid() {
+            self.race_monitor_access(va, len as u64, write);
+        }
         let p = self.procs.get_mut(&pid).ok_or((0, ESRCH))?;
         let mut done = 0usize;
         while done < len {

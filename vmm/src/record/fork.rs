@@ -70,6 +70,7 @@ mod tests {
             reseed: None,
             points: Default::default(),
             points_after: Vec::new(),
+            race_pages: Vec::new(),
             fork_of: None,
             pct: None,
         }

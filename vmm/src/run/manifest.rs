@@ -87,6 +87,11 @@ pub struct Manifest {
     /// `rewind fork --points`, a check from a run with other points).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub points_after: Vec<(u64, Points)>,
+    /// With `points: races`: the pages (addresses, sorted) that trap from
+    /// the start, learned by an earlier run (a check's learning run); left
+    /// out when empty, so older run ids stay the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub race_pages: Vec<u64>,
     /// The run this one was forked from, and the last step they share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork_of: Option<ForkOf>,
@@ -124,13 +129,16 @@ impl Pct {
 }
 
 /// A run's scheduling points: every exit is one; `Memory` adds an exit at
-/// every access to memory more than one thread has touched.
+/// every access to memory more than one thread has touched; `Races` only at
+/// the accesses to pages that can race (the manifest's `race_pages`, and
+/// the pages this run sees two threads touch with nothing ordering them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Points {
     #[default]
     Syscalls,
     Memory,
+    Races,
 }
 
 impl Points {
@@ -144,6 +152,7 @@ impl std::fmt::Display for Points {
         f.write_str(match self {
             Points::Syscalls => "syscalls",
             Points::Memory => "memory",
+            Points::Races => "races",
         })
     }
 }
@@ -154,7 +163,8 @@ impl std::str::FromStr for Points {
         match s {
             "syscalls" => Ok(Points::Syscalls),
             "memory" => Ok(Points::Memory),
-            _ => Err(format!("`{s}`: one of syscalls, memory")),
+            "races" => Ok(Points::Races),
+            _ => Err(format!("`{s}`: one of syscalls, memory, races")),
         }
     }
 }
@@ -232,6 +242,7 @@ impl Manifest {
             reseed: None,
             points: Default::default(),
             points_after: Vec::new(),
+            race_pages: Vec::new(),
             fork_of: None,
             pct: None,
         }
@@ -240,6 +251,8 @@ impl Manifest {
 
 /// Most changes of points a manifest may list.
 pub const MAX_POINTS_CHANGES: usize = 64;
+/// Most pages `race_pages` may list.
+pub const MAX_RACE_PAGES: usize = 1 << 16;
 
 impl Manifest {
     /// The points in force after `step`.
@@ -301,6 +314,8 @@ pub enum ManifestError {
     NoArgv,
     #[error("points_after: at most {MAX_POINTS_CHANGES} changes, in step order")]
     PointsAfter,
+    #[error("race_pages: at most {MAX_RACE_PAGES} page addresses, sorted")]
+    RacePages,
     #[error("{0} holds a NUL byte")]
     Nul(&'static str),
     #[error("argv and env hold {0} bytes, more than {MAX_ARG_BYTES}")]
@@ -349,6 +364,12 @@ impl Manifest {
             || self.points_after.windows(2).any(|w| w[0].0 >= w[1].0)
         {
             return Err(E::PointsAfter);
+        }
+        if self.race_pages.len() > MAX_RACE_PAGES
+            || self.race_pages.iter().any(|p| p % 4096 != 0)
+            || self.race_pages.windows(2).any(|w| w[0] >= w[1])
+        {
+            return Err(E::RacePages);
         }
         if let Some(f) = self.fork_of.as_ref().filter(|f| !is_hex(&f.parent, 16)) {
             return Err(E::Parent(f.parent.clone()));

@@ -97,6 +97,9 @@ pub struct Outcome {
     /// The trees at `Limits::keep`'s paths when the run ended (a path that
     /// was not there then is left out).
     pub kept: std::collections::BTreeMap<String, FileTree>,
+    /// With `--points races`: the pages (addresses, sorted) the run saw
+    /// race, or was given (`race_pages`), for a check's schedules.
+    pub race_pages: Vec<u64>,
 }
 
 /// Where a running machine sends what it records.

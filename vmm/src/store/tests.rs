@@ -59,6 +59,7 @@ fn outcome(steps: u64) -> Outcome {
         thread_names: Default::default(),
         writers: Default::default(),
         kept: Default::default(),
+        race_pages: Vec::new(),
     }
 }
 

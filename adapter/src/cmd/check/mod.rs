@@ -16,8 +16,10 @@ use vmm::store::Store;
 mod shard;
 
 const POINTS_HELP: &str = "Scheduling points: `memory` (system calls, faults and every access \
-     to memory more than one thread touches) or `syscalls` (system calls and faults \
-     alone) [default: a portfolio of both; with --run, the run's own, or these from --schedule-from on]";
+     to memory more than one thread touches), `races` (a first run learns which pages two \
+     threads touch with nothing ordering them; every run then stops only at accesses to \
+     those, and at pages it sees race itself) or `syscalls` (system calls and faults \
+     alone) [default: a portfolio of syscalls and memory; with --run, the run's own, or these from --schedule-from on]";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StrategyArg {
@@ -278,6 +280,15 @@ fn print_report(r: &Report, spec: &CheckSpec) {
             r.violations(),
             r.tried.len(),
             what_tried(spec),
+        );
+    }
+    if let Some(l) = &r.learned {
+        println!(
+            "learned from run {} ({} steps): {} page{} can race, where every schedule stops",
+            l.run,
+            l.steps,
+            l.pages.len(),
+            if l.pages.len() == 1 { "" } else { "s" }
         );
     }
     for m in &r.never_held {

@@ -1,0 +1,146 @@
+//! What race-directed memory points cost (issue 22): a whole `rewind check
+//! --all --no-narrow --schedules 8` with `--points races` (its learning run
+//! included) beside nine `--points syscalls` runs of the same program,
+//! measured in the same process; the learning run alone beside one
+//! syscall-point run; and the same check with `--points memory` (every
+//! access to a page two threads touched a point) where it ends in
+//! reasonable time. Programs: Debian's `pbzip2 -p2 -b1 -c` compressing
+//! 200 KB and 1 MB of text on standard input, and the examples.
+//!
+//!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench races
+//!
+//! `REWIND_BENCH_SIZES` (comma-separated KB, default `200,1024`) and
+//! `REWIND_BENCH_EXAMPLES` (default `counter,flag,lockfree,twolocks`)
+//! change what is measured. Wall times fall with the host's load, which is
+//! printed: read the ratios. Nothing is replayed (the tests replay).
+
+use rewind_tests::{host_program, load_average, run_command_with_input, Home};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const PBZIP2: &str = "/usr/bin/pbzip2";
+const DEADLINE: Duration = Duration::from_secs(3600);
+
+/// Text of `len` bytes: words from a fixed PRNG, so every run of the bench
+/// compresses the same input.
+fn text(len: usize) -> Vec<u8> {
+    const WORDS: &[&str] = &[
+        "thread", "page", "clock", "owner", "race", "buffer", "queue", "lock", "block", "schedule",
+        "point", "memory", "wake", "join", "compress", "the", "a", "of", "and", "to",
+    ];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut out = Vec::with_capacity(len + 16);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(WORDS[(x % WORDS.len() as u64) as usize].as_bytes());
+        out.push(if x.is_multiple_of(11) { b'\n' } else { b' ' });
+    }
+    out.truncate(len);
+    out
+}
+
+/// `rewind ARGS` in `h` with `input` on standard input: its wall time and output.
+fn timed(h: &Home, args: &[&str], input: &[u8]) -> (Duration, rewind_tests::Output) {
+    let mut cmd = Command::new(rewind_tests::rewind_bin());
+    cmd.args(args).env("REWIND_HOME", h.path());
+    let t = Instant::now();
+    let out = run_command_with_input(cmd, DEADLINE, input);
+    (t.elapsed(), out)
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// One program under the three measurements; `prog` is what follows
+/// `--` (or `--example NAME`).
+fn measure(label: &str, prog: &[&str], input: &[u8], memory_too: bool) {
+    let h = Home::unreplayed();
+    let with =
+        |head: &[&str]| -> Vec<String> { head.iter().chain(prog).map(|s| s.to_string()).collect() };
+    let run = with(&["run", "-q", "--points", "syscalls"]);
+    let mut nine = Duration::ZERO;
+    let mut one = Duration::MAX;
+    for _ in 0..9 {
+        let (d, out) = timed(&h, &strs(&run), input);
+        assert!(out.code == 0, "{out}");
+        nine += d;
+        one = one.min(d);
+    }
+    let learn = with(&["run", "-q", "--points", "races"]);
+    let (learning, out) = timed(&h, &strs(&learn), input);
+    assert!(out.code == 0, "{out}");
+    let check = |points: &str| {
+        let v = with(&[
+            "check",
+            "--all",
+            "--no-narrow",
+            "--jobs",
+            "1",
+            "--schedules",
+            "8",
+            "--json",
+            "--points",
+            points,
+        ]);
+        let (d, out) = timed(&h, &strs(&v), input);
+        let report: serde_json::Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("check --json: {e}:\n{out}"));
+        let violations = report["tried"].as_array().map_or(0, |t| {
+            t.iter()
+                .filter(|t| t["violations"].as_array().is_some_and(|v| !v.is_empty()))
+                .count()
+        });
+        (d, violations, report["base"]["steps"].as_u64().unwrap_or(0))
+    };
+    let (races, found, steps) = check("races");
+    let schedule = races.saturating_sub(learning) / 9;
+    println!(
+        "| {label} | {:.2} s | {:.2} s ({:.1}x) | {:.2} s ({:.1}x) | {:.2} s ({:.1}x one) | {steps} | {found} | {} |",
+        secs(nine),
+        secs(races),
+        secs(races) / secs(nine),
+        secs(learning),
+        secs(learning) / secs(one),
+        secs(schedule),
+        secs(schedule) / secs(one),
+        load_average(),
+    );
+    if memory_too {
+        let (memory, found, steps) = check("memory");
+        println!(
+            "| {label}, `--points memory` | | {:.2} s ({:.1}x) | | | {steps} | {found} | {} |",
+            secs(memory),
+            secs(memory) / secs(nine),
+            load_average(),
+        );
+    }
+}
+
+fn main() {
+    println!(
+        "| program | 9 syscall-point runs | check, races (x the 9) | learning run (x one run) | \
+         a schedule after it | schedule 0 steps | violating | load |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    let examples = std::env::var("REWIND_BENCH_EXAMPLES")
+        .unwrap_or_else(|_| "counter,flag,lockfree,twolocks".into());
+    for ex in examples.split(',').filter(|e| !e.is_empty()) {
+        measure(ex, &["--example", ex], &[], true);
+    }
+    if host_program(PBZIP2, "pbzip2").is_none() {
+        return;
+    }
+    let sizes = std::env::var("REWIND_BENCH_SIZES").unwrap_or_else(|_| "200,1024".into());
+    for kb in sizes.split(',').filter_map(|s| s.parse::<usize>().ok()) {
+        let input = text(kb << 10);
+        let label = format!("pbzip2 -p2 -b1, {kb} KB");
+        measure(&label, &["--", PBZIP2, "-p2", "-b1", "-c"], &input, false);
+    }
+}
