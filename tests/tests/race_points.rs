@@ -14,7 +14,7 @@ use rewind_tests::Home;
 /// is made again by the command `rewind show` prints.
 fn found(example: &str, variable: &str) {
     let h = Home::new();
-    let (out, v) = h.check_json(&["--points", "races", "--example", example]);
+    let (out, v) = h.check_json(&["--points", "races", "--keep", "all", "--example", example]);
     assert_eq!(out.code, 1, "the race of `{example}` was not found:\n{out}");
     let learned = &v["learned"];
     let pages = learned["pages"].as_array().expect("learned pages");
@@ -53,6 +53,8 @@ fn passes(example: &str) {
     let (out, v) = h.check_json(&[
         "--points",
         "races",
+        "--keep",
+        "all",
         "--example",
         example,
         "--all",
