@@ -336,6 +336,8 @@ fn sigkill_at_seeded_points_leaves_a_whole_store() {
 
         phase("fork");
         // check
+        // Every schedule's run kept (--keep all): the kills land while
+        // runs are written, and each run a kill left whole is replayed at the end.
         let check = [
             "check",
             "--example",
@@ -343,6 +345,8 @@ fn sigkill_at_seeded_points_leaves_a_whole_store() {
             "--schedules",
             "8",
             "--no-narrow",
+            "--keep",
+            "all",
         ];
         let (t_check, _) = c.timed(&home, &check);
         c.verify(&home, "after a check");

@@ -48,7 +48,10 @@ impl Kernel<'_> {
         ) -> Result<(), crate::machine::memory::OutOfRange>,
     ) -> Result<(), (usize, Errno)> {
         va.checked_add(len as u64).ok_or((0, EFAULT))?;
-        if pid == self.cur_pid() {
+        // The current thread may be gone (a wait status written for a
+        // parent as its child's last thread exits): then it races nothing.
+        let current = self.threads.get(&self.sched.current).map(|t| t.pid);
+        if current == Some(pid) {
             self.race_monitor_access(va, len as u64, write);
         }
         let p = self.procs.get_mut(&pid).ok_or((0, ESRCH))?;
