@@ -129,7 +129,9 @@ fn eventfd_timerfd_epoll_and_select() {
 #[test]
 fn server_example_connects_before_the_listen_and_is_narrowed() {
     let h = Home::new();
-    let (out, v) = h.check_json(&["--example", "server"]);
+    // Memory points pinned: the portfolio's system-call points find it
+    // first, deciding at the setsockopt before the bind.
+    let (out, v) = h.check_json(&["--example", "server", "--points", "memory"]);
     assert_eq!(out.code, 1, "the race of `server` was not found:\n{out}");
     assert_eq!(v["base"]["status"], "exited:0", "{v:#}");
     let n = &v["narrowed"];

@@ -146,7 +146,9 @@ fn ps_and_a_fork_inside_a_child() {
 #[test]
 fn waiter_deadlocks_in_the_parents_pause_and_its_fix_passes() {
     let home = Home::new();
-    let out = home.rewind(&["check", "--example", "waiter"]);
+    // Memory points pinned (check's default before the portfolio): the
+    // portfolio's 60 s budget can run out first in a debug build.
+    let out = home.rewind(&["check", "--example", "waiter", "--points", "memory"]);
     assert_eq!(out.code, 1, "the bug of `waiter` was not found:\n{out}");
     let stdout = &out.stdout;
     assert!(
@@ -173,7 +175,7 @@ fn waiter_deadlocks_in_the_parents_pause_and_its_fix_passes() {
         "{}",
         made.out
     );
-    let fixed = home.rewind(&["check", "--example", "waiter-fixed"]);
+    let fixed = home.rewind(&["check", "--example", "waiter-fixed", "--points", "memory"]);
     assert_eq!(fixed.code, 0, "{fixed}");
     assert!(
         fixed
