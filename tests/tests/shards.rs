@@ -44,8 +44,17 @@ fn merge(home: &Home, dirs: &[&Path], json: bool) -> Output {
 /// split merged in a home of its own: the same report and the same JSON,
 /// and the failing run it names replays identically there.
 fn splits_merge_into_the_one_machine_check(example: &str) {
-    // One search, pinned: a sharded check's plan is one strategy's.
-    let args = ["--example", example, "--strategy", "random"];
+    // One search, pinned: a sharded check's plan is one strategy's. Every
+    // run kept: a merge reports each schedule's run as kept (it removes
+    // none), where a check without --keep all says which it removed.
+    let args = [
+        "--example",
+        example,
+        "--strategy",
+        "random",
+        "--keep",
+        "all",
+    ];
     let one = Home::new();
     let text = one.rewind(&[&["check"][..], &args].concat());
     assert_eq!(text.code, 1, "the check finds {example}'s race:\n{text}");
