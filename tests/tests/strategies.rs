@@ -84,6 +84,8 @@ fn pct_passes_bank_fixed_and_check_seeds_try_other_schedules() {
         "pct",
         "--schedules",
         "8",
+        "--keep",
+        "all",
     ]);
     assert_eq!(a["violations"], 0, "{a:#}");
     let (_, b) = h.check_json(&[
@@ -95,6 +97,8 @@ fn pct_passes_bank_fixed_and_check_seeds_try_other_schedules() {
         "8",
         "--check-seed",
         "1",
+        "--keep",
+        "all",
     ]);
     let labels = |v: &serde_json::Value| -> Vec<String> {
         v["tried"]
@@ -168,7 +172,15 @@ fn pct_finds_memory_point_examples_with_change_points_where_threads_share() {
     let mut found = Vec::new();
     for example in MEMORY_EXAMPLES {
         let h = Home::new();
-        let (_, v) = h.check_json(&["--example", example, "--strategy", "pct", "--no-narrow"]);
+        let (_, v) = h.check_json(&[
+            "--example",
+            example,
+            "--strategy",
+            "pct",
+            "--no-narrow",
+            "--keep",
+            "all",
+        ]);
         let start = h.second_thread_step(v["base"]["run"].as_str().unwrap());
         let tried = v["tried"].as_array().unwrap();
         // Every schedule's change points are drawn from a step at or after
