@@ -301,6 +301,8 @@ fn importing_and_opening_a_run_never_runs_its_property_script() {
         "bank",
         "--schedules",
         "1",
+        "--keep",
+        "all",
         "--property",
         &script,
     ]);
