@@ -26,8 +26,12 @@ let
   };
   compile = name: lang:
     if lang == "c"
-    then "cc -static -O1 -g -pthread -Wall -o ${name} ${src}/${name}.c"
-    else "rustc -C target-feature=+crt-static -O -g -o ${name} ${src}/${name}.rs";
+    then "cc -static -O1 -g -pthread -Wall ${samePlace} -o ${name} ${src}/${name}.c"
+    else "rustc -C target-feature=+crt-static -O -g --remap-path-prefix=$NIX_BUILD_TOP=/build -o ${name} ${src}/${name}.rs";
+  # The debug info names the build's directory: /build in a sandbox and in
+  # `rewind nix`, /tmp/nix-build-... in a build without one. Named /build
+  # everywhere, the output is the same bytes wherever it was built.
+  samePlace = "-ffile-prefix-map=$NIX_BUILD_TOP=/build";
   install = name: "mkdir -p $out/bin && cp ${name} $out/bin/";
 
   withStdenv = name: lang: stdenv.mkDerivation {

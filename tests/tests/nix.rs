@@ -6,6 +6,7 @@
 use rewind_tests::{host_program, Home, Output};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// The host's Nix, set up for one test: its settings (NIX_CONFIG, with a
 /// `file://` cache of the test's own as the one substituter) and a
@@ -82,10 +83,61 @@ impl Nix {
         out.lines().map(str::to_string).collect()
     }
 
+    /// Writes `examples.nix`: nix/examples.nix over the host's toolchain
+    /// (`toolchain`), with `extra` (Nix attributes with `toolchain` and
+    /// `drv`, a derivation of a script over the toolchain, in scope)
+    /// beside the examples.
+    fn write_examples(&self, toolchain: &str, extra: &str) -> PathBuf {
+        let file = self.path().join("examples.nix");
+        let text = format!(
+            "let\n  toolchain = builtins.storePath \"{toolchain}\";\n  \
+             drv = name: script: derivation {{ inherit name; system = \"x86_64-linux\"; \
+             builder = \"${{toolchain}}/bin/sh\"; args = [ \"-e\" \"-c\" script ]; \
+             PATH = \"${{toolchain}}/bin\"; }};\n\
+             in import {} {{ inherit toolchain; }} // {{\n{extra}\n}}\n",
+            repo().join("nix/examples.nix").display()
+        );
+        std::fs::write(&file, text).unwrap();
+        file
+    }
+
     /// `rewind ARGS` with these settings.
     fn rewind(&self, home: &Home, args: &[&str]) -> Output {
         home.rewind_env(args, &[("NIX_CONFIG", &self.config)])
     }
+}
+
+/// The host's C toolchain as a store path (nix/host-toolchain.sh, then
+/// nix/toolchain.nix), made once for the test binary; None (skipped,
+/// said on stderr) without gcc or patchelf.
+fn toolchain(nix: &Nix) -> Option<String> {
+    static MADE: OnceLock<Option<String>> = OnceLock::new();
+    MADE.get_or_init(|| {
+        host_program("/usr/bin/gcc", "build-essential")?;
+        host_program("/usr/bin/patchelf", "patchelf")?;
+        let dir = tempfile::Builder::new()
+            .prefix("rewind-nix-toolchain-")
+            .tempdir()
+            .unwrap();
+        let host = dir.path().join("host");
+        let made = Command::new(repo().join("nix/host-toolchain.sh"))
+            .arg(&host)
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "nix/host-toolchain.sh: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let expr = format!(
+            "import {} {{ host = builtins.path {{ path = {}; name = \"host-toolchain-files\"; }}; }}",
+            repo().join("nix/toolchain.nix").display(),
+            host.display()
+        );
+        let out = nix.tool("nix-build", &["-E", &expr, "--no-out-link"]);
+        Some(out.trim().to_string())
+    })
+    .clone()
 }
 
 /// The run id on `rewind: run <id> ...`, the last line of stderr.
@@ -369,4 +421,36 @@ fn the_examples_and_the_flake_evaluate_without_nixpkgs() {
         ],
     );
     assert_eq!(args.trim(), r#"["nixpkgs","self"]"#);
+}
+
+#[test]
+fn an_example_builds_with_the_host_toolchain_as_in_the_store_and_a_cache() {
+    let Some(nix) = Nix::new() else { return };
+    let Some(toolchain) = toolchain(&nix) else {
+        return;
+    };
+    let file = nix.write_examples(&toolchain, "");
+    let f = file.to_str().unwrap();
+    let home = Home::new();
+    // One example: each build in a debug build of Rewind is about 10 s.
+    for attr in ["bank-fixed"] {
+        let outs = nix.build(&file, attr);
+        let cache = nix.cache_url();
+        nix.tool("nix", &["copy", "--to", &cache, &outs[0]]);
+        let out = nix.rewind(&home, &["nix", "-q", f, "-A", attr]);
+        assert_eq!(out.code, 0, "{out}");
+        assert!(out.stderr.contains(" exited:0 after "), "{out}");
+        for verdict in [
+            "matches your store".to_string(),
+            format!("matches cache {cache}"),
+        ] {
+            let line = format!("{} sha256:", outs[0]);
+            assert!(
+                out.stdout
+                    .lines()
+                    .any(|l| l.starts_with(&line) && l.ends_with(&verdict)),
+                "no `{line}... {verdict}` in:\n{out}"
+            );
+        }
+    }
 }
