@@ -3,62 +3,13 @@
 //! over `--socket` only the user who started it. Anyone else is closed
 //! without a reply, launches nothing, and leaves one line in the log.
 
-use rewind_tests::{host_program, rewind_bin, run_command, skipped, Home, DEADLINE};
-use std::io::{BufRead, BufReader, Read, Write};
+use rewind_tests::dap::{port_of, Server};
+use rewind_tests::{host_program, run_command, skipped, Home, DEADLINE};
+use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
-
-/// A `rewind dap` server and the lines of its log.
-struct Server {
-    child: Child,
-    log: mpsc::Receiver<String>,
-}
-
-impl Server {
-    /// `rewind dap ARGS` with this home and runtime directory, once it says
-    /// where it listens; that line is returned too.
-    fn start(home: &Home, runtime: &Path, args: &[&str]) -> (Server, String) {
-        let mut child = Command::new(rewind_bin())
-            .arg("dap")
-            .args(args)
-            .env("REWIND_HOME", home.path())
-            .env("XDG_RUNTIME_DIR", runtime)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("rewind dap starts");
-        let err = BufReader::new(child.stderr.take().expect("stderr"));
-        let (tx, log) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in err.lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let server = Server { child, log };
-        let first = server.line();
-        assert!(first.contains("dap listening on"), "{first}");
-        (server, first)
-    }
-
-    /// The next line of the server's log.
-    fn line(&self) -> String {
-        self.log
-            .recv_timeout(DEADLINE)
-            .expect("a line in the server's log")
-    }
-}
-
-impl Drop for Server {
-    /// SIGTERM, as a person's Ctrl-C or a service manager stops it.
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
-}
 
 /// One DAP request as framed on the wire.
 fn frame(seq: i64, command: &str, arguments: serde_json::Value) -> Vec<u8> {
@@ -108,15 +59,6 @@ fn first_message(mut s: impl Read) -> serde_json::Value {
     let mut body = vec![0u8; len];
     s.read_exact(&mut body).expect("a DAP body");
     serde_json::from_slice(&body).expect("a JSON message")
-}
-
-/// The port in the server's `listening on 127.0.0.1:N` line.
-fn port_of(line: &str) -> u16 {
-    line.split("127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {line}"))
 }
 
 /// A runtime directory others may enter, so that only Rewind's own modes

@@ -24,6 +24,9 @@ use std::sync::Arc;
 /// The answer to requests after `terminate`.
 const TERMINATED: &str = "the session is terminated: send `disconnect`";
 
+/// How often an idle session gives back snapshots over its share.
+const FIT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A session and where it is in its lifecycle.
 pub struct Server {
     s: Session,
@@ -50,8 +53,15 @@ impl Server {
     }
 
     pub fn serve(mut self, rx: std::sync::mpsc::Receiver<wire::Incoming>) {
-        while let Ok(msg) = rx.recv() {
-            self.handle(msg);
+        use std::sync::mpsc::RecvTimeoutError;
+        loop {
+            match rx.recv_timeout(FIT_EVERY) {
+                Ok(msg) => self.handle(msg),
+                // Idle: other sessions may have opened since, shrinking
+                // this one's share of the snapshots' budget.
+                Err(RecvTimeoutError::Timeout) => self.s.fit_snapshots(),
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
             if self.ended {
                 break;
             }

@@ -43,7 +43,8 @@ use tokio::sync::mpsc;
                   dap listening on 127.0.0.1:N`, and each client first sends the line in \
                   $XDG_RUNTIME_DIR/rewind/dap-N.token (mode 0600). With --socket, on a Unix \
                   socket of mode 0600 that only this user may use. A connection without the \
-                  secret is closed unanswered. The protocol and its custom requests are in \
+                  secret is closed unanswered. A server's sessions share one snapshot budget \
+                  (--snapshot-memory). The protocol and its custom requests are in \
                   docs/dap.md."
 )]
 pub struct DapArgs {
@@ -54,9 +55,24 @@ pub struct DapArgs {
     /// Listen on a Unix socket made at PATH with mode 0600.
     #[arg(long, value_name = "PATH")]
     pub socket: Option<std::path::PathBuf>,
+    /// The memory all sessions' snapshots may hold together, in MiB
+    /// [default: 256 with --port or --socket; on stdio, the session's own
+    /// `snapshotMemory`].
+    #[arg(long, value_name = "MIB")]
+    pub snapshot_memory: Option<u64>,
 }
 
 pub fn main(args: DapArgs) -> Result<i32> {
+    let served = args.port.is_some() || args.socket.is_some();
+    let budget = match args.snapshot_memory {
+        Some(mib) => mib
+            .checked_mul(1 << 20)
+            .context("--snapshot-memory: too large")?,
+        // One session on stdio: its launch's `snapshotMemory` bounds it.
+        None if !served => u64::MAX,
+        None => vmm::debug::DEFAULT_SNAPSHOT_BUDGET,
+    };
+    vmm::debug::set_process_snapshot_budget(budget);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()

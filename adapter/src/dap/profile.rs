@@ -32,6 +32,10 @@ fn core_stats(s: &Session) -> SnapshotStats {
         .unwrap_or_default()
 }
 
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -49,6 +53,7 @@ impl Profile {
 
     pub fn report(self, s: &Session, name: &str) {
         let (a, b) = (self.core, core_stats(s));
+        let (used, budget) = vmm::debug::snapshot_process_usage();
         // A core opened again by this request counts from nothing.
         let a = if b.taken < a.taken || b.steps_run < a.steps_run {
             Default::default()
@@ -58,7 +63,8 @@ impl Profile {
         eprintln!(
             "rewind dap profile: {name}: {:.1} ms wall, {:.1} ms CPU; travels: {} from memory, \
              {} from disk, {} boots, {} onward; restores {:.1} ms ({} pages), forward {} steps \
-             {:.1} ms; snapshots {} taken {:.1} ms, {} evicted, {} kept in {:.1} MiB",
+             {:.1} ms; snapshots {} taken {:.1} ms, {} evicted, {} kept in {:.1} MiB; \
+             process snapshots {:.1} of {:.1} MiB",
             ms(self.wall.elapsed()),
             ms(cpu_time().saturating_sub(self.cpu)),
             b.from_memory - a.from_memory,
@@ -73,7 +79,9 @@ impl Profile {
             ms(b.take_time.saturating_sub(a.take_time)),
             b.evicted - a.evicted,
             b.kept,
-            b.bytes as f64 / (1 << 20) as f64,
+            mib(b.bytes),
+            mib(used),
+            mib(budget),
         );
     }
 }

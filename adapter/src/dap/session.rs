@@ -79,6 +79,14 @@ impl Session {
         self.options = options;
     }
 
+    /// Gives back the snapshots over this session's share of the process's
+    /// budget (it shrinks as other sessions open).
+    pub fn fit_snapshots(&mut self) {
+        if let Some(live) = self.open.as_mut().and_then(|o| o.live.as_mut()) {
+            live.core.fit_snapshot_budget();
+        }
+    }
+
     /// Closes the run (its machine stops; the store is as it was).
     pub fn close(&mut self) {
         self.open = None;

@@ -38,7 +38,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 pub use memory::ThreadRegs;
-pub use snapshots::{Stats as SnapshotStats, DEFAULT_BUDGET as DEFAULT_SNAPSHOT_BUDGET};
+pub use snapshots::{
+    process_usage as snapshot_process_usage, set_process_budget as set_process_snapshot_budget,
+    Stats as SnapshotStats, DEFAULT_BUDGET as DEFAULT_SNAPSHOT_BUDGET,
+};
 
 /// The frame bits of a page-table entry.
 const PTE_ADDR: u64 = 0x000f_ffff_ffff_f000;

@@ -23,6 +23,7 @@ use crate::EngineError;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::rc::Rc;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 const PAGE: usize = crate::machine::layout::PAGE_SIZE as usize;
@@ -30,6 +31,39 @@ const INT3: u8 = 0xcc;
 
 /// The snapshots' memory when the session is not told otherwise.
 pub const DEFAULT_BUDGET: u64 = 256 << 20;
+
+/// What every debug session of this process holds in snapshots: one
+/// budget for the process (a `rewind dap --port` server serves many
+/// sessions), shared fairly. A session keeps at most the budget divided by
+/// the sessions open, and never makes the total pass the budget: it drops
+/// its own snapshots first. Counted under one lock, so the total read is
+/// never over the budget.
+struct Pool {
+    budget: u64,
+    used: u64,
+    members: u64,
+}
+
+static POOL: Mutex<Pool> = Mutex::new(Pool {
+    budget: DEFAULT_BUDGET,
+    used: 0,
+    members: 0,
+});
+
+fn pool() -> MutexGuard<'static, Pool> {
+    POOL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sets the budget of all this process's snapshots together (bytes).
+pub fn set_process_budget(bytes: u64) {
+    pool().budget = bytes;
+}
+
+/// The bytes all this process's snapshots hold now, and their budget.
+pub fn process_usage() -> (u64, u64) {
+    let p = pool();
+    (p.used, p.budget)
+}
 
 /// Near the focus a snapshot every step; `d` steps away, one every `d /
 /// DENSITY`: a run forward of `n` steps keeps about `DENSITY * log2(n)`.
@@ -113,6 +147,7 @@ pub(super) struct Snapshots {
 
 impl Snapshots {
     pub(super) fn new(disk: PageStore) -> Snapshots {
+        pool().members += 1;
         Snapshots {
             budget: DEFAULT_BUDGET,
             kept: BTreeMap::new(),
@@ -129,9 +164,15 @@ impl Snapshots {
         }
     }
 
+    /// This session's share: its own budget, within the process's divided
+    /// among the sessions open.
+    fn limit(&self, p: &Pool) -> u64 {
+        self.budget.min(p.budget / p.members.max(1))
+    }
+
     /// Whether a snapshot at `step` is worth its cost now.
     fn wants(&self, step: u64) -> bool {
-        if self.budget == 0 || self.kept.contains_key(&step) {
+        if self.limit(&pool()) == 0 || self.kept.contains_key(&step) {
             return false;
         }
         let spacing = (step.abs_diff(self.focus) / DENSITY).max(1);
@@ -219,18 +260,26 @@ impl Snapshots {
         }
         drop(mem);
         let cost = kf.kernel.len() as u64 + kf.frames.len() as u64 * MAP_ENTRY;
+        let mut p = pool();
         self.used += cost + new_bytes;
+        p.used += cost + new_bytes;
         self.kept.insert(kf.step, Snap { kf, cost });
         self.stats.taken += 1;
         self.stats.take_time += t.elapsed();
-        self.thin();
+        self.thin_in(&mut p);
         Ok(())
     }
 
-    /// Drops snapshots until the budget holds: each time the one that
-    /// leaves the smallest gap for its distance from the focus.
-    fn thin(&mut self) {
-        while self.used > self.budget && !self.kept.is_empty() {
+    /// Drops snapshots until this session's share holds and the process's
+    /// total is within its budget.
+    pub(super) fn thin(&mut self) {
+        self.thin_in(&mut pool());
+    }
+
+    /// `thin` with the pool held: each time the snapshot that leaves the
+    /// smallest gap for its distance from the focus.
+    fn thin_in(&mut self, p: &mut Pool) {
+        while (self.used > self.limit(p) || p.used > p.budget) && !self.kept.is_empty() {
             let steps: Vec<u64> = self.kept.keys().copied().collect();
             let score = |i: usize| {
                 let prev = if i == 0 { 0 } else { steps[i - 1] };
@@ -240,26 +289,28 @@ impl Snapshots {
             let worst = (0..steps.len())
                 .min_by(|a, b| score(*a).total_cmp(&score(*b)))
                 .expect("not empty");
-            self.drop_snapshot(steps[worst]);
+            self.drop_snapshot(steps[worst], p);
         }
     }
 
-    fn drop_snapshot(&mut self, step: u64) {
+    fn drop_snapshot(&mut self, step: u64, p: &mut Pool) {
         let Some(s) = self.kept.remove(&step) else {
             return;
         };
         let mut mem = self.pages.mem.borrow_mut();
+        let mut freed = s.cost;
         for h in s.kf.frames.iter().map(|(_, h)| h).chain(&s.kf.file_pages) {
-            if let Some(p) = mem.get_mut(h) {
-                p.refs -= 1;
-                if p.refs == 0 {
-                    self.used -= p.bytes.len() as u64;
+            if let Some(held) = mem.get_mut(h) {
+                held.refs -= 1;
+                if held.refs == 0 {
+                    freed += held.bytes.len() as u64;
                     self.blob_pages.remove(h);
                     mem.remove(h);
                 }
             }
         }
-        self.used -= s.cost;
+        self.used -= freed;
+        p.used = p.used.saturating_sub(freed);
         self.stats.evicted += 1;
     }
 
@@ -319,6 +370,16 @@ impl Snapshots {
             bytes: self.used,
             ..self.stats
         }
+    }
+}
+
+impl Drop for Snapshots {
+    /// Its memory goes back to the process's budget, and its share to the
+    /// sessions left.
+    fn drop(&mut self) {
+        let mut p = pool();
+        p.used = p.used.saturating_sub(self.used);
+        p.members = p.members.saturating_sub(1);
     }
 }
 
@@ -485,9 +546,17 @@ impl Session {
         self.snaps.offer(&mut self.live.k, &inserted)
     }
 
-    /// Bounds the memory of the session's snapshots (0: none).
+    /// Bounds the memory of the session's snapshots (0: none), within the
+    /// process's budget (`set_process_budget`).
     pub fn set_snapshot_budget(&mut self, bytes: u64) {
         self.snaps.set_budget(bytes);
+    }
+
+    /// Drops snapshots over this session's share of the process's budget,
+    /// which shrinks as other sessions open: a session that stays idle
+    /// calls it now and then to give its excess back.
+    pub fn fit_snapshot_budget(&mut self) {
+        self.snaps.thin();
     }
 
     /// Where the session's travels spent their time.
