@@ -8,6 +8,7 @@ mod examples;
 mod framing;
 mod gdb;
 mod lsp;
+mod private_socket;
 mod progress;
 mod signals;
 mod util;

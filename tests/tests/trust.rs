@@ -146,7 +146,10 @@ impl OtherUser {
             skipped("making a second local user needs root");
             return None;
         }
-        let name = format!("rwtrust{}", std::process::id());
+        // One a test: the tests of this binary run at once.
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let name = format!("rwtrust{}x{n}", std::process::id());
         let mut add = Command::new("useradd");
         add.args([
             "--system",
@@ -273,4 +276,66 @@ fn importing_and_opening_a_run_never_runs_its_property_script() {
         "importing, opening or checking the run ran its check's script"
     );
     home.replay_identical(&run);
+}
+
+/// `rewind gdb` without `--listen` serves the gdb it starts on a Unix
+/// socket of mode 0600 in a directory of mode 0700, not on a loopback port
+/// anyone could take first: another local user cannot connect to it, while
+/// the session is served.
+#[test]
+fn another_local_user_cannot_take_the_gdb_session() {
+    let Some(python) = host_program("/usr/bin/python3", "python3") else {
+        return;
+    };
+    let Some(other) = OtherUser::create() else {
+        return;
+    };
+    let home = Home::new();
+    let run = home.run(&["-q", "--example", "bank"]);
+    let tmp = open_runtime_dir();
+    let probe = tmp.path().join("probe.out");
+    // Run by gdb once it is connected: the socket's mode, then a connection
+    // to it as the other user.
+    let connect = "import socket, sys\n\
+                   s = socket.socket(socket.AF_UNIX)\n\
+                   s.connect(sys.argv[1])\n\
+                   print('connected')\n";
+    let script = format!(
+        "shell for s in {tmp}/rewind-gdb-*/gdb.sock; do \
+         stat -c 'mode=%a' \"$s\" > {probe}; stat -c 'dir=%a' \"$(dirname \"$s\")\" >> {probe}; \
+         setpriv --reuid={u} --regid={u} --clear-groups -- {python} -c \"{connect}\" \"$s\" >> {probe} 2>&1; \
+         echo exit=$? >> {probe}; done",
+        tmp = tmp.path().display(),
+        probe = probe.display(),
+        u = other.0,
+    );
+    let out = home.rewind_env(
+        &[
+            "gdb",
+            &run.id,
+            "10",
+            "--",
+            "-nx",
+            "-batch",
+            "-ex",
+            &script,
+            "-ex",
+            "info threads",
+        ],
+        &[("TMPDIR", tmp.path().to_str().unwrap())],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stdout.contains("Thread 1.1000"), "{out}");
+    let probe = std::fs::read_to_string(&probe).expect("gdb ran the probe");
+    assert!(
+        probe.contains("mode=600") && probe.contains("dir=700"),
+        "{probe}"
+    );
+    assert!(probe.contains("PermissionError"), "{probe}");
+    assert!(
+        !probe.contains("connected"),
+        "{} took the session:\n{probe}",
+        other.0
+    );
+    assert!(!probe.contains("exit=0"), "{probe}");
 }

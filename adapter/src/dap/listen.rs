@@ -14,7 +14,7 @@
 use anyhow::{bail, Context, Result};
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use subtle::ConstantTimeEq;
@@ -141,42 +141,20 @@ pub fn log_refusal(from: &str, why: &Refusal) {
     eprintln!("rewind: dap: closed a connection from {from} without a reply: {why}");
 }
 
-/// A Unix socket at `path` of mode 0600. A socket left there by this user
-/// is replaced; anything else there is refused.
+/// A Unix socket at `path` of mode 0600 (`private_socket::bind`), for tokio.
 pub fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener> {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    if let Ok(m) = std::fs::symlink_metadata(path) {
-        use std::os::unix::fs::FileTypeExt;
-        if !m.file_type().is_socket() || m.uid() != uid {
-            bail!(
-                "{} exists and is not a socket of this user: not replacing it",
-                path.display()
-            );
-        }
-        std::fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))?;
-    }
-    // The socket is made with the process's umask: make it 0600 from the
-    // start, not chmod it after another user could have connected.
-    // SAFETY: umask only sets the process's file mode mask.
-    let old = unsafe { libc::umask(0o177) };
-    let bound = tokio::net::UnixListener::bind(path);
-    // SAFETY: as above.
-    unsafe { libc::umask(old) };
-    let listener = bound.with_context(|| format!("cannot listen on {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-        .with_context(|| format!("cannot set the mode of {}", path.display()))?;
-    crate::signals::remove_at_exit(path);
-    Ok(listener)
+    let listener = crate::private_socket::bind(path)?;
+    listener
+        .set_nonblocking(true)
+        .with_context(|| format!("cannot listen on {}", path.display()))?;
+    tokio::net::UnixListener::from_std(listener)
+        .with_context(|| format!("cannot listen on {}", path.display()))
 }
 
 /// Whether a Unix socket's peer is this server's user.
 pub fn peer_allowed(sock: &tokio::net::UnixStream) -> Refusal {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    match sock.peer_cred() {
-        Ok(c) if c.uid() == uid => Refusal::Accepted,
-        Ok(c) => Refusal::OtherUser(c.uid()),
-        Err(_) => Refusal::OtherUser(u32::MAX),
+    match crate::private_socket::same_user(sock) {
+        Ok(()) => Refusal::Accepted,
+        Err(uid) => Refusal::OtherUser(uid),
     }
 }

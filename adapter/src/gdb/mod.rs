@@ -5,8 +5,12 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use std::net::{TcpListener, TcpStream};
+use gdbstub::conn::ConnectionExt;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::Command;
 use vmm::debug::{DebugError, Origin, Session};
 
@@ -57,6 +61,48 @@ fn shell_word(w: &str) -> String {
     }
 }
 
+/// Where the server waits for gdb.
+enum Listener {
+    /// `--listen`: whoever connects first (the gdb protocol has no
+    /// authentication), so loopback unless `--listen-any`.
+    Tcp(TcpListener),
+    /// The gdb this process starts: a socket of mode 0600 in a directory
+    /// of mode 0700, serving only this user, so that no other local user
+    /// can take the session (and read the run's memory) before gdb does.
+    Unix(UnixListener, PathBuf),
+}
+
+impl Listener {
+    /// What follows `target remote` in gdb.
+    fn target(&self) -> Result<String> {
+        Ok(match self {
+            Listener::Tcp(l) => l.local_addr()?.to_string(),
+            Listener::Unix(_, path) => path.display().to_string(),
+        })
+    }
+
+    /// The first connection of this user (any, over TCP).
+    fn accept(&self) -> Result<Box<dyn ConnectionExt<Error = std::io::Error>>> {
+        match self {
+            Listener::Tcp(l) => {
+                let (stream, _) = l.accept().context("waiting for gdb")?;
+                stream.set_nodelay(true)?;
+                Ok(Box::new(stream))
+            }
+            Listener::Unix(l, path) => loop {
+                let (stream, _) = l.accept().context("waiting for gdb")?;
+                match crate::private_socket::same_user(&stream) {
+                    Ok(()) => return Ok(Box::new(stream)),
+                    Err(uid) => eprintln!(
+                        "rewind: gdb: closed a connection to {} from user id {uid}, not this user's",
+                        path.display()
+                    ),
+                }
+            },
+        }
+    }
+}
+
 /// Binds the gdb server's address: loopback, unless `--listen-any`, with a
 /// warning then.
 fn bind(args: &GdbArgs) -> Result<TcpListener> {
@@ -80,7 +126,7 @@ fn bind(args: &GdbArgs) -> Result<TcpListener> {
 }
 
 pub fn main(args: GdbArgs) -> Result<i32> {
-    let listener = bind(&args)?;
+    let tcp = args.listen.as_ref().map(|_| bind(&args)).transpose()?;
     let run = crate::app::inside::run_at(&args.run.spec, args.step)?;
     let store = crate::app::store()?;
     let origin =
@@ -104,8 +150,10 @@ pub fn main(args: GdbArgs) -> Result<i32> {
     // The process's program file (the run's, or the one its execve
     // loaded), from the run's image, for gdb's symbols; with the debug
     // info and sources found for it.
+    // Only this user may enter it: it holds the program and gdb's socket.
     let dir = tempfile::Builder::new()
         .prefix("rewind-gdb-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
         .context("a temporary directory for the program")?;
     let pid = session.pid();
@@ -124,7 +172,14 @@ pub fn main(args: GdbArgs) -> Result<i32> {
         eprintln!("rewind: {n}; gdb names those frames by symbol");
     }
 
-    let addr = listener.local_addr()?;
+    let listener = match tcp {
+        Some(l) => Listener::Tcp(l),
+        None => {
+            let path = dir.path().join("gdb.sock");
+            Listener::Unix(crate::private_socket::bind(&path)?, path)
+        }
+    };
+    let addr = listener.target()?;
     let mut gdb_words: Vec<String> = vec!["gdb".into(), "-q".into()];
     gdb_words.extend(files);
     gdb_words.extend([
@@ -165,8 +220,7 @@ pub fn main(args: GdbArgs) -> Result<i32> {
             libc::signal(libc::SIGINT, libc::SIG_IGN);
         }
     }
-    let (stream, _) = listener.accept().context("waiting for gdb")?;
-    serve(session, first, stream)?;
+    serve(session, first, listener.accept()?)?;
     match child {
         Some(mut c) => {
             let st = c.wait()?;
@@ -177,11 +231,14 @@ pub fn main(args: GdbArgs) -> Result<i32> {
 }
 
 /// Serves one gdb connection until it detaches or the process ends.
-fn serve(session: Session, first: u32, stream: TcpStream) -> Result<()> {
-    stream.set_nodelay(true)?;
+fn serve(
+    session: Session,
+    first: u32,
+    stream: Box<dyn ConnectionExt<Error = std::io::Error>>,
+) -> Result<()> {
     let mut stub = stub::Stub::new(session, first);
-    let conn: Box<dyn gdbstub::conn::ConnectionExt<Error = std::io::Error>> =
-        Box::new(tls::TlsConn::new(Box::new(stream), stub.tls.clone()));
+    let conn: Box<dyn ConnectionExt<Error = std::io::Error>> =
+        Box::new(tls::TlsConn::new(stream, stub.tls.clone()));
     let gdb = gdbstub::stub::GdbStub::new(conn);
     match gdb.run_blocking::<stub::EventLoop>(&mut stub) {
         Ok(_) => Ok(()),
