@@ -11,7 +11,7 @@
 //! path-info`, the substituters): an upper bound of the time before step 0.
 //! Needs Debian's nix-bin (scripts/setup-tests installs it); skipped without.
 
-use rewind_tests::{host_program, Home, Output};
+use rewind_tests::{host_program, run_wall, Home};
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
@@ -23,21 +23,15 @@ fn config() -> &'static str {
     "experimental-features = nix-command flakes\nsandbox = false\nbuild-users-group =\nsubstituters =\n"
 }
 
-/// The run's own wall seconds, from `rewind: run ID STATUS after N steps, Xs virtual, Ys wall`.
-fn run_wall(out: &Output) -> f64 {
-    let last = out.stderr_lines().last().copied().unwrap_or("");
-    let wall = last.rsplit(", ").next().unwrap_or("");
-    wall.trim_end_matches("s wall")
-        .parse()
-        .unwrap_or_else(|_| panic!("no status line:\n{out}"))
-}
-
 fn timed(home: &Home, args: &[&str]) -> (f64, f64) {
     let t = Instant::now();
     let out = home.rewind_env(args, &[("NIX_CONFIG", config())]);
     let total = t.elapsed().as_secs_f64();
     assert_eq!(out.code, 0, "{out}");
-    (total, run_wall(&out))
+    (
+        total,
+        run_wall(&out).unwrap_or_else(|| panic!("no status line:\n{out}")),
+    )
 }
 
 fn main() {

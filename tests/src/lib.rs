@@ -700,6 +700,14 @@ pub fn children_cpu() -> Duration {
     tv(r.ru_utime) + tv(r.ru_stime)
 }
 
+/// The run's own wall seconds, from its status line (`rewind: run ID
+/// STATUS after N steps, Xs virtual, Ys wall`), the last on stderr.
+pub fn run_wall(out: &Output) -> Option<f64> {
+    let last = out.stderr_lines().last().copied()?;
+    let wall = last.rsplit(", ").next()?;
+    wall.strip_suffix("s wall")?.parse().ok()
+}
+
 /// The host's load averages over 1, 5 and 15 minutes (`/proc/loadavg`),
 /// which a benchmark prints beside its wall times.
 pub fn load_average() -> String {

@@ -8,15 +8,18 @@
 //! With `--root DIR` a guest path `/p` is `DIR/p`, with symbolic links
 //! resolved inside DIR (an absolute target or a `..` past the top stays in
 //! it). Files are read from the host only when the guest opens them; the
-//! hash covers every file's path, mode and contents so that a changed image
-//! gives a different run id. What the guest never sees is left out of it:
+//! hash covers every file's path, mode and contents (a root's files by
+//! their own hashes, kept between runs by [`FileHashes`]) so that a changed
+//! image gives a different run id. What the guest never sees is left out of it:
 //! `/dev`, `/proc` and `/sys` (the monitor's own), and anything that is not a
 //! directory, regular file or symbolic link, or whose name is not UTF-8.
 
 use crate::EngineError;
 use std::path::{Path, PathBuf};
 
+mod cache;
 mod linked;
+pub use cache::FileHashes;
 pub use linked::{dyn_info, linked_files, DynInfo, LinkError};
 
 /// Top-level directories of a root the monitor replaces with its own.
@@ -166,8 +169,15 @@ impl Image {
         }
     }
 
-    /// BLAKE3 over every file of the image: path, mode, contents, in path order.
+    /// BLAKE3 over every file of the image: path, mode, contents (a root's
+    /// files by their own BLAKE3), in path order.
     pub fn hash(&self) -> Result<String, EngineError> {
+        self.hash_with(&mut FileHashes::none())
+    }
+
+    /// [`Image::hash`], a root's files' hashes taken from `cache` when
+    /// they did not change (and kept in it when they did).
+    pub fn hash_with(&self, cache: &mut FileHashes) -> Result<String, EngineError> {
         let mut h = blake3::Hasher::new();
         match self {
             Image::Program {
@@ -184,7 +194,7 @@ impl Image {
                     }
                 }
             }
-            Image::Root { dir } => hash_tree(&mut h, dir, "")?,
+            Image::Root { dir } => hash_tree(&mut h, cache, dir, "")?,
             Image::Store(s) => {
                 h.update(b"nix store\0");
                 for p in std::iter::once(&s.drv).chain(&s.paths) {
@@ -301,9 +311,16 @@ pub fn resolve_links(
     Some(format!("/{}", done.join("/")))
 }
 
-/// The tree under `dir` into `h`, in name order; what is removed while it
-/// is walked (a live tree) is left out.
-fn hash_tree(h: &mut blake3::Hasher, dir: &Path, guest: &str) -> Result<(), EngineError> {
+/// The tree under `dir` into `h`, in name order, each file by its own hash
+/// (from `cache` when unchanged); what is removed while it is walked (a
+/// live tree) is left out.
+fn hash_tree(
+    h: &mut blake3::Hasher,
+    cache: &mut FileHashes,
+    dir: &Path,
+    guest: &str,
+) -> Result<(), EngineError> {
+    use std::os::unix::fs::PermissionsExt;
     let Some(listing) = unless_gone(std::fs::read_dir(dir), dir)? else {
         return Ok(());
     };
@@ -325,14 +342,13 @@ fn hash_tree(h: &mut blake3::Hasher, dir: &Path, guest: &str) -> Result<(), Engi
             continue;
         };
         if ft.is_dir() {
-            use std::os::unix::fs::PermissionsExt;
             let Some(meta) = unless_gone(std::fs::symlink_metadata(e.path()), &e.path())? else {
                 continue;
             };
             h.update(gpath.as_bytes());
             h.update(b"/\0");
             h.update(&meta.permissions().mode().to_le_bytes());
-            hash_tree(h, &e.path(), &gpath)?;
+            hash_tree(h, cache, &e.path(), &gpath)?;
         } else if ft.is_symlink() {
             let Some(target) = unless_gone(std::fs::read_link(e.path()), &e.path())? else {
                 continue;
@@ -341,7 +357,15 @@ fn hash_tree(h: &mut blake3::Hasher, dir: &Path, guest: &str) -> Result<(), Engi
             h.update(b"@\0");
             h.update(target.as_os_str().as_encoded_bytes());
         } else if ft.is_file() {
-            hash_file(h, &gpath, &e.path())?;
+            let p = e.path();
+            let Some(meta) = unless_gone(std::fs::symlink_metadata(&p), &p)? else {
+                continue;
+            };
+            let Some(sum) = unless_gone(cache.hash(&p, &meta), &p)?.flatten() else {
+                continue;
+            };
+            hash_entry_head(h, &gpath, meta.permissions().mode());
+            h.update(&sum);
         }
     }
     Ok(())

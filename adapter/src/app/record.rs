@@ -196,7 +196,8 @@ pub fn prepare(spec: &RunSpec, store: &Store) -> Result<Prepared> {
         Some(name) => example_program(spec, name, store)?,
         None => file_program(spec, &cwd, &env)?,
     };
-    let mut inputs = RunInputs::new(image, program, argv).context("cannot read the image")?;
+    let hash = store.image_hash(&image).context("cannot read the image")?;
+    let mut inputs = RunInputs::hashed(image, hash, program, argv);
     inputs.manifest = manifest(spec, inputs.manifest.clone(), env, cwd)?;
     Ok(Prepared {
         inputs,

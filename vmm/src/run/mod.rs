@@ -32,11 +32,17 @@ impl RunInputs {
     /// image's hash, and no standard input. Front ends change the rest.
     pub fn new(image: Image, program: String, argv: Vec<String>) -> Result<RunInputs, EngineError> {
         let hash = image.hash()?;
-        Ok(RunInputs {
+        Ok(RunInputs::hashed(image, hash, program, argv))
+    }
+
+    /// [`RunInputs::new`] with the image's hash already known (a store's
+    /// `image_hash`, which keeps a root's file hashes between runs).
+    pub fn hashed(image: Image, hash: String, program: String, argv: Vec<String>) -> RunInputs {
+        RunInputs {
             manifest: Manifest::new(program, argv, hash),
             image,
             stdin: Vec::new(),
-        })
+        }
     }
 
     /// Makes `stdin` the run's standard input, its hash the manifest's (an

@@ -16,6 +16,7 @@
 //! pages/<xx>/<blake3>       guest pages of keyframes, zstd (store::pages)
 //! images/<image hash>/      images of imported runs (store::archive::import)
 //! examples/<blake3>-<name>  built-in example programs, written on first use
+//! cache/file-hashes         root images' file hashes by lstat (image::FileHashes)
 //! lock                      the advisory lock (store::lock)
 //! ```
 //!
@@ -175,6 +176,20 @@ pub struct Run {
 /// The runs a store holds, and the directories that could not be read.
 type Scan = (Vec<Run>, Vec<(String, StoreError)>);
 
+/// Where root images' file hashes are kept, under the store's home.
+pub const FILE_HASHES: &str = "cache/file-hashes";
+
+fn image_hash_in(home: &Path, image: &crate::image::Image) -> Result<String, crate::EngineError> {
+    if !matches!(image, crate::image::Image::Root { .. }) {
+        return image.hash();
+    }
+    let mut cache = crate::image::FileHashes::open(home.join(FILE_HASHES));
+    let hash = image.hash_with(&mut cache)?;
+    // A cache that cannot be written costs the next run a read, nothing more.
+    let _ = cache.save();
+    Ok(hash)
+}
+
 /// Stale temporary directories older than this are removed.
 const STALE_AFTER: Duration = Duration::from_secs(3600);
 
@@ -207,6 +222,12 @@ impl Store {
 
     pub fn home(&self) -> &Path {
         &self.home
+    }
+
+    /// The hash of `image`; a root's files' hashes are kept between runs
+    /// in [`FILE_HASHES`], so that only new and changed files are read.
+    pub fn image_hash(&self, image: &crate::image::Image) -> Result<String, crate::EngineError> {
+        image_hash_in(&self.home, image)
     }
 
     pub fn pages(&self) -> pages::PageStore {
@@ -685,7 +706,12 @@ impl Run {
     /// no longer hashes to what was recorded.
     pub fn inputs(&self) -> Result<RunInputs, StoreError> {
         let image = self.meta.image.to_image();
-        let now = image.hash()?;
+        // The run's directory is `<home>/runs/<id>`.
+        let home = self.dir.parent().and_then(Path::parent);
+        let now = match home {
+            Some(home) => image_hash_in(home, &image)?,
+            None => image.hash()?,
+        };
         if now != self.manifest.image {
             return Err(StoreError::ImageChanged {
                 id: self.id.clone(),

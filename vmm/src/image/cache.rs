@@ -1,0 +1,385 @@
+//! The content hashes of a root image's files, kept between runs so that an
+//! image's identity costs a walk of its tree, not a read of every file.
+//!
+//! As git's index does, an entry is keyed by what `lstat` says of the file
+//! (device, inode, size, modification and change times, to the
+//! nanosecond): a file whose key is unchanged is taken to hold what it held.
+//! A file is hashed again when it is new or any of these changed. Two rules
+//! keep a wrong hash from being trusted:
+//!
+//! - racy files: a file changed less than [`RACY_MARGIN`] before it was
+//!   read could change again within the file system's timestamp granularity
+//!   and keep its key, so its hash is not kept (it is read again next time);
+//!   the change time cannot be set by a user, so a later write shows;
+//! - the file: one that is damaged (bad magic, length or checksum), not
+//!   owned by this user, or writable by others is not read, and is written
+//!   anew after the walk. It is only ever an optimization.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Changes this close to the read (or after it) leave a file uncached.
+pub const RACY_MARGIN: Duration = Duration::from_secs(2);
+
+/// What the file starts with.
+const MAGIC: &[u8] = b"rewind file hashes 1\n";
+/// One entry on disk: device, inode, size, mtime, ctime, then the hash.
+const ENTRY: usize = 5 * 8 + 32;
+/// Entries written at most: those of the last walk first.
+const MAX_ENTRIES: usize = 2_000_000;
+
+/// What `lstat` says of a file, as the cache knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Key {
+    dev: u64,
+    ino: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+}
+
+impl Stamp {
+    fn of(m: &std::fs::Metadata) -> (Key, Stamp) {
+        let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
+        (
+            Key {
+                dev: m.dev(),
+                ino: m.ino(),
+            },
+            Stamp {
+                size: m.size(),
+                mtime_ns: ns(m.mtime(), m.mtime_nsec()),
+                ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+            },
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    stamp: Stamp,
+    hash: [u8; 32],
+    /// Looked up or made by this walk (written first).
+    used: bool,
+}
+
+/// File hashes by what `lstat` says, loaded from and saved to one file.
+#[derive(Debug, Default)]
+pub struct FileHashes {
+    file: Option<PathBuf>,
+    entries: HashMap<Key, Entry>,
+    changed: bool,
+    /// Changes this close to a read leave the file uncached.
+    margin: Duration,
+    /// Files read and hashed by this walk, and found in the cache.
+    pub hashed: u64,
+    pub reused: u64,
+}
+
+impl FileHashes {
+    /// No cache: every file is read.
+    pub fn none() -> FileHashes {
+        FileHashes {
+            margin: RACY_MARGIN,
+            ..FileHashes::default()
+        }
+    }
+
+    /// The cache kept in `file` (none yet, or one that cannot be trusted:
+    /// an empty one that `save` writes anew).
+    pub fn open(file: PathBuf) -> FileHashes {
+        let entries = load(&file).unwrap_or_default();
+        FileHashes {
+            file: Some(file),
+            changed: false,
+            margin: RACY_MARGIN,
+            entries,
+            hashed: 0,
+            reused: 0,
+        }
+    }
+
+    /// The BLAKE3 of the regular file at `path`, whose `lstat` is `meta`:
+    /// from the cache when its key is unchanged, else read (and kept when
+    /// it did not change while read and is not racy). None when it was
+    /// removed meanwhile or is no longer a regular file.
+    pub fn hash(
+        &mut self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+    ) -> std::io::Result<Option<[u8; 32]>> {
+        let (key, stamp) = Stamp::of(meta);
+        if let Some(e) = self.entries.get_mut(&key) {
+            if e.stamp == stamp {
+                e.used = true;
+                self.reused += 1;
+                return Ok(Some(e.hash));
+            }
+        }
+        let read_at = SystemTime::now();
+        let mut f = match File::options()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+        {
+            Err(e) if gone(&e) => return Ok(None),
+            r => r?,
+        };
+        let before = f.metadata()?;
+        if !before.is_file() {
+            return Ok(None);
+        }
+        let mut h = blake3::Hasher::new();
+        h.update_reader(&mut f)?;
+        let hash: [u8; 32] = h.finalize().into();
+        self.hashed += 1;
+        let (k1, s1) = Stamp::of(&before);
+        let (k2, s2) = Stamp::of(&f.metadata()?);
+        if k1 == k2 && s1 == s2 && !racy(s1, read_at, self.margin) && self.file.is_some() {
+            self.entries.insert(
+                k1,
+                Entry {
+                    stamp: s1,
+                    hash,
+                    used: true,
+                },
+            );
+            self.changed = true;
+        }
+        Ok(Some(hash))
+    }
+
+    /// Writes the cache back (under a temporary name, renamed whole) when
+    /// the walk added to it: the entries this walk used first, then older
+    /// ones up to a bound.
+    pub fn save(&self) -> std::io::Result<()> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        if !self.changed {
+            return Ok(());
+        }
+        let dir = file.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let mut order: Vec<(&Key, &Entry)> = self.entries.iter().collect();
+        order.sort_by_key(|(_, e)| !e.used);
+        order.truncate(MAX_ENTRIES);
+        let mut bytes = Vec::with_capacity(MAGIC.len() + order.len() * ENTRY + 32);
+        bytes.extend_from_slice(MAGIC);
+        for (k, e) in order {
+            for w in [k.dev, k.ino, e.stamp.size] {
+                bytes.extend_from_slice(&w.to_le_bytes());
+            }
+            for w in [e.stamp.mtime_ns, e.stamp.ctime_ns] {
+                bytes.extend_from_slice(&w.to_le_bytes());
+            }
+            bytes.extend_from_slice(&e.hash);
+        }
+        let sum = blake3::hash(&bytes);
+        bytes.extend_from_slice(sum.as_bytes());
+        let tmp = dir.join(format!(
+            ".{}-{}",
+            file.file_name().and_then(|n| n.to_str()).unwrap_or("cache"),
+            std::process::id()
+        ));
+        let written = File::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(&bytes))
+            .and_then(|()| std::fs::rename(&tmp, file));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
+    }
+}
+
+fn gone(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::NotFound) || e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// Whether a file with this stamp, read at `read_at`, may have changed
+/// within the timestamp granularity without its stamp showing it.
+fn racy(s: Stamp, read_at: SystemTime, margin: Duration) -> bool {
+    let Ok(at) = read_at.duration_since(SystemTime::UNIX_EPOCH) else {
+        return true;
+    };
+    let limit = at.saturating_sub(margin).as_nanos();
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    s.mtime_ns >= limit || s.ctime_ns >= limit
+}
+
+/// The entries of a cache file this user alone could have written, whole
+/// and with its checksum; None otherwise.
+fn load(file: &Path) -> Option<HashMap<Key, Entry>> {
+    let f = File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(file)
+        .ok()?;
+    let meta = f.metadata().ok()?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_file() || meta.uid() != me || meta.mode() & 0o022 != 0 {
+        return None;
+    }
+    let most = (MAGIC.len() + MAX_ENTRIES * ENTRY + 32) as u64;
+    if meta.len() > most {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(f, most), &mut bytes).ok()?;
+    let body = bytes.len().checked_sub(32).filter(|&n| n >= MAGIC.len())?;
+    let (data, sum) = bytes.split_at(body);
+    if blake3::hash(data).as_bytes() != sum || !data.starts_with(MAGIC) {
+        return None;
+    }
+    let data = &data[MAGIC.len()..];
+    if data.len() % ENTRY != 0 {
+        return None;
+    }
+    let word = |c: &[u8], i: usize| -> [u8; 8] {
+        let mut w = [0; 8];
+        w.copy_from_slice(&c[i * 8..i * 8 + 8]);
+        w
+    };
+    let mut entries = HashMap::with_capacity(data.len() / ENTRY);
+    for c in data.chunks_exact(ENTRY) {
+        let mut hash = [0; 32];
+        hash.copy_from_slice(&c[40..]);
+        entries.insert(
+            Key {
+                dev: u64::from_le_bytes(word(c, 0)),
+                ino: u64::from_le_bytes(word(c, 1)),
+            },
+            Entry {
+                stamp: Stamp {
+                    size: u64::from_le_bytes(word(c, 2)),
+                    mtime_ns: i64::from_le_bytes(word(c, 3)),
+                    ctime_ns: i64::from_le_bytes(word(c, 4)),
+                },
+                hash,
+                used: false,
+            },
+        );
+    }
+    Some(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn hash(c: &mut FileHashes, p: &Path) -> [u8; 32] {
+        let meta = std::fs::symlink_metadata(p).unwrap();
+        c.hash(p, &meta).unwrap().unwrap()
+    }
+
+    /// A cache in `dir` whose files count as settled at once.
+    fn settled(file: &Path) -> FileHashes {
+        FileHashes {
+            margin: Duration::ZERO,
+            ..FileHashes::open(file.to_path_buf())
+        }
+    }
+
+    #[test]
+    fn an_unchanged_file_is_not_read_again_and_a_changed_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, cache) = (dir.path().join("f"), dir.path().join("cache"));
+        std::fs::write(&f, b"one").unwrap();
+        let mut c = settled(&cache);
+        assert_eq!(hash(&mut c, &f), *blake3::hash(b"one").as_bytes());
+        c.save().unwrap();
+        let mut c = settled(&cache);
+        assert_eq!(hash(&mut c, &f), *blake3::hash(b"one").as_bytes());
+        assert_eq!((c.hashed, c.reused), (0, 1));
+        // Same size, a later time: read again.
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(&f, b"two").unwrap();
+        assert_eq!(hash(&mut c, &f), *blake3::hash(b"two").as_bytes());
+        assert_eq!(c.hashed, 1);
+    }
+
+    #[test]
+    fn a_file_changed_just_before_it_was_read_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, cache) = (dir.path().join("f"), dir.path().join("cache"));
+        std::fs::write(&f, b"one").unwrap();
+        let mut c = FileHashes::open(cache.clone());
+        hash(&mut c, &f);
+        c.save().unwrap();
+        // Racy: a write within the timestamps' granularity could keep its
+        // stamp, so nothing was kept and the file is read again.
+        let mut c = FileHashes::open(cache);
+        hash(&mut c, &f);
+        assert_eq!((c.hashed, c.reused), (1, 0));
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_cache_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, cache) = (dir.path().join("f"), dir.path().join("cache"));
+        std::fs::write(&f, b"one").unwrap();
+        let mut c = settled(&cache);
+        hash(&mut c, &f);
+        c.save().unwrap();
+        let good = std::fs::read(&cache).unwrap();
+        // A wrong hash for the file, with a checksum that fits.
+        let mut forged = good[..good.len() - 32].to_vec();
+        let at = forged.len() - 32;
+        forged[at..].copy_from_slice(blake3::hash(b"forged").as_bytes());
+        let sum = blake3::hash(&forged);
+        forged.extend_from_slice(sum.as_bytes());
+        let mut flipped = good.clone();
+        flipped[MAGIC.len() + 3] ^= 1;
+        for (bytes, mode) in [
+            (&good[..good.len() - 1], 0o600),
+            (&flipped[..], 0o600),
+            (&b"rewind file hashes 1\n"[..], 0o600),
+            (&forged[..], 0o666),
+        ] {
+            std::fs::write(&cache, bytes).unwrap();
+            std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(mode)).unwrap();
+            let mut c = settled(&cache);
+            assert_eq!(hash(&mut c, &f), *blake3::hash(b"one").as_bytes());
+            assert_eq!(c.reused, 0);
+            // Written anew, whole, and this user's alone.
+            c.save().unwrap();
+            let mode = std::fs::metadata(&cache).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0);
+            assert_eq!(settled(&cache).entries.len(), 1);
+        }
+    }
+
+    #[test]
+    fn a_root_hashes_the_same_with_and_without_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("usr/bin")).unwrap();
+        std::fs::write(root.join("usr/bin/tool"), b"x").unwrap();
+        std::os::unix::fs::symlink("usr/bin", root.join("bin")).unwrap();
+        let image = crate::image::Image::Root { dir: root.clone() };
+        let plain = image.hash().unwrap();
+        let cache = dir.path().join("cache");
+        for _ in 0..2 {
+            let mut c = settled(&cache);
+            assert_eq!(image.hash_with(&mut c).unwrap(), plain);
+            c.save().unwrap();
+        }
+        std::fs::write(root.join("usr/bin/tool"), b"y").unwrap();
+        assert_ne!(image.hash_with(&mut settled(&cache)).unwrap(), plain);
+    }
+}
