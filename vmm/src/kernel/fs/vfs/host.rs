@@ -1,0 +1,137 @@
+//! What the tree reads of the host: an image directory's entries and a
+//! file's bytes, read lazily, and host files put into a shell's tree.
+
+use super::*;
+use std::path::{Path, PathBuf};
+
+pub(super) enum HostEntry {
+    Dir { perm: u32, path: PathBuf },
+    File { perm: u32, size: u64, path: PathBuf },
+    Symlink(String),
+}
+
+impl HostEntry {
+    /// What the guest may see of the host's `path`: a directory, regular
+    /// file or symbolic link with a UTF-8 target.
+    pub(super) fn at(path: PathBuf) -> Option<HostEntry> {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let perm = meta.permissions().mode() & 0o7777;
+        let ft = meta.file_type();
+        if ft.is_dir() {
+            Some(HostEntry::Dir { perm, path })
+        } else if ft.is_file() {
+            Some(HostEntry::File {
+                perm,
+                size: meta.len(),
+                path,
+            })
+        } else if ft.is_symlink() {
+            let t = std::fs::read_link(&path).ok()?;
+            Some(HostEntry::Symlink(t.into_os_string().into_string().ok()?))
+        } else {
+            None
+        }
+    }
+
+    /// Its node as child `name` of directory `parent` (a directory's
+    /// entries are read when first needed).
+    pub(super) fn node(self, parent: Ino, name: &str, epoch_ns: u64) -> Node {
+        match self {
+            HostEntry::Dir { perm, path } => {
+                let mut n = Node::new(
+                    S_IFDIR | perm,
+                    4096,
+                    epoch_ns,
+                    Kind::Dir(DirData {
+                        parent,
+                        name: name.to_string(),
+                        host: Some(path),
+                        entries: None,
+                        fixed: false,
+                    }),
+                );
+                n.nlink = 2;
+                n
+            }
+            HostEntry::File { perm, size, path } => Node::new(
+                S_IFREG | perm,
+                size,
+                epoch_ns,
+                Kind::File(FileData::image(path)),
+            ),
+            HostEntry::Symlink(target) => symlink_node(&target, epoch_ns),
+        }
+    }
+}
+
+/// The entries of an image directory the guest may see: directories,
+/// regular files and symbolic links with UTF-8 names (what the image's hash
+/// covers); anything else is left out.
+pub(super) fn read_host_dir(dir: &std::path::Path) -> Vec<(String, HostEntry)> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        if let Some(entry) = HostEntry::at(e.path()) {
+            out.push((name, entry));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// A regular file of the image, read whole; never follows a link or opens
+/// anything but a regular file (a FIFO would block the monitor).
+pub(super) fn read_host_file(path: &std::path::Path) -> SysResult<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(host_errno)?;
+    let meta = f.metadata().map_err(host_errno)?;
+    if !meta.is_file() {
+        return Err(EACCES);
+    }
+    if meta.len() > MAX_FILE {
+        return Err(EFBIG);
+    }
+    let mut v = Vec::with_capacity(meta.len() as usize);
+    f.read_to_end(&mut v).map_err(host_errno)?;
+    Ok(v)
+}
+
+fn host_errno(e: std::io::Error) -> Errno {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => ENOENT,
+        std::io::ErrorKind::PermissionDenied => EACCES,
+        _ => EIO,
+    }
+}
+
+impl Tree {
+    /// Puts host file `host` at `guest` (a shell's programs: `rewind
+    /// shell --with`), making the directories on the way; what is there
+    /// already stays.
+    pub fn add_host_file(&mut self, guest: &str, host: &Path, now: u64) {
+        let size = std::fs::metadata(host).map_or(0, |m| m.len());
+        let node = Node::new(
+            S_IFREG | 0o755,
+            size,
+            now,
+            Kind::File(FileData::image(host.to_path_buf())),
+        );
+        self.insert_image_path(guest, node);
+    }
+
+    /// Puts a symbolic link to `target` at `guest`, as `add_host_file`.
+    pub fn add_link(&mut self, guest: &str, target: &str, now: u64) {
+        self.insert_image_path(guest, symlink_node(target, now));
+    }
+}
