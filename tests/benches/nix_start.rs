@@ -30,7 +30,7 @@ fn timed(home: &Home, args: &[&str]) -> (f64, f64) {
     assert_eq!(out.code, 0, "{out}");
     (
         total,
-        run_wall(&out).unwrap_or_else(|| panic!("no status line:\n{out}")),
+        run_wall(&out.stderr).unwrap_or_else(|| panic!("no status line:\n{out}")),
     )
 }
 

@@ -701,9 +701,9 @@ pub fn children_cpu() -> Duration {
 }
 
 /// The run's own wall seconds, from its status line (`rewind: run ID
-/// STATUS after N steps, Xs virtual, Ys wall`), the last on stderr.
-pub fn run_wall(out: &Output) -> Option<f64> {
-    let last = out.stderr_lines().last().copied()?;
+/// STATUS after N steps, Xs virtual, Ys wall`), the last of `stderr`.
+pub fn run_wall(stderr: &str) -> Option<f64> {
+    let last = stderr.lines().last()?;
     let wall = last.rsplit(", ").next()?;
     wall.strip_suffix("s wall")?.parse().ok()
 }

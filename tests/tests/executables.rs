@@ -2,7 +2,8 @@
 //! `/proc/PID/exe` name the program file itself (links resolved, absolute),
 //! AT_EXECFN the path as given to execve, comm the name it was called by,
 //! for programs started through symbolic links and relative paths (as the
-//! first program and through execve) and `#!` scripts (through execve);
+//! first program and through execve) and `#!` scripts (as the first
+//! program and through execve);
 //! each compared with the same start natively. And Debian's `/usr/bin/java`, a link through
 //! /etc/alternatives whose loader finds `$ORIGIN/../lib` from
 //! /proc/self/exe, runs. Every recorded run is replayed (`Home` at drop).
@@ -67,6 +68,13 @@ fn proc_exe_and_execfn_are_as_linux_gives_them() {
     let r = root.path();
     // The first program through relative links, by a relative path.
     same_view(&home, r, "/", "./usr/bin/tool", &["1"]);
+    // A `#!` script as the first program, its interpreter relative to the cwd.
+    same_view(&home, r, "/bin", "./script", &["s", "y"]);
+    // Without a root its interpreter is not in the image: said, exit 2.
+    let script = r.join("bin/script");
+    let out = home.rewind(&["run", "--", script.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{out}");
+    assert!(out.stderr.contains("`#!` script runs over --root"), "{out}");
     // Through execve: a `#!` script, a link by a relative path.
     same_view(
         &home,

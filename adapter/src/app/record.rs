@@ -113,6 +113,13 @@ fn env_flags(flags: &[String]) -> Result<Vec<String>> {
 }
 
 /// Checks that `host` is a readable regular file that starts like an ELF file.
+/// Whether the file at `host` starts with `#!` (a script, run by the
+/// interpreter its first line names, as execve does).
+fn is_script(host: &Path) -> bool {
+    let mut head = [0u8; 2];
+    std::fs::File::open(host).is_ok_and(|mut f| f.read_exact(&mut head).is_ok()) && &head == b"#!"
+}
+
 fn check_program(shown: &str, host: &Path) -> Result<()> {
     let meta = std::fs::metadata(host).with_context(|| format!("cannot run {shown}"))?;
     if !meta.is_file() {
@@ -158,6 +165,12 @@ fn file_program(spec: &RunSpec, cwd: &str, env: &[String]) -> Result<Program> {
     let argv = spec.command.clone();
     let base = prog.rsplit('/').next().unwrap_or(prog).to_string();
     let Some(root) = &spec.root else {
+        if is_script(Path::new(prog)) {
+            bail!(
+                "cannot run {prog}: a `#!` script runs over --root DIR, whose tree holds \
+                 its interpreter (or run the interpreter: -- /bin/sh {prog})"
+            );
+        }
         check_program(prog, Path::new(prog))?;
         let host = std::fs::canonicalize(prog).with_context(|| format!("cannot run {prog}"))?;
         let Some(guest) = host.to_str().map(str::to_string) else {
@@ -178,7 +191,9 @@ fn file_program(spec: &RunSpec, cwd: &str, env: &[String]) -> Result<Program> {
     let guest = find_in_root(&image, prog, cwd, env)
         .with_context(|| format!("cannot run {prog} in --root {shown}"))?;
     let host = image.host_path(&guest).expect("a normalized guest path");
-    check_program(&format!("{prog} ({})", host.display()), &host)?;
+    if !is_script(&host) {
+        check_program(&format!("{prog} ({})", host.display()), &host)?;
+    }
     Ok((image, guest, argv, base))
 }
 

@@ -360,10 +360,7 @@ impl Session {
     /// The ELF bytes of the program the run started.
     pub fn program(&self) -> Result<Vec<u8>, DebugError> {
         let i = &self.origin.inputs;
-        Ok(crate::kernel::elf::read_program(
-            &i.image,
-            &i.manifest.program,
-        )?)
+        Ok(crate::kernel::elf::first_program(&i.image, &i.manifest)?.bytes)
     }
 
     pub fn breakpoints(&self) -> impl Iterator<Item = u64> + '_ {

@@ -17,6 +17,7 @@ use crate::image::Image;
 use crate::machine::layout::{PIE_BASE, STACK_MAX, STACK_TOP};
 use crate::machine::regs::RFLAGS_DEFAULT;
 use crate::run::EventKind;
+use crate::run::Manifest;
 use crate::EngineError;
 use object::elf::{FileHeader64, ET_DYN, ET_EXEC, PF_R, PF_W, PF_X, PT_INTERP, PT_LOAD};
 use object::read::elf::{FileHeader, ProgramHeader};
@@ -32,6 +33,56 @@ pub fn read_program(image: &Image, guest_path: &str) -> Result<Vec<u8>, EngineEr
     let bytes = std::fs::read(&host).map_err(EngineError::io(&host))?;
     parse(&bytes).map_err(|e| e.engine(&host))?;
     Ok(bytes)
+}
+
+/// The first program as execve starts it: a `#!` script (and a script its
+/// line names, to Linux's depth) gives way to its interpreter, found from
+/// the run's working directory when relative, with the argv Linux gives it.
+pub struct FirstProgram {
+    /// The ELF file's absolute guest path (links not resolved).
+    pub path: String,
+    pub bytes: Vec<u8>,
+    pub argv: Vec<String>,
+}
+
+/// The run's first program (see [`FirstProgram`]), its ELF checked.
+pub fn first_program(image: &Image, man: &Manifest) -> Result<FirstProgram, EngineError> {
+    let mut path = man.program.clone();
+    let mut argv = man.argv.clone();
+    // As execve's: the path as given, which a script's interpreter is told.
+    let mut given = match man.argv.first() {
+        Some(a) if a.contains('/') => a.clone(),
+        _ => man.program.clone(),
+    };
+    for _ in 0..=super::process::MAX_INTERP_DEPTH {
+        let guest = super::fs::vfs::normalize(&man.cwd, &path);
+        let host = image.host_path(&guest).ok_or_else(|| EngineError::Io {
+            path: PathBuf::from(&guest),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        })?;
+        let bytes = std::fs::read(&host).map_err(EngineError::io(&host))?;
+        let script = super::process::interpreter(&bytes)
+            .map_err(|_| EngineError::BadElf(host.clone(), "a bad `#!` line".into()))?;
+        let Some((interp, arg)) = script else {
+            parse(&bytes).map_err(|e| e.engine(&host))?;
+            return Ok(FirstProgram {
+                path: guest,
+                bytes,
+                argv,
+            });
+        };
+        let mut new = vec![interp.clone()];
+        new.extend(arg);
+        new.push(given);
+        new.extend(argv.into_iter().skip(1));
+        argv = new;
+        given = interp.clone();
+        path = interp;
+    }
+    Err(EngineError::BadElf(
+        PathBuf::from(&man.program),
+        "too many `#!` interpreters in a row".into(),
+    ))
 }
 
 /// Why an executable (or its interpreter) cannot be loaded.
@@ -187,7 +238,7 @@ pub struct Loaded {
 
 impl Kernel<'_> {
     /// Creates the first process and its thread, with the program loaded and the stack built.
-    pub(super) fn spawn_init(&mut self, bytes: &[u8]) -> Result<(), EngineError> {
+    pub(super) fn spawn_init(&mut self, first: &FirstProgram) -> Result<(), EngineError> {
         let pid = self.alloc_id();
         let mm = Mm::new(&mut self.m.ram).ok_or(EngineError::OutOfMemory)?;
         let man = self.inputs.manifest.clone();
@@ -212,7 +263,7 @@ impl Kernel<'_> {
                 rlimits: super::identity::default_rlimits(),
                 stopped: None,
                 report: None,
-                argv: man.argv.clone(),
+                argv: first.argv.clone(),
                 env: man.env.clone(),
                 nice: 0,
                 strings: Default::default(),
@@ -225,17 +276,18 @@ impl Kernel<'_> {
         // As Linux: /proc/self/exe is the file, links resolved (the loader
         // finds `$ORIGIN` from it), and AT_EXECFN the path as the shell
         // gave it to execve (PROG when it has a slash, else where PATH found it).
-        let exe = self.exe_path(&man.program);
+        let exe = self.exe_path(&first.path);
         self.cur_proc().exe.clone_from(&exe);
         let execfn = match man.argv.first() {
             Some(a) if a.contains('/') => a.clone(),
             _ => man.program.clone(),
         };
         let loaded = self
-            .load_executable(&exe, bytes)
-            .map_err(|e| e.engine(std::path::Path::new(&man.program)))?;
-        self.symbols = super::symbols::SymbolTable::from_elf(&man.program, bytes, loaded.bias);
-        self.start_program(&loaded, &man.argv, &man.env, &execfn)
+            .load_executable(&exe, &first.bytes)
+            .map_err(|e| e.engine(std::path::Path::new(&first.path)))?;
+        self.symbols =
+            super::symbols::SymbolTable::from_elf(&first.path, &first.bytes, loaded.bias);
+        self.start_program(&loaded, &first.argv, &man.env, &execfn)
             .map_err(|_| EngineError::OutOfMemory)?;
         self.emit(EventKind::ThreadStart { parent: 0 });
         self.recorded.switches += 1;

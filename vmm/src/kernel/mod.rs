@@ -98,7 +98,7 @@ impl<'r> Kernel<'r> {
     pub fn boot(inputs: &RunInputs, rec: &'r mut dyn Recorder) -> Result<Kernel<'r>, EngineError> {
         let man = &inputs.manifest;
         man.validate()?;
-        let elf_bytes = elf::read_program(&inputs.image, &man.program)?;
+        let first = elf::first_program(&inputs.image, man)?;
         let m = Machine::new(man.mem)?;
         let mut k = Kernel {
             m,
@@ -130,7 +130,7 @@ impl<'r> Kernel<'r> {
             rec,
         };
         k.sched.perturber = crate::schedule::Perturber::from_manifest(man);
-        k.spawn_init(&elf_bytes)?;
+        k.spawn_init(&first)?;
         Ok(k)
     }
 

@@ -315,7 +315,7 @@ impl<'r> Kernel<'r> {
     ) -> Result<Kernel<'r>, EngineError> {
         let man = &inputs.manifest;
         man.validate()?;
-        let elf_bytes = super::elf::read_program(&inputs.image, &man.program)?;
+        let first = super::elf::first_program(&inputs.image, man)?;
         let mut m = Machine::new(man.mem)?;
         let st = restore_machine(&mut m, &kf.frames, kf, pages, inputs, same_run)?;
         let mut k = Kernel {
@@ -343,9 +343,9 @@ impl<'r> Kernel<'r> {
         };
         k.keyframes = k.rec.wants_keyframes().then(|| keyframe_clock(kf));
         k.symbols = super::symbols::SymbolTable::from_elf(
-            &inputs.manifest.program,
-            &elf_bytes,
-            super::elf::load_bias(&elf_bytes),
+            &first.path,
+            &first.bytes,
+            super::elf::load_bias(&first.bytes),
         );
         Ok(k)
     }

@@ -271,7 +271,7 @@ impl Kernel<'_> {
 /// A `#!` script's interpreter and its one optional argument; None when
 /// `bytes` is not a script. ENOEXEC for an empty or too long interpreter
 /// line, as Linux.
-fn interpreter(bytes: &[u8]) -> SysResult<Option<(String, Option<String>)>> {
+pub(in crate::kernel) fn interpreter(bytes: &[u8]) -> SysResult<Option<(String, Option<String>)>> {
     if !bytes.starts_with(b"#!") {
         return Ok(None);
     }

@@ -20,6 +20,7 @@ use super::Kernel;
 use crate::run::{EventKind, ExitStatus};
 
 mod exec;
+pub(super) use exec::interpreter;
 mod jobs;
 pub use exec::*;
 pub use jobs::*;
@@ -73,7 +74,7 @@ const NR_EXECVE: u32 = 59;
 const NR_EXECVEAT: u32 = 322;
 
 /// Interpreters a `#!` script may name in a row (Linux's BINPRM_MAX_RECURSION).
-const MAX_INTERP_DEPTH: usize = 4;
+pub(in crate::kernel) const MAX_INTERP_DEPTH: usize = 4;
 /// Bytes of a `#!` line Linux reads (BINPRM_BUF_SIZE).
 const INTERP_LINE_MAX: usize = 256;
 /// Most bytes of arguments and environment together (Linux's ARG_MAX with
