@@ -476,7 +476,7 @@ pub fn sys_read(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
             let bufs = [(a[1], super::file_ops::len_arg(a[2]))];
             stream_read(k, o, &d, &bufs, call(NR_READ, a))
         }
-        None => super::sys_read(k, a).map(Sys::Ret),
+        None => super::read_file(k, a).map(Sys::Ret),
     }
 }
 
@@ -487,7 +487,7 @@ pub fn sys_write(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
             let bufs = [(a[1], super::file_ops::len_arg(a[2]))];
             stream_write(k, o, w, &d, &bufs, call(NR_WRITE, a))
         }
-        None => super::sys_write(k, a).map(Sys::Ret),
+        None => super::write_file(k, a).map(Sys::Ret),
     }
 }
 
@@ -498,7 +498,7 @@ pub fn sys_readv(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
             let bufs = super::file_ops::iovecs(k, a[1], a[2])?;
             stream_read(k, o, &d, &bufs, call(NR_READV, a))
         }
-        None => super::sys_readv(k, a).map(Sys::Ret),
+        None => super::readv_file(k, a).map(Sys::Ret),
     }
 }
 
@@ -509,7 +509,7 @@ pub fn sys_writev(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
             let bufs = super::file_ops::iovecs(k, a[1], a[2])?;
             stream_write(k, o, w, &d, &bufs, call(NR_WRITEV, a))
         }
-        None => super::sys_writev(k, a).map(Sys::Ret),
+        None => super::writev_file(k, a).map(Sys::Ret),
     }
 }
 

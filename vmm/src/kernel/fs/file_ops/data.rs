@@ -309,13 +309,16 @@ fn pos_arg(p: u64) -> SysResult<u64> {
     Ok(p)
 }
 
-/// Read implements Linux syscall read(2).
-pub fn sys_read(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+/// read(2) of a descriptor that is not a stream (a file, a directory, a
+/// device): it never blocks. `io::sys_read`, the handler, serves pipes and
+/// sockets and hands the rest here.
+pub fn read_file(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     read_into(k, a[0], &[(a[1], len_arg(a[2]))], None)
 }
 
-/// Write implements Linux syscall write(2).
-pub fn sys_write(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+/// write(2) of a descriptor that is not a stream; `io::sys_write`, the
+/// handler, hands it here.
+pub fn write_file(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     write_from(k, a[0], &[(a[1], len_arg(a[2]))], None)
 }
 
@@ -329,15 +332,17 @@ pub fn sys_pwrite64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     write_from(k, a[0], &[(a[1], len_arg(a[2]))], Some(pos_arg(a[3])?))
 }
 
-/// Readv implements Linux syscall readv(2).
-pub fn sys_readv(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+/// readv(2) of a descriptor that is not a stream; `io::sys_readv`, the
+/// handler, hands it here.
+pub fn readv_file(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.desc(a[0])?;
     let bufs = iovecs(k, a[1], a[2])?;
     read_into(k, a[0], &bufs, None)
 }
 
-/// Writev implements Linux syscall writev(2).
-pub fn sys_writev(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
+/// writev(2) of a descriptor that is not a stream; `io::sys_writev`, the
+/// handler, hands it here.
+pub fn writev_file(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     k.desc(a[0])?;
     let bufs = iovecs(k, a[1], a[2])?;
     write_from(k, a[0], &bufs, None)
