@@ -7,6 +7,7 @@
 //! and serves requests in order; and a writer task that numbers and frames
 //! what the session sends. The protocol surface is in docs/dap.md.
 
+mod backward;
 mod breakpoints;
 mod cond;
 mod conn;

@@ -4,12 +4,11 @@
 //!
 //! Every move is a scan of the machine with `int3`s at chosen addresses
 //! (the statement starts of the functions on the thread's stack, the
-//! breakpoints) that decides at each stop; going backwards scans a window
-//! of steps before the position, widening it until the stop is found, and
-//! then travels to it (`Session::go_to` of the core).
+//! breakpoints) that decides at each stop. The backward moves are in
+//! `backward.rs`.
 
 use super::breakpoints::{judge, At, Breakpoints, Counts};
-use super::live::{Flow, Hit, Live, Reach};
+use super::live::{Flow, Hit, Live};
 use super::open::Stop;
 use super::session::Session;
 use super::view;
@@ -34,53 +33,20 @@ pub enum Kind {
 pub const GOTO_BASE: i64 = 1 << 40;
 /// At most this many gotoTargets or logpoint lines per request.
 pub const MAX_HITS: usize = 1000;
-/// A backward scan widens its window of steps by this factor.
-const WIDEN: u64 = 32;
-/// At most this many thread arrivals are kept by one backward line step.
-const MAX_ARRIVALS: usize = 2_000_000;
 
 /// Where a thread's line step starts: the innermost frame with a line.
-struct Start {
-    line: (String, u32),
-    cfa: u64,
+pub(super) struct Start {
+    pub(super) line: (String, u32),
+    pub(super) cfa: u64,
     /// Statement starts of its function and its callers'.
-    stmts: BTreeSet<u64>,
+    pub(super) stmts: BTreeSet<u64>,
     /// The return address into its caller.
-    ret: Option<u64>,
+    pub(super) ret: Option<u64>,
     /// Entries of the functions with lines its function calls directly.
-    callees: BTreeSet<u64>,
+    pub(super) callees: BTreeSet<u64>,
 }
 
-/// A thread at a statement start, seen by a backward scan.
-struct Arrival {
-    pos: Position,
-    line: Option<(u32, u32)>,
-    cfa: u64,
-}
-
-/// For a reverse step in: the last line a callee of the frame at `cfa`
-/// ran after arrival `from` (the start of the line stepped back to), as
-/// the index of that line's first arrival in the callee's frame.
-fn callee_line_start(arrivals: &[Arrival], from: usize, cfa: u64) -> Option<usize> {
-    let k = (from + 1..arrivals.len())
-        .rev()
-        .find(|&k| arrivals[k].cfa < cfa)?;
-    let (line, callee) = (arrivals[k].line, arrivals[k].cfa);
-    let mut first = k;
-    for m in (from + 1..k).rev() {
-        let a = &arrivals[m];
-        if a.cfa < callee {
-            continue;
-        }
-        if a.cfa != callee || a.line != line {
-            break;
-        }
-        first = m;
-    }
-    Some(first)
-}
-
-fn line_key(live: &Live, pc: u64) -> Option<(String, u32)> {
+pub(super) fn line_key(live: &Live, pc: u64) -> Option<(String, u32)> {
     live.line_at(pc)
         .map(|(f, l)| (live.lines.file(f).to_string(), l))
 }
@@ -106,7 +72,7 @@ fn call_targets(live: &mut Live, lo: u64, hi: u64) -> Vec<u64> {
 }
 
 impl Session {
-    fn live_mut(&mut self) -> Result<&mut Live> {
+    pub(super) fn live_mut(&mut self) -> Result<&mut Live> {
         self.open
             .as_mut()
             .and_then(|o| o.live.as_mut())
@@ -157,7 +123,7 @@ impl Session {
     }
 
     /// Shows the machine where the core stands, and queues the stop.
-    fn settle(&mut self, stop: Stop) -> Result<()> {
+    pub(super) fn settle(&mut self, stop: Stop) -> Result<()> {
         self.settle_with(stop, false)
     }
 
@@ -228,7 +194,7 @@ impl Session {
     }
 
     /// The thread's starting frame for a line step.
-    fn start_of(live: &mut Live, tid: u32, kind: Kind) -> Result<Start> {
+    pub(super) fn start_of(live: &mut Live, tid: u32, kind: Kind) -> Result<Start> {
         let bt = live
             .core
             .kernel()
@@ -275,7 +241,7 @@ impl Session {
     }
 
     /// The session's core and breakpoints, apart.
-    fn parts(&mut self) -> Result<(&mut Live, &Breakpoints)> {
+    pub(super) fn parts(&mut self) -> Result<(&mut Live, &Breakpoints)> {
         self.live()?;
         let o = self.open.as_mut().expect("live");
         Ok((o.live.as_mut().expect("live"), &self.bps))
@@ -314,7 +280,7 @@ fn bp_stop(
 }
 
 /// What the logpoints at `pc` print as thread `tid` passes it.
-fn log_hit(
+pub(super) fn log_hit(
     bps: &Breakpoints,
     live: &mut Live,
     pc: u64,
@@ -332,7 +298,7 @@ fn log_hit(
 }
 
 /// The stop a data breakpoint makes, if its condition and count say so.
-fn watch_stop(
+pub(super) fn watch_stop(
     bps: &Breakpoints,
     live: &mut Live,
     w: &Watch,
@@ -507,151 +473,6 @@ impl Session {
         })?;
         self.finish_forward(hit, None, end_stop)
     }
-
-    /// The position as the core names it (the start of the position's step
-    /// when it is not refined).
-    fn here(&mut self) -> Result<Position> {
-        if let Some(p) = self.open()?.at {
-            return Ok(p);
-        }
-        let live = self.live()?;
-        Ok(live.core.position()?)
-    }
-
-    /// `stepBack` by line (over calls), or by instruction; `into` (the
-    /// `rewind/reverseStepIn` request): when a function with lines was
-    /// called since the previous line began, into it, at the start of the
-    /// last line it ran (gdb's `reverse-step`).
-    pub fn step_backward(&mut self, tid: i64, instruction: bool, into: bool) -> Result<()> {
-        let o = self.open()?;
-        if o.pos == 0 && o.at.is_none_or(|p| p.step == 0 && p.hit <= 1) {
-            bail!("already at step 0: nothing before it");
-        }
-        let t = u32::try_from(tid).map_err(|_| anyhow!("`threadId`: no thread {tid}"))?;
-        let live = self.live()?;
-        if live.core.is_modified() {
-            return Err(DebugError::Diverged.into());
-        }
-        if live.regs(t).is_none() {
-            bail!("`threadId`: thread {tid} is not alive here");
-        }
-        if instruction {
-            live.synced = false;
-            match live.core.reverse_step_instruction()? {
-                vmm::debug::Stop::Beginning { .. } => {
-                    return self
-                        .settle(Stop::new(StoppedEventReason::Entry, "the start of the run"))
-                }
-                _ => {
-                    return self.settle(Stop::new(StoppedEventReason::Step, "one instruction back"))
-                }
-            }
-        }
-        let p = self.here()?;
-        let live = self.live()?;
-        let start = Self::start_of(live, t, if into { Kind::In } else { Kind::Over })?;
-        let p_mid_line =
-            !live.lines.is_stmt_start(p.pc) || line_key(live, p.pc).as_ref() != Some(&start.line);
-        let mut addrs = start.stmts.clone();
-        for c in &start.callees {
-            addrs.extend(live.function_stmts(*c));
-        }
-        addrs.insert(p.pc);
-        let lines = live.lines.clone();
-        let want_line = |a: &Arrival| -> Option<(String, u32)> {
-            a.line.map(|(f, l)| (lines.file(f).to_string(), l))
-        };
-        let mut from = p.step;
-        loop {
-            let mut arrivals: Vec<Arrival> = Vec::new();
-            let mut reached = false;
-            let live = self.live()?;
-            live.synced = false;
-            live.scan(Some(from), &addrs, None, |live, hit, _| match *hit {
-                Hit::Bp { pos, tid, pc } => {
-                    if pos == Some(p) {
-                        reached = true;
-                        return Flow::Stop;
-                    }
-                    if tid == t && (pc != p.pc || live.lines.is_stmt_start(pc)) {
-                        if let (Some(pos), Some(cfa)) = (pos, live.cfa(t)) {
-                            if arrivals.len() < MAX_ARRIVALS {
-                                arrivals.push(Arrival {
-                                    pos,
-                                    line: live.line_at(pc),
-                                    cfa,
-                                });
-                            }
-                        }
-                    }
-                    Flow::Go
-                }
-                Hit::Watch { .. } | Hit::Signal { .. } => Flow::Go,
-                _ => Flow::Stop,
-            })?;
-            if !reached {
-                bail!("cannot find position {p} again in the recording");
-            }
-            // Back over deeper frames to the previous line of this frame (or
-            // the caller's), then to that line's first statement.
-            let mut target: Option<usize> = None;
-            let mut i = arrivals.len();
-            while i > 0 {
-                i -= 1;
-                let a = &arrivals[i];
-                if a.cfa < start.cfa {
-                    continue;
-                }
-                let other = a.cfa != start.cfa || want_line(a).as_ref() != Some(&start.line);
-                if other || p_mid_line {
-                    target = Some(i);
-                    break;
-                }
-            }
-            let mut complete = false;
-            if let Some(mut ti) = target {
-                let (tl, tc) = (arrivals[ti].line, arrivals[ti].cfa);
-                let mut j = ti;
-                complete = loop {
-                    if j == 0 {
-                        break from == 0;
-                    }
-                    j -= 1;
-                    let a = &arrivals[j];
-                    if a.cfa < tc {
-                        continue;
-                    }
-                    if a.cfa != tc || a.line != tl {
-                        break true;
-                    }
-                    ti = j;
-                };
-                if complete {
-                    let mut pos = arrivals[ti].pos;
-                    if into {
-                        if let Some(k) = callee_line_start(&arrivals, ti, start.cfa) {
-                            pos = arrivals[k].pos;
-                        }
-                    }
-                    let live = self.live_mut()?;
-                    live.core.go_to(pos)?;
-                    return self.settle(Stop::new(StoppedEventReason::Step, "step back"));
-                }
-            }
-            if from == 0 {
-                if target.is_none() {
-                    let live = self.live_mut()?;
-                    live.core.go_to_step(0)?;
-                    return self
-                        .settle(Stop::new(StoppedEventReason::Entry, "the start of the run"));
-                }
-                continue;
-            }
-            let back = (p.step - from + 1).saturating_mul(WIDEN);
-            from = p.step.saturating_sub(back);
-            let _ = complete;
-        }
-    }
 }
 
 impl Session {
@@ -696,144 +517,18 @@ impl Session {
     }
 
     /// Prints what the logpoints a move passed said, in the order they ran.
-    fn print_logged(&mut self, lines: Vec<String>) {
+    pub(super) fn print_logged(&mut self, lines: Vec<String>) {
         for l in lines {
             self.later(wire::output(l));
         }
     }
 
     /// The core stands at the start of a step: show it as that step.
-    fn settle_step(&mut self, stop: Stop) -> Result<()> {
+    pub(super) fn settle_step(&mut self, stop: Stop) -> Result<()> {
         self.settle(stop)?;
         let o = self.open.as_mut().expect("open");
         o.focus_tid = None;
         Ok(())
-    }
-
-    /// `reverseContinue` with breakpoints that need the machine; `floor` is
-    /// the previous event-name breakpoint's step and its stop.
-    pub fn continue_backward(&mut self, floor: Option<(u64, Stop)>) -> Result<()> {
-        let p = self.here()?;
-        if self.live()?.core.is_modified() {
-            return Err(DebugError::Diverged.into());
-        }
-        let low = floor.as_ref().map_or(0, |(s, _)| *s);
-        let mut addrs = self.bps.stop_addrs();
-        addrs.extend(self.bps.log_addrs());
-        addrs.insert(p.pc);
-        let names = self.open()?.run.meta.thread_names.clone();
-        let mut from = p.step.max(low);
-        loop {
-            // Every hit before the position whose condition holds.
-            let mut hits: Vec<(Reach, Option<Position>, u32, Stop, i64)> = Vec::new();
-            // What the logpoints printed, after how many hits.
-            let mut logged: Vec<(usize, String)> = Vec::new();
-            let mut reached = false;
-            let (l, bps) = self.parts()?;
-            l.synced = false;
-            let result = l.scan(Some(from), &addrs, None, |live, hit, reach| {
-                let mut counts = Counts::default();
-                match *hit {
-                    Hit::Bp { pos, tid, pc } => {
-                        if pos == Some(p) {
-                            reached = true;
-                            return Flow::Stop;
-                        }
-                        let mut lines = Vec::new();
-                        log_hit(bps, live, pc, tid, &names, &mut lines);
-                        logged.extend(lines.into_iter().map(|l| (hits.len(), l)));
-                        // Conditions now; hit counts are counted backwards below.
-                        for b in bps.at(pc) {
-                            let mut at = At { live, tid };
-                            let holds = b
-                                .condition
-                                .as_ref()
-                                .is_none_or(|c| super::cond::eval(c, &mut at) != Ok(0));
-                            if holds {
-                                let place = live
-                                    .sym
-                                    .as_ref()
-                                    .map_or_else(|| format!("{pc:#x}"), |s| s.place(pc));
-                                let mut s = Stop::new(StoppedEventReason::Breakpoint, place);
-                                s.hit = Some(vec![b.id]);
-                                hits.push((reach, pos, tid, s, b.id));
-                            }
-                        }
-                        Flow::Go
-                    }
-                    Hit::Watch { tid, watch } => {
-                        // The position itself can be a data breakpoint's
-                        // stop: just after the write, at its pc.
-                        if live.core.here_position() == Some(p) {
-                            reached = true;
-                            return Flow::Stop;
-                        }
-                        if let Some(s) = watch_stop(bps, live, &watch, tid, &mut counts) {
-                            let id = s.hit.as_ref().map_or(0, |h| h[0]);
-                            hits.push((reach, None, tid, s, id));
-                        }
-                        Flow::Go
-                    }
-                    Hit::Signal { .. } => Flow::Go,
-                    _ => Flow::Stop,
-                }
-            });
-            result?;
-            if !reached {
-                bail!("cannot find position {p} again in the recording");
-            }
-            // The latest hit whose hit condition, counted from the position
-            // backwards, fires.
-            let mut n: std::collections::HashMap<i64, u64> = Default::default();
-            let mut chosen = None;
-            for (i, h) in hits.iter().enumerate().rev() {
-                let c = n.entry(h.4).or_insert(0);
-                *c += 1;
-                let fires = self
-                    .bps
-                    .data
-                    .iter()
-                    .chain(self.bps.source.values().flatten())
-                    .chain(&self.bps.symbols)
-                    .chain(&self.bps.instructions)
-                    .find(|b| b.id == h.4)
-                    .and_then(|b| b.hit)
-                    .is_none_or(|hc| hc.fires(*c));
-                if fires {
-                    chosen = Some(i);
-                    break;
-                }
-            }
-            if let Some(i) = chosen {
-                // The logpoints passed on the way back: from the stop on.
-                self.print_logged(
-                    logged
-                        .into_iter()
-                        .filter(|(n, _)| *n >= i)
-                        .map(|l| l.1)
-                        .collect(),
-                );
-                let (reach, pos, _, stop, _) = hits.swap_remove(i);
-                let live = self.live_mut()?;
-                match pos {
-                    Some(pos) => live.core.go_to(pos)?,
-                    None => live.reach(&addrs, reach)?,
-                }
-                return self.settle(stop);
-            }
-            if from <= low {
-                self.print_logged(logged.into_iter().map(|l| l.1).collect());
-                let live = self.live_mut()?;
-                live.core.go_to_step(low)?;
-                let stop = match floor {
-                    Some((_, s)) => s,
-                    None => Stop::new(StoppedEventReason::Entry, "the start of the run"),
-                };
-                return self.settle_step(stop);
-            }
-            let back = (p.step - from + 1).saturating_mul(WIDEN);
-            from = p.step.saturating_sub(back).max(low);
-        }
     }
 
     /// Every time a line ran in the whole recording: (position, thread),
