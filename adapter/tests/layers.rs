@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 /// The layers of the adapter's top-level modules, lowest first.
 const LAYERS: &[&[&str]] = &[
     &["util", "examples", "framing", "progress", "signals"],
+    &["private_socket"],
     &["app"],
     &["cmd", "dap", "lsp", "gdb"],
 ];
