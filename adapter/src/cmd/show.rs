@@ -594,7 +594,7 @@ pub fn main(args: ShowArgs) -> Result<i32> {
     };
     let r = recipe(&store, &run);
     let mut notes = r.notes.clone();
-    let image_now = run.meta.image.to_image().hash().ok();
+    let image_now = run.image_hash_now().ok();
     if image_now.as_deref() != Some(run.manifest.image.as_str()) {
         notes.push(match image_now {
             Some(_) => "its image changed since it was recorded: the commands make a run with \

@@ -168,7 +168,7 @@ impl Places for Machine {
             .host_path(&r.manifest.program)
             .ok_or_else(|| format!("run {}: its program is not on this host", r.id))?;
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        if blake3_matches(&r, &image).is_some_and(|same| !same) {
+        if blake3_matches(&r).is_some_and(|same| !same) {
             return Err(format!("run {}: its program was rebuilt since", r.id));
         }
         // Only a program loaded where it was linked (ET_EXEC) has its
@@ -197,6 +197,6 @@ impl Places for Machine {
 }
 
 /// Whether the image still hashes to what the run recorded (None: unknown).
-fn blake3_matches(r: &vmm::store::Run, image: &vmm::image::Image) -> Option<bool> {
-    image.hash().ok().map(|h| h == r.manifest.image)
+fn blake3_matches(r: &vmm::store::Run) -> Option<bool> {
+    r.image_hash_now().ok().map(|h| h == r.manifest.image)
 }

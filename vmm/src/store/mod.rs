@@ -702,16 +702,22 @@ impl Run {
         }
     }
 
+    /// What its image hashes to on the host now (a root's unchanged files
+    /// by the store's kept hashes), to compare with the manifest's.
+    pub fn image_hash_now(&self) -> Result<String, crate::EngineError> {
+        let image = self.meta.image.to_image();
+        // The run's directory is `<home>/runs/<id>`.
+        match self.dir.parent().and_then(Path::parent) {
+            Some(home) => image_hash_in(home, &image),
+            None => image.hash(),
+        }
+    }
+
     /// The run's inputs, to run it again. Fails when the image on the host
     /// no longer hashes to what was recorded.
     pub fn inputs(&self) -> Result<RunInputs, StoreError> {
         let image = self.meta.image.to_image();
-        // The run's directory is `<home>/runs/<id>`.
-        let home = self.dir.parent().and_then(Path::parent);
-        let now = match home {
-            Some(home) => image_hash_in(home, &image)?,
-            None => image.hash()?,
-        };
+        let now = self.image_hash_now()?;
         if now != self.manifest.image {
             return Err(StoreError::ImageChanged {
                 id: self.id.clone(),
