@@ -40,6 +40,33 @@ pub fn sys_brk(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     Ok(want)
 }
 
+/// MAP_32BIT: Linux's x86-64 window for it, 1 to 2 GiB, so that the
+/// address fits in a 32-bit pointer (a far pointer's offset, a 32-bit
+/// jump table) as the program asked.
+const MAP_32BIT: u64 = 0x40;
+const WINDOW_32BIT: (u64, u64) = (0x4000_0000, 0x8000_0000);
+
+/// A free range for MAP_32BIT: the hint when it is free in the window,
+/// else the lowest free range there (Linux searches it bottom-up).
+fn free_32bit(mm: &Mm, hint: u64, len: u64) -> Option<u64> {
+    let (lo, hi) = WINDOW_32BIT;
+    let fits = |at: u64| at.checked_add(len).is_some_and(|e| e <= hi);
+    if hint >= lo && hint & (PAGE_SIZE - 1) == 0 && fits(hint) && free_range(mm, hint, hint + len) {
+        return Some(hint);
+    }
+    let mut at = lo;
+    for (start, v) in mm.vmas.range(..hi) {
+        if v.end <= at {
+            continue;
+        }
+        if *start >= at.saturating_add(len) {
+            break;
+        }
+        at = v.end;
+    }
+    fits(at).then_some(at)
+}
+
 fn free_range(mm: &Mm, start: u64, end: u64) -> bool {
     mm.vmas
         .range(..end)
@@ -90,6 +117,8 @@ pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
             return Err(EEXIST);
         }
         addr
+    } else if flags & MAP_32BIT != 0 {
+        free_32bit(mm, addr, len).ok_or(ENOMEM)?
     } else if addr >= MONITOR_END
         && addr & (PAGE_SIZE - 1) == 0
         && addr.checked_add(len).is_some_and(|e| e <= MMAP_TOP)
