@@ -50,10 +50,10 @@ static void exception_port(void)
     unsigned long at;
     frame[0] = 0;
     frame[1] = 0x1234; /* the rip a forger would like to resume at */
-    frame[2] = 0x23;
+    frame[2] = 0x33; /* the user selectors, as Linux has them */
     frame[3] = 0x202;
     frame[4] = 0x4000;
-    frame[5] = 0x1b;
+    frame[5] = 0x2b;
     __asm__ volatile("lea 1f(%%rip), %0\n\tmov %0, %1\n\t"
                      "mov %%rsp, %%r12\n\tmov %2, %%rsp\n"
                      "1:\tout %%al, $0x8e\n\tmov %%r12, %%rsp"

@@ -103,6 +103,8 @@ impl Kernel<'_> {
                 (VEC_GENERAL_PROTECTION, (vector as u64) << 3 | 2)
             }
             (VEC_INVALID_OPCODE, Some(Privileged::KernelOnly)) => (VEC_GENERAL_PROTECTION, 0),
+            // The hardware's #GP(selector); the selector is not read back.
+            (VEC_INVALID_OPCODE, Some(Privileged::FarTransfer)) => (VEC_GENERAL_PROTECTION, 0),
             (VEC_GENERAL_PROTECTION, Some(Privileged::ReservedControlRegister)) => {
                 (VEC_INVALID_OPCODE, 0)
             }

@@ -5,7 +5,8 @@
 //! its watched ranges.
 
 use iced_x86::{
-    Code, Decoder, DecoderOptions, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
+    Code, Decoder, DecoderOptions, InstructionInfoFactory, MemorySize, Mnemonic, OpAccess, OpKind,
+    Register,
 };
 use kvm_bindings::kvm_regs;
 
@@ -320,6 +321,23 @@ mod tests {
     }
 
     #[test]
+    fn far_transfers_through_memory_and_what_is_not_one() {
+        use super::{privileged, Privileged};
+        // jmp far [rax] (m16:64), call far [rax] (m16:32), jmp far [rbx+8]
+        for bytes in [&[0x48, 0xff, 0x28][..], &[0xff, 0x18], &[0xff, 0x6b, 0x08]] {
+            assert_eq!(
+                privileged(bytes, 0),
+                Some(Privileged::FarTransfer),
+                "{bytes:x?}"
+            );
+        }
+        // jmp rax, call [rax], jmp far with a register (no instruction)
+        for bytes in [&[0xff, 0xe0][..], &[0xff, 0x10], &[0xff, 0xe8]] {
+            assert_eq!(privileged(bytes, 0), None, "{bytes:x?}");
+        }
+    }
+
+    #[test]
     fn a_locked_add_and_a_thread_local_store() {
         // lock add dword [rbx], 1
         let ops = memory_operands(&[0xf0, 0x83, 0x03, 0x01], 0, Some(&regs(0x7000, 0))).unwrap();
@@ -461,6 +479,10 @@ pub enum Privileged {
     /// `mov` to or from a control register that does not exist (CR1, CR5-7,
     /// CR9-15): #UD before the privilege check.
     ReservedControlRegister,
+    /// `jmp far` or `call far` through a memory pointer: valid in 64-bit
+    /// mode, so a #UD there is not the hardware's (PVM reports a far
+    /// transfer that faults as #UD; the CPU, and so Linux, as #GP).
+    FarTransfer,
 }
 
 /// Decodes the instruction at `rip` into one of the [`Privileged`] kinds.
@@ -482,8 +504,19 @@ pub fn privileged(bytes: &[u8], rip: u64) -> Option<Privileged> {
         Mnemonic::Xsaves | Mnemonic::Xsaves64 | Mnemonic::Xrstors | Mnemonic::Xrstors64 => {
             Some(Privileged::KernelOnly)
         }
+        Mnemonic::Jmp | Mnemonic::Call if insn.op0_kind() == OpKind::Memory && is_far(&insn) => {
+            Some(Privileged::FarTransfer)
+        }
         _ => None,
     }
+}
+
+/// Whether a `jmp` or `call` through memory reads a far pointer.
+fn is_far(insn: &iced_x86::Instruction) -> bool {
+    matches!(
+        insn.memory_size(),
+        MemorySize::SegPtr16 | MemorySize::SegPtr32 | MemorySize::SegPtr64
+    )
 }
 
 /// Whether this CPU is Intel's (the guest runs `cpuid` natively, so it sees

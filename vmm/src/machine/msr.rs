@@ -1,6 +1,6 @@
 //! Model-specific registers: where `syscall` goes.
 
-use super::gdt::{KERNEL_CS, KERNEL_DS};
+use super::gdt::{KERNEL_CS, USER32_CS};
 use super::layout::SYSCALL_ENTRY;
 use kvm_bindings::{kvm_msr_entry, Msrs};
 
@@ -14,7 +14,7 @@ pub fn syscall_msrs() -> Msrs {
     let entries = [
         (
             MSR_STAR,
-            ((KERNEL_DS as u64) << 48) | ((KERNEL_CS as u64) << 32),
+            ((USER32_CS as u64) << 48) | ((KERNEL_CS as u64) << 32),
         ),
         (MSR_LSTAR, SYSCALL_ENTRY),
         (MSR_SYSCALL_MASK, SYSCALL_RFLAGS_MASK),
