@@ -66,7 +66,7 @@ impl Recorder for Progress<'_> {
     fn keyframe(
         &mut self,
         kf: &vmm::record::keyframe::Keyframe,
-        pages: &[(vmm::store::pages::PageHash, &[u8])],
+        pages: &[(vmm::run::pages::PageHash, &[u8])],
     ) {
         self.inner.keyframe(kf, pages);
     }

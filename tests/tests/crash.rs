@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use vmm::run::pages::{hex, PageHash};
 use vmm::store::maintain::run_pages;
-use vmm::store::pages::{hex, PageHash};
 
 /// The engine's SplitMix64: every kill point comes from the seed.
 struct Rng(vmm::schedule::Rng);

@@ -8,9 +8,9 @@
 //! that, so a run is either listed whole or not at all.
 
 use super::lock::{LockKind, StoreLock};
-use super::pages::PageHash;
 use super::{io, Run, Store, StoreError};
 use crate::record::diff::first_divergence;
+use crate::run::pages::PageHash;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 

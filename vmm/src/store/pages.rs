@@ -8,8 +8,7 @@
 use super::{io, StoreError};
 use std::path::{Path, PathBuf};
 
-pub use crate::record::pages::{hash_page, hex, PageHash, PAGE_BYTES};
-use crate::record::pages::{PageError, PageSource};
+use crate::run::pages::{hash_page, hex, PageError, PageHash, PageSource, PAGE_BYTES};
 /// zstd level: pages are small and written often.
 const ZSTD_LEVEL: i32 = 1;
 

@@ -4,10 +4,10 @@
 //! an interrupted export leaves no partial file under the name asked for.
 
 use super::super::maintain::run_pages;
-use super::super::pages::{hex, PageHash};
 use super::super::{io, pending, Run, Store, StoreError};
 use super::format::{ArchiveWriter, Info, Kind, FORMAT_VERSION, S_IFLNK, S_IFREG};
 use crate::image::{Image, HIDDEN_TOP};
+use crate::run::pages::{hex, PageHash};
 use serde::Serialize;
 use std::io::{BufWriter, Write};
 use std::os::unix::ffi::OsStrExt;

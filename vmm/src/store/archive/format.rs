@@ -31,8 +31,8 @@
 //! the image hash covers them), and `page/<hash>` for every page
 //! the run's keyframes use (4 KiB, named by their BLAKE3).
 
-use super::super::pages::PageHash;
 use super::super::StoreError;
+use crate::run::pages::PageHash;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 

@@ -14,7 +14,7 @@
 use super::super::lock::StoreLock;
 use super::super::maintain::{remove_tree, IMAGES_DIR};
 use super::super::meta::{ImageLocation, Meta};
-use super::super::pages::{PageStore, PAGE_BYTES};
+use super::super::pages::PageStore;
 use super::super::{io, pending, Run, Store, StoreError};
 use super::format::{
     parse_name, read, refused, safe_component, ArchiveError, Entry, Info, Kind, Name, Refused,
@@ -22,6 +22,7 @@ use super::format::{
 };
 use crate::image::Image;
 use crate::record::Manifest;
+use crate::run::pages::PAGE_BYTES;
 use std::collections::BTreeSet;
 use std::io::{BufReader, Read, Write};
 use std::os::unix::ffi::OsStrExt;
