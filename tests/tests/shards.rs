@@ -41,24 +41,32 @@ fn merge(home: &Home, dirs: &[&Path], json: bool) -> Output {
 }
 
 /// `rewind check --example NAME` split into 1, 2, 3 and 7 shards, each
-/// split merged in a home of its own: the same report and the same JSON,
-/// and the failing run it names replays identically there.
+/// split merged in a home of its own: the same report and the same JSON
+/// as the one-machine check of the default portfolio with the shards'
+/// count of schedules (64 when not said), passing runs removed and their
+/// remake commands included; the failing run it names replays identically
+/// there.
 fn splits_merge_into_the_one_machine_check(example: &str) {
-    // One search, pinned: a sharded check's plan is one strategy's. Every
-    // run kept: a merge reports each schedule's run as kept (it removes
-    // none), where a check without --keep all says which it removed.
-    let args = [
-        "--example",
-        example,
-        "--strategy",
-        "random",
-        "--keep",
-        "all",
-    ];
+    let args = ["--example", example];
     let one = Home::new();
-    let text = one.rewind(&[&["check"][..], &args].concat());
+    let whole = [&["check"][..], &args, &["--schedules", "64"]].concat();
+    let text = one.rewind(&whole);
     assert_eq!(text.code, 1, "the check finds {example}'s race:\n{text}");
-    let json = one.rewind(&[&["check"][..], &args, &["--json"]].concat());
+    let json = one.rewind(&[&whole[..], &["--json"]].concat());
+    let want = masked_json(&json.stdout);
+    let tried = want["tried"].as_array().expect("schedules tried");
+    assert!(
+        tried.iter().all(|t| t["entry"].is_object()),
+        "the one-machine check is the portfolio's:\n{json}"
+    );
+    // Every schedule before the first violation passed: its run is removed.
+    let passed = &tried[..tried.len() - 1];
+    assert!(
+        passed
+            .iter()
+            .all(|t| t["kept"] == false && t["remake"].is_string()),
+        "the check removes passing runs and says how to remake them:\n{json}"
+    );
     let shard_home = Home::new();
     for n in [1, 2, 3, 7] {
         let dir = tempfile::tempdir().unwrap();
@@ -74,7 +82,7 @@ fn splits_merge_into_the_one_machine_check(example: &str) {
         let out = merge(&merged, &[dir.path()], true);
         assert_eq!(
             masked_json(&out.stdout),
-            masked_json(&json.stdout),
+            want,
             "{example} in {n} shards merges into the one-machine --json"
         );
         merged.replay_identical(&failing_run_in(&text));
@@ -239,4 +247,51 @@ fn missing_and_foreign_shards() {
         out.stderr.contains("holds the records of another check"),
         "a shard refuses a directory of another check:\n{out}"
     );
+}
+
+/// A record that names a run other than the one its schedule makes is
+/// refused (the plan says which run each schedule makes); a sharded check
+/// with a time budget is refused (it would stop at another schedule on
+/// every machine).
+#[test]
+fn a_forged_record_and_a_budget() {
+    let home = Home::new();
+    let dir = tempfile::tempdir().unwrap();
+    let check = [
+        "--example",
+        "bank",
+        "--strategy",
+        "random",
+        "--schedules",
+        "3",
+        "--all",
+        "--no-narrow",
+    ];
+    shards(&home, &check, 1, dir.path(), |_| true);
+    let record = dir.path().join("schedule-000001.json");
+    let text = std::fs::read_to_string(&record).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let run = v["run"].as_str().unwrap();
+    std::fs::write(&record, text.replace(run, "00000000deadbeef")).unwrap();
+    let out = merge(&Home::new(), &[dir.path()], false);
+    assert_eq!(out.code, 2, "{out}");
+    assert!(
+        out.stderr
+            .contains("names run 00000000deadbeef, where the check's plan makes run")
+            && out.stdout.is_empty(),
+        "the forged record is refused, nothing merged:\n{out}"
+    );
+    let budget = home.rewind(&[
+        "check",
+        "--example",
+        "bank",
+        "--budget",
+        "10s",
+        "--shard",
+        "1/2",
+        "--results",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(budget.code, 2, "{budget}");
+    assert!(budget.stderr.contains("--budget"), "{budget}");
 }

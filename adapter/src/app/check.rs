@@ -291,26 +291,26 @@ fn tried_json(t: &Tried) -> serde_json::Value {
 /// Keeps a check's report for readers that were not watching (the language
 /// server, docs/lsp.md; the debug adapter's deciding mark), whether the check
 /// ran here or in a debug session, and drops the runs `what` does not keep
-/// (`kept.rs`); returns the `--json` report.
+/// (`kept.rs`); returns the `--json` report. The runs `elsewhere` (a
+/// merge's, made on the shards' machines) are not kept here either.
 pub fn keep(
     store: &Store,
     report: &Report,
     what: Keep,
     remake: super::kept::Remake,
+    elsewhere: &[vmm::store::Run],
 ) -> serde_json::Value {
     let mut json = json_report(report);
-    match what {
-        Keep::Found => {
-            if let Err(e) = super::kept::drop_unkept(store, report, &mut json, remake) {
-                eprintln!("rewind: warning: the check's passing runs are not removed: {e}");
-            }
-        }
-        Keep::All => {
-            for t in json["tried"].as_array_mut().into_iter().flatten() {
-                t["kept"] = serde_json::Value::Bool(true);
-            }
-        }
-    }
+    let dropped = match what {
+        Keep::Found => super::kept::drop_unkept(store, report, remake),
+        Keep::All => Ok(Vec::new()),
+    };
+    let mut gone = dropped.unwrap_or_else(|e| {
+        eprintln!("rewind: warning: the check's passing runs are not removed: {e}");
+        Vec::new()
+    });
+    gone.extend(elsewhere.iter().map(|r| (r.id.clone(), remake(store, r))));
+    super::kept::mark(&mut json, &gone);
     if let Err(e) = store.save_check(&report.base.id, &json) {
         eprintln!("rewind: warning: the check's result is not kept: {e}");
     }

@@ -31,18 +31,19 @@ fn kept(r: &Report) -> BTreeSet<&str> {
 /// The command that makes a run again, when there is one (`rewind show`'s).
 pub type Remake<'a> = &'a dyn Fn(&Store, &Run) -> Option<String>;
 
+/// A run not in the store, and the command that makes it again.
+pub type Gone = (String, Option<String>);
+
 /// Removes the runs `r` made and does not keep (a run another was forked
-/// from stays), marking each schedule in `json` (`kept`, and `remake`: the
-/// command that makes a removed one again). The bytes freed.
-pub fn drop_unkept(store: &Store, r: &Report, json: &mut Value, remake: Remake) -> Result<u64> {
+/// from stays); those removed, with the command that makes each again.
+pub fn drop_unkept(store: &Store, r: &Report, remake: Remake) -> Result<Vec<Gone>> {
     let keep = kept(r);
     let doomed: Vec<&String> = r
         .made
         .iter()
         .filter(|id| !keep.contains(id.as_str()))
         .collect();
-    let mut removed: Vec<(String, Option<String>)> = Vec::new();
-    let mut freed = 0;
+    let mut removed: Vec<Gone> = Vec::new();
     if !doomed.is_empty() {
         let lock = store.lock_exclusive(&mut || {
             eprintln!("rewind: waiting for the runs being recorded in this store to finish...")
@@ -59,18 +60,23 @@ pub fn drop_unkept(store: &Store, r: &Report, json: &mut Value, remake: Remake) 
                 continue;
             }
             let line = remake(store, run);
-            freed += store.remove_run(&lock, run)?;
+            store.remove_run(&lock, run)?;
             removed.push((id.clone(), line));
         }
     }
+    Ok(removed)
+}
+
+/// Marks each schedule of a check's `json`: `kept`, and for one whose run
+/// is `gone`, `remake`: the command that makes it again.
+pub fn mark(json: &mut Value, gone: &[Gone]) {
     for t in json["tried"].as_array_mut().into_iter().flatten() {
-        let gone = removed.iter().find(|(id, _)| t["run"] == id.as_str());
+        let gone = gone.iter().find(|(id, _)| t["run"] == id.as_str());
         t["kept"] = Value::Bool(gone.is_none());
         if let Some((_, remake)) = gone {
             t["remake"] = serde_json::json!(remake);
         }
     }
-    Ok(freed)
 }
 
 /// A schedule a check tried and did not keep: its check, its line there.

@@ -521,7 +521,7 @@ fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Re
         }
     };
     // A debug session keeps no command to remake a removed schedule.
-    check::keep(store, &report, check::Keep::Found, &|_, _| None);
+    check::keep(store, &report, check::Keep::Found, &|_, _| None, &[]);
     progress_end(
         out,
         &id,

@@ -3,15 +3,16 @@
 //! machine, its first violation imported and narrowed here.
 //!
 //! Nothing the shards were to run is run here: the plan is rebuilt from
-//! schedule 0 (imported from its `.rwd`, as every shard recorded it), each
+//! the schedule 0s (imported from their `.rwd`s, as every shard recorded
+//! them), each
 //! candidate up to the first violation must have a record, and when one has
 //! none the merge says which shards are missing or incomplete and stops.
 
-use super::shard::{Described, Finished, Record, Shard, ShardError, VERSION};
+use super::shard::{mode_specs, At, Described, Finished, Plan, Record, Shard, ShardError, VERSION};
 use super::{CheckSpec, Checker, Progress, Report, Tried};
-use crate::record::Event;
+use crate::record::{Event, Points};
 use crate::store::archive::ArchiveError;
-use crate::store::Store;
+use crate::store::{Run, Store};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,9 @@ struct Shelf {
     /// The check's hash and the directory it was first read from.
     check: Option<(String, PathBuf)>,
     shards: Option<u32>,
+    /// Schedule 0s, by which (`At::Base`).
+    bases: BTreeMap<u32, (Record, PathBuf)>,
+    /// The check's schedules, by index from 1.
     records: BTreeMap<u64, (Record, PathBuf)>,
     finished: BTreeMap<u32, Finished>,
     /// Shards that left at least one record of a candidate.
@@ -31,16 +35,23 @@ fn refused(what: String) -> ShardError {
     ShardError::Refused(what)
 }
 
-/// `schedule-000012.json` (12), `shard-2-of-7.json`.
+/// `schedule-000012.json` (12), `base-1.json`, `shard-2-of-7.json`.
 enum Named {
-    Schedule(u64),
+    Record(At),
     Finished,
 }
 
 fn named(name: &str) -> Option<Named> {
     let stem = name.strip_suffix(".json")?;
     if let Some(n) = stem.strip_prefix("schedule-") {
-        return n.parse().ok().map(Named::Schedule);
+        let at = |i| match i {
+            0 => At::Base(0),
+            i => At::Schedule(i),
+        };
+        return n.parse().ok().map(|i| Named::Record(at(i)));
+    }
+    if let Some(m) = stem.strip_prefix("base-") {
+        return m.parse().ok().map(|m| Named::Record(At::Base(m)));
     }
     let (i, n) = stem.strip_prefix("shard-")?.split_once("-of-")?;
     (i.parse::<u32>().is_ok() && n.parse::<u32>().is_ok()).then_some(Named::Finished)
@@ -86,7 +97,7 @@ pub fn watch(dirs: &[PathBuf]) -> Result<Watch, ShardError> {
         violating: shelf
             .records
             .iter()
-            .filter(|(i, (r, _))| **i > 0 && !r.violations.is_empty())
+            .filter(|(_, (r, _))| !r.violations.is_empty())
             .count() as u64,
         done: shelf.seen,
         finished: shelf.finished.into_keys().collect(),
@@ -103,13 +114,17 @@ impl Shelf {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        let before = self.records.len() + self.finished.len();
+        let before = self.count();
         for name in names {
             if let Some(n) = named(&name) {
                 self.add(dir, &name, n)?;
             }
         }
-        Ok(self.records.len() + self.finished.len() - before)
+        Ok(self.count() - before)
+    }
+
+    fn count(&self) -> usize {
+        self.bases.len() + self.records.len() + self.finished.len()
     }
 
     fn read(dirs: &[PathBuf]) -> Result<Shelf, ShardError> {
@@ -133,20 +148,28 @@ impl Shelf {
             refused(format!("{} is not a shard record: {e}", path.display()))
         };
         match n {
-            Named::Schedule(index) => {
+            Named::Record(at) => {
                 let r: Record = serde_json::from_slice(&bytes).map_err(bad)?;
-                if r.index != index {
+                let (index, base) = match at {
+                    At::Base(m) => (0, m),
+                    At::Schedule(i) => (i, 0),
+                };
+                if (r.index, r.base) != (index, base) {
                     return Err(refused(format!(
-                        "{} is the record of schedule {}, not {index}",
+                        "{} is the record of schedule {} (of schedule 0s, {}), not {index} ({base})",
                         path.display(),
-                        r.index
+                        r.index,
+                        r.base
                     )));
                 }
                 self.same(dir, r.version, &r.check, r.shard, r.shards)?;
-                if index > 0 {
-                    *self.seen.entry(r.shard).or_default() += 1;
+                match at {
+                    At::Base(m) => put(&mut self.bases, m, dir, r),
+                    At::Schedule(i) => {
+                        *self.seen.entry(r.shard).or_default() += 1;
+                        put(&mut self.records, i, dir, r)
+                    }
                 }
-                self.put(dir, r)
             }
             Named::Finished => {
                 let f: Finished = serde_json::from_slice(&bytes).map_err(bad)?;
@@ -197,23 +220,6 @@ impl Shelf {
         }
     }
 
-    /// Keeps a record; one already read for the same schedule must agree.
-    fn put(&mut self, dir: &Path, r: Record) -> Result<(), ShardError> {
-        if let Some((old, _)) = self.records.get(&r.index) {
-            if (&old.run, &old.status, &old.violations) != (&r.run, &r.status, &r.violations) {
-                return Err(refused(format!(
-                    "two records of schedule {} disagree (runs {} and {}); nothing was merged",
-                    r.index, old.run, r.run
-                )));
-            }
-            if old.rwd.is_some() || r.rwd.is_none() {
-                return Ok(());
-            }
-        }
-        self.records.insert(r.index, (r, dir.to_path_buf()));
-        Ok(())
-    }
-
     /// What shard `s` left, for a message.
     fn state(&self, s: u32) -> String {
         match (self.finished.get(&s), self.seen.get(&s)) {
@@ -224,16 +230,41 @@ impl Shelf {
     }
 }
 
-/// A sharded check ready to merge: its spec and schedule 0.
+/// Keeps a record; one already read for the same schedule must agree.
+fn put<K: Ord>(
+    map: &mut BTreeMap<K, (Record, PathBuf)>,
+    key: K,
+    dir: &Path,
+    r: Record,
+) -> Result<(), ShardError> {
+    if let Some((old, _)) = map.get(&key) {
+        if (&old.run, &old.status, &old.violations) != (&r.run, &r.status, &r.violations) {
+            return Err(refused(format!(
+                "two records of schedule {} disagree (runs {} and {}); nothing was merged",
+                r.index, old.run, r.run
+            )));
+        }
+        if old.rwd.is_some() || r.rwd.is_none() {
+            return Ok(());
+        }
+    }
+    map.insert(key, (r, dir.to_path_buf()));
+    Ok(())
+}
+
+/// A sharded check ready to merge: its spec and its schedule 0s.
 pub struct Prepared {
     pub spec: CheckSpec,
-    base: Tried,
-    events: Vec<Event>,
+    /// The points of each schedule 0, and the check each is recorded with.
+    modes: Vec<Points>,
+    specs: Vec<CheckSpec>,
+    /// Each schedule 0: its record, its run here and the run's events.
+    bases: Vec<(Tried, Run, Vec<Event>)>,
     shelf: Shelf,
 }
 
 /// Imports the run a record's `.rwd` carries.
-fn import(store: &Store, dir: &Path, r: &Record) -> Result<crate::store::Run, ShardError> {
+fn import(store: &Store, dir: &Path, r: &Record) -> Result<Run, ShardError> {
     let Some(name) = &r.rwd else {
         return Err(refused(format!(
             "the record of schedule {} in {} names no .rwd",
@@ -264,10 +295,10 @@ fn import(store: &Store, dir: &Path, r: &Record) -> Result<crate::store::Run, Sh
     Ok(s.run)
 }
 
-/// Reads the directories and imports schedule 0: the check they merge.
+/// Reads the directories and imports the schedule 0s: the check they merge.
 pub fn prepare(dirs: &[PathBuf], store: &Store, jobs: usize) -> Result<Prepared, ShardError> {
     let shelf = Shelf::read(dirs)?;
-    let Some((base, dir)) = shelf.records.get(&0) else {
+    let Some((base, dir)) = shelf.bases.get(&0) else {
         return Err(refused(
             "no directory holds schedule 0's record: every shard writes it first, so no shard got that far"
                 .into(),
@@ -296,56 +327,103 @@ pub fn prepare(dirs: &[PathBuf], store: &Store, jobs: usize) -> Result<Prepared,
         )));
     }
     let run = import(store, dir, base)?;
-    let inputs = run.inputs()?;
-    let events = run
-        .events()
-        .map_err(|e| super::CheckError::Trace(run.id.clone(), e.to_string()))?;
-    let spec = described.spec(inputs, jobs)?;
+    let spec = described.spec(run.inputs()?, jobs)?;
+    let (modes, specs) = mode_specs(&spec);
+    let mut bases = Vec::new();
+    for (m, s) in specs.iter().enumerate() {
+        let Some((r, dir)) = shelf.bases.get(&(m as u32)) else {
+            return Err(refused(format!(
+                "no directory holds the record of schedule 0 with {} points: every shard writes it before its schedules, so no shard got that far",
+                modes[m]
+            )));
+        };
+        // The schedule 0 the check's inputs make, and no other.
+        if r.run != s.base.manifest.id() {
+            return Err(refused(format!(
+                "the record of schedule 0 with {} points in {} names run {}, where the check's inputs make run {}",
+                modes[m],
+                dir.display(),
+                r.run,
+                s.base.manifest.id()
+            )));
+        }
+        let run = import(store, dir, r)?;
+        let events = run
+            .events()
+            .map_err(|e| super::CheckError::Trace(run.id.clone(), e.to_string()))?;
+        bases.push((r.tried(), run, events));
+    }
     Ok(Prepared {
         spec,
-        base: base.tried(),
-        events,
+        modes,
+        specs,
+        bases,
         shelf,
     })
 }
 
-/// The merged report, and notes on shards whose missing records the
-/// answer does not need.
-pub fn merge(
-    p: &Prepared,
-    store: &Store,
-    progress: &mut dyn Progress,
-) -> Result<(Report, Vec<String>), ShardError> {
-    let base = &p.base;
-    let checker =
-        Checker::new(&p.spec, store).with_base(base.status, base.wall, base.steps, &p.events);
-    let (cands, bound) = checker.plan(base);
+/// A merged check: the report, notes on shards whose missing records the
+/// answer does not need, and the runs its schedules made on the shards'
+/// machines that are not in this store (as they were made: what a check
+/// removes says how to make them again).
+pub struct Merged {
+    pub report: Report,
+    pub notes: Vec<String>,
+    pub elsewhere: Vec<Run>,
+}
+
+/// The shards' records of the plan's schedules up to the first violation
+/// (every one with `all`), each judged as it was; the shards missing one.
+fn gather(p: &Prepared, plan: &Plan) -> Result<(Vec<Tried>, BTreeSet<u32>), ShardError> {
     let shards = p.shelf.shards.unwrap_or(1);
     let mut tried = Vec::new();
-    // The shards whose records of the candidates up to the first violation are missing.
     let mut missing = BTreeSet::new();
-    for (k, c) in cands.iter().enumerate() {
+    for (k, (_, _, entry)) in plan.steps.iter().enumerate() {
         let Some((r, _)) = p.shelf.records.get(&(k as u64 + 1)) else {
             missing.insert(Shard::of(k, shards));
             continue;
         };
-        if r.label != c.label() {
+        if r.label != plan.label(k) {
             return Err(refused(format!(
                 "the record of schedule {} is of `{}` where the check's plan has `{}`",
                 k + 1,
                 r.label,
-                c.label()
+                plan.label(k)
             )));
         }
-        tried.push(r.tried());
+        let mut t = r.tried();
+        t.entry = *entry;
+        tried.push(t);
         if r.violations.is_empty() || p.spec.all {
             continue;
         }
         break;
     }
+    Ok((tried, missing))
+}
+
+/// The merged report (`Merged`).
+pub fn merge(
+    p: &Prepared,
+    store: &Store,
+    progress: &mut dyn Progress,
+) -> Result<Merged, ShardError> {
+    let checkers: Vec<Checker> = p
+        .specs
+        .iter()
+        .zip(&p.bases)
+        .map(|(s, (t, _, events))| {
+            Checker::new(s, store).with_base(t.status, t.wall, t.steps, events)
+        })
+        .collect();
+    let bases: Vec<Tried> = p.bases.iter().map(|b| b.0.clone()).collect();
+    let plan = Plan::of(&p.spec, &p.modes, &checkers, &bases);
+    let (tried, missing) = gather(p, &plan)?;
+    let shards = p.shelf.shards.unwrap_or(1);
     if !missing.is_empty() {
         return Err(refused(missing_message(&p.shelf, &missing, shards)));
     }
+    let elsewhere = elsewhere(p, store, &plan, &checkers, &tried)?;
     let notes = (1..=shards)
         .filter(|s| !p.shelf.finished.contains_key(s))
         .map(|s| {
@@ -355,9 +433,11 @@ pub fn merge(
             )
         })
         .collect();
-    progress.tried(base, 0, 0);
+    for b in &bases {
+        progress.tried(b, 0, 0);
+    }
     for (k, t) in tried.iter().enumerate() {
-        progress.tried(t, k as u64 + 1, cands.len() as u64);
+        progress.tried(t, k as u64 + 1, plan.steps.len() as u64);
     }
     // Every candidate up to the first violation has its record: its index is its place.
     if let Some(k) = tried.iter().position(|t| t.violated()) {
@@ -365,8 +445,56 @@ pub fn merge(
             import(store, dir, r)?;
         }
     }
-    let report = checker.report(base.clone(), tried, bound, cands.len());
-    Ok((checker.finish(report, progress)?, notes))
+    let report = plan.report(&p.spec, &p.modes, &checkers, bases, tried, progress)?;
+    Ok(Merged {
+        report,
+        notes,
+        elsewhere: elsewhere.into_iter().filter(|r| !r.dir.exists()).collect(),
+    })
+}
+
+/// The runs the tried schedules made, as this store would hold them:
+/// each the run its plan entry makes (a record naming another run is
+/// refused).
+fn elsewhere(
+    p: &Prepared,
+    store: &Store,
+    plan: &Plan,
+    checkers: &[Checker],
+    tried: &[Tried],
+) -> Result<Vec<Run>, ShardError> {
+    let mut out = Vec::new();
+    for (k, t) in tried.iter().enumerate() {
+        let (m, c, _) = &plan.steps[k];
+        let manifest = checkers[*m].inputs_for(c).manifest;
+        if manifest.id() != t.id {
+            return Err(refused(format!(
+                "the record of schedule {} names run {}, where the check's plan makes run {}; nothing was merged",
+                k + 1,
+                t.id,
+                manifest.id()
+            )));
+        }
+        let dir = store.runs_dir().join(&t.id);
+        let mut meta = p.bases[*m].1.meta.clone();
+        meta.id = t.id.clone();
+        meta.status = t.status.to_string();
+        meta.exit = t.status;
+        meta.exit_code = t.status.shell_code();
+        meta.steps = t.steps;
+        meta.perturbed = t.perturbed.clone();
+        let limits = checkers[*m].candidate_limits();
+        meta.timeout_secs = checkers[*m]
+            .recorded_timeout(&limits, t.status)
+            .map(|d| d.as_secs_f64());
+        out.push(Run {
+            id: t.id.clone(),
+            dir,
+            manifest,
+            meta,
+        });
+    }
+    Ok(out)
 }
 
 fn missing_message(shelf: &Shelf, missing: &BTreeSet<u32>, shards: u32) -> String {

@@ -540,7 +540,7 @@ impl<'a> Checker<'a> {
             &RunDetails {
                 name: self.spec.name.clone(),
                 image: inputs.image.clone(),
-                timeout: limits.timeout,
+                timeout: self.recorded_timeout(limits, outcome.status),
             },
         )?;
         if fresh {
@@ -626,6 +626,22 @@ impl<'a> Checker<'a> {
             l.timeout = Some((self.base_wall * SPIN_FACTOR).max(SPIN_FLOOR));
         }
         l
+    }
+
+    /// The timeout a run of the check is kept with (what `rewind show`'s
+    /// command to make it again says): the user's, unless the spin limit
+    /// of `limits` ended it. The spin limit is drawn from schedule 0's wall
+    /// time, so a report that named it for every run would differ from
+    /// machine to machine, and from a merge of shards.
+    pub(crate) fn recorded_timeout(
+        &self,
+        limits: &Limits,
+        status: ExitStatus,
+    ) -> Option<std::time::Duration> {
+        match status {
+            ExitStatus::TimedOut => limits.timeout,
+            _ => self.spec.limits.timeout,
+        }
     }
 
     /// Runs one candidate and judges it.

@@ -26,7 +26,7 @@ const MAX_WEIGHT: u64 = 8;
 
 /// The points the portfolio's runs use: the check's own first (its
 /// schedule 0 is the report's), then each entry's in order.
-fn modes(spec: &CheckSpec) -> Vec<Points> {
+pub(super) fn modes(spec: &CheckSpec) -> Vec<Points> {
     let mut modes = vec![spec.base.manifest.points];
     for e in &spec.portfolio {
         if !modes.contains(&e.points) {
@@ -38,7 +38,58 @@ fn modes(spec: &CheckSpec) -> Vec<Points> {
 
 /// One schedule of the portfolio: which schedule 0 it perturbs (an index
 /// into the modes), the candidate, and the entry it comes from.
-type Planned = (usize, Candidate, Entry);
+pub(super) type Planned = (usize, Candidate, Entry);
+
+/// The check each of `modes` records its schedules with: `spec` on those
+/// points, alone.
+pub(super) fn mode_specs(spec: &CheckSpec, modes: &[Points]) -> Vec<CheckSpec> {
+    modes
+        .iter()
+        .map(|p| {
+            let mut s = spec.clone();
+            s.base.manifest.points = *p;
+            s.portfolio.clear();
+            s
+        })
+        .collect()
+}
+
+/// Schedule 0 of mode `m`'s label: `schedule   0 (syscall points)`.
+pub(super) fn base_label(modes: &[Points], m: usize) -> String {
+    match m {
+        0 => "schedule   0".to_string(),
+        _ => format!("schedule   0 ({})", points_name(modes[m])),
+    }
+}
+
+/// Runs one planned schedule and judges it.
+pub(super) fn try_planned(checkers: &[Checker], planned: &Planned) -> Result<Tried, CheckError> {
+    let (m, c, e) = planned;
+    let mut t = checkers[*m].try_one(c)?;
+    t.label = planned_label(c, e);
+    t.entry = Some(*e);
+    Ok(t)
+}
+
+/// `schedule   5 (random, syscall points)`.
+pub(super) fn planned_label(c: &Candidate, e: &Entry) -> String {
+    format!("{} ({e})", c.label())
+}
+
+/// The plan to try after the schedule 0s: none when one of them violates
+/// and the check stops at the first violation.
+pub(super) fn plan_after(
+    spec: &CheckSpec,
+    modes: &[Points],
+    checkers: &[Checker],
+    bases: &[Tried],
+) -> Vec<Planned> {
+    if bases.iter().any(|b| b.violated()) && !spec.all {
+        Vec::new()
+    } else {
+        plan(spec, modes, checkers)
+    }
+}
 
 pub fn run(
     spec: &CheckSpec,
@@ -47,44 +98,35 @@ pub fn run(
 ) -> Result<Report, CheckError> {
     let deadline = spec.budget.map(|b| Instant::now() + b);
     let modes = modes(spec);
-    let specs: Vec<CheckSpec> = modes
-        .iter()
-        .map(|p| {
-            let mut s = spec.clone();
-            s.base.manifest.points = *p;
-            s.portfolio.clear();
-            s
-        })
-        .collect();
+    let specs = mode_specs(spec, &modes);
     let mut checkers: Vec<Checker> = specs.iter().map(|s| Checker::new(s, store)).collect();
     progress.phase("schedule 0");
     let mut bases = Vec::new();
     for (i, c) in checkers.iter_mut().enumerate() {
-        let label = match i {
-            0 => "schedule   0".to_string(),
-            _ => format!("schedule   0 ({})", points_name(modes[i])),
-        };
-        let t = c.schedule0(&label)?;
+        let t = c.schedule0(&base_label(&modes, i))?;
         progress.tried(&t, 0, 0);
         bases.push(t);
     }
-    let plan = if bases.iter().any(|b| b.violated()) && !spec.all {
-        Vec::new()
-    } else {
-        plan(spec, &modes, &checkers)
-    };
+    let plan = plan_after(spec, &modes, &checkers, &bases);
     progress.phase("schedules");
     let all = spec.all;
     let stop = |t: &Tried| !all && t.violated();
-    let one = |i: usize| {
-        let (m, c, e): &Planned = &plan[i];
-        let mut t = checkers[*m].try_one(c)?;
-        t.label = format!("{} ({e})", t.label);
-        t.entry = Some(*e);
-        Ok(t)
-    };
+    let one = |i: usize| try_planned(&checkers, &plan[i]);
     let (tried, stopped) = jobs::try_each(plan.len(), spec.jobs, deadline, progress, &stop, &one)?;
     let out_of_budget = stopped.then(|| jobs::out_of_budget(spec, tried.len(), plan.len() as u64));
+    report(&modes, &checkers, bases, tried, out_of_budget, progress)
+}
+
+/// The report of the schedule 0s and the schedules tried after them,
+/// narrowed: what `run` gives, and a merge of its shards.
+pub(super) fn report(
+    modes: &[Points],
+    checkers: &[Checker],
+    bases: Vec<Tried>,
+    tried: Vec<Tried>,
+    out_of_budget: Option<String>,
+    progress: &mut dyn Progress,
+) -> Result<Report, CheckError> {
     // The report's schedule 0 is the one the first violation perturbed.
     let mode = tried
         .iter()
@@ -115,7 +157,7 @@ pub fn run(
     };
     report.never_held = never_held(&report);
     let mut report = checkers[mode].finish(report, progress)?;
-    for c in &checkers {
+    for c in checkers {
         c.hand_over(&mut report);
     }
     Ok(report)
@@ -124,7 +166,7 @@ pub fn run(
 /// The portfolio's schedules in the order they are tried, `spec.schedules`
 /// of them at most: rounds, each entry taking its weight of schedules a
 /// round (schedule 0's steps with the dearest points over its own).
-fn plan(spec: &CheckSpec, modes: &[Points], checkers: &[Checker]) -> Vec<Planned> {
+pub(super) fn plan(spec: &CheckSpec, modes: &[Points], checkers: &[Checker]) -> Vec<Planned> {
     let steps: Vec<u64> = checkers.iter().map(|c| c.base_steps.max(1)).collect();
     let most = steps.iter().copied().max().unwrap_or(1);
     let n = spec.schedules;

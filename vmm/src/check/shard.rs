@@ -2,8 +2,11 @@
 //! each writing one record per schedule into a directory, for the merge
 //! (`merge.rs`) to read back into the report the check gives on one machine.
 //!
-//! The plan is the check's own (`Checker::plan`, from schedule 0, which
-//! every shard records): candidate k (0-based, in check order) is shard
+//! The plan is the check's own, a function of its schedule 0s, which every
+//! shard records: one for a pinned search (`Checker::plan`), one per points
+//! for the default portfolio (`portfolio::plan`, its `--schedules` count:
+//! a time budget ends at a different schedule on every machine, so a
+//! sharded check has none). Candidate k (0-based, in check order) is shard
 //! `k % N + 1`'s, so every shard's share spans the whole order, and a check
 //! that stops at its first violation runs about as far on each. A shard
 //! stops at its own first violation: its later candidates come after it in
@@ -13,8 +16,10 @@
 //! at any point leaves whole records only; a violating run's replayable
 //! `.rwd` is renamed into place before the record that names it.
 
-use super::{CheckError, CheckSpec, Checker, Parent, Progress, Tried};
-use crate::record::{ExitStatus, Perturbed};
+use super::portfolio::{self, Planned};
+use super::{jobs, Candidate, CheckError, CheckSpec, Checker, Entry, Parent, Progress, Strategy};
+use super::{Report, Tried};
+use crate::record::{ExitStatus, Perturbed, Points};
 use crate::session::{Limits, RunInputs};
 use crate::store::Store;
 use serde::{Deserialize, Serialize};
@@ -22,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The version of the records' format.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShardError {
@@ -108,16 +113,33 @@ pub struct Described {
     pub until: Option<u64>,
     pub want_where: bool,
     pub parent: Option<(String, Vec<Perturbed>)>,
+    /// The default portfolio's entries: strategy, depth, points (none when
+    /// the search is pinned).
+    pub portfolio: Vec<(String, u32, Points)>,
 }
 
-fn strategy_name(s: super::Strategy) -> &'static str {
-    use super::Strategy::*;
-    match s {
-        Random => "random",
-        Pct => "pct",
-        Bounded => "bounded",
-        Seeds => "seeds",
+fn strategy_name(s: Strategy) -> &'static str {
+    Entry {
+        strategy: s,
+        depth: 0,
+        points: Points::Syscalls,
     }
+    .strategy_name()
+}
+
+fn strategy_of(name: &str) -> Result<Strategy, ShardError> {
+    use Strategy::*;
+    Ok(match name {
+        "random" => Random,
+        "pct" => Pct,
+        "bounded" => Bounded,
+        "seeds" => Seeds,
+        s => {
+            return Err(ShardError::Refused(format!(
+                "a shard record names an unknown strategy `{s}`"
+            )))
+        }
+    })
 }
 
 impl Described {
@@ -140,6 +162,11 @@ impl Described {
                 .parent
                 .as_ref()
                 .map(|p| (p.id.clone(), p.applied.clone())),
+            portfolio: spec
+                .portfolio
+                .iter()
+                .map(|e| (e.strategy_name().to_string(), e.depth, e.points))
+                .collect(),
         }
     }
 
@@ -151,15 +178,19 @@ impl Described {
 
     /// The check it describes, with schedule 0's `base` inputs, on `jobs` threads.
     pub fn spec(&self, base: RunInputs, jobs: usize) -> Result<CheckSpec, ShardError> {
-        use super::Strategy::*;
         let bad = |what: String| ShardError::Refused(format!("a shard record {what}"));
-        let strategy = match self.strategy.as_str() {
-            "random" => Random,
-            "pct" => Pct,
-            "bounded" => Bounded,
-            "seeds" => Seeds,
-            s => return Err(bad(format!("names an unknown strategy `{s}`"))),
-        };
+        let strategy = strategy_of(&self.strategy)?;
+        let portfolio = self
+            .portfolio
+            .iter()
+            .map(|(s, depth, points)| {
+                Ok(Entry {
+                    strategy: strategy_of(s)?,
+                    depth: *depth,
+                    points: *points,
+                })
+            })
+            .collect::<Result<Vec<_>, ShardError>>()?;
         let properties = self
             .properties
             .iter()
@@ -188,8 +219,7 @@ impl Described {
                 .parent
                 .clone()
                 .map(|(id, applied)| Parent { id, applied }),
-            // A sharded check is one search: its plan is the pinned one's.
-            portfolio: Vec::new(),
+            portfolio,
             budget: None,
         })
     }
@@ -205,6 +235,10 @@ pub struct Record {
     pub shard: u32,
     pub shards: u32,
     pub index: u64,
+    /// For schedule 0 (index 0): which one, 0 for the check's own points, m
+    /// for the portfolio's m-th other points (`base-M.json`).
+    #[serde(default)]
+    pub base: u32,
     pub label: String,
     pub run: String,
     pub status: ExitStatus,
@@ -253,8 +287,27 @@ pub struct Finished {
     pub stopped: bool,
 }
 
+/// Where a record goes: schedule 0 on the check's points (0) or on a
+/// portfolio's other points (from 1), or the check's schedule N (from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    Base(u32),
+    Schedule(u64),
+}
+
+impl At {
+    /// The file name of its record, without `.json` (or `.rwd`).
+    pub fn stem(self) -> String {
+        match self {
+            At::Base(0) => "schedule-000000".into(),
+            At::Base(m) => format!("base-{m}"),
+            At::Schedule(i) => format!("schedule-{i:06}"),
+        }
+    }
+}
+
 pub fn record_name(index: u64) -> String {
-    format!("schedule-{index:06}.json")
+    format!("{}.json", At::Schedule(index).stem())
 }
 
 pub fn finished_name(shard: Shard) -> String {
@@ -307,8 +360,12 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    fn write(&self, index: u64, t: &Tried, described: Option<Described>) -> Result<(), ShardError> {
-        let rwd = (t.violated() || index == 0).then(|| format!("schedule-{index:06}.rwd"));
+    fn write(&self, at: At, t: &Tried, described: Option<Described>) -> Result<(), ShardError> {
+        let (index, base) = match at {
+            At::Base(m) => (0, m),
+            At::Schedule(i) => (i, 0),
+        };
+        let rwd = (t.violated() || index == 0).then(|| format!("{}.rwd", at.stem()));
         if let Some(name) = &rwd {
             export_atomic(self.store, &t.id, self.dir, name)?;
         }
@@ -318,6 +375,7 @@ impl Writer<'_> {
             shard: self.shard.index,
             shards: self.shard.count,
             index,
+            base,
             label: t.label.clone(),
             run: t.id.clone(),
             status: t.status,
@@ -331,7 +389,7 @@ impl Writer<'_> {
             described,
         };
         let json = serde_json::to_vec_pretty(&r).expect("a record serializes");
-        write_atomic(self.dir, &record_name(index), &json)
+        write_atomic(self.dir, &format!("{}.json", at.stem()), &json)
     }
 }
 
@@ -353,7 +411,7 @@ impl Progress for Recording<'_, '_> {
     fn tried(&mut self, t: &Tried, done: u64, total: u64) {
         let k = self.mine[done as usize - 1];
         if self.error.is_none() {
-            self.error = self.writer.write(k as u64 + 1, t, None).err();
+            self.error = self.writer.write(At::Schedule(k as u64 + 1), t, None).err();
         }
         self.inner.tried(t, done, total);
     }
@@ -361,7 +419,8 @@ impl Progress for Recording<'_, '_> {
 
 /// What a shard ran.
 pub struct ShardRun {
-    pub base: Tried,
+    /// Its schedule 0s (one per points a portfolio uses).
+    pub bases: Vec<Tried>,
     /// The shard's runs, in check order.
     pub tried: Vec<Tried>,
     /// The whole plan's length and this shard's share of it.
@@ -372,7 +431,7 @@ pub struct ShardRun {
 impl ShardRun {
     /// Whether any run of the shard (schedule 0 included) violates a property.
     pub fn violated(&self) -> bool {
-        self.base.violated() || self.tried.iter().any(|t| t.violated())
+        self.bases.iter().chain(&self.tried).any(|t| t.violated())
     }
 }
 
@@ -408,8 +467,85 @@ fn violation_before(dir: &Path, index: u64) -> bool {
     })
 }
 
-/// Runs shard `shard` of the check: schedule 0 (every shard needs it to
-/// plan), then its share of the check's candidates, a record each into `dir`.
+/// The checks a check's schedule 0s are recorded with: the check itself
+/// when its search is pinned, one per points for a portfolio; and those points.
+pub(super) fn mode_specs(spec: &CheckSpec) -> (Vec<Points>, Vec<CheckSpec>) {
+    if spec.portfolio.is_empty() {
+        return (vec![spec.base.manifest.points], vec![spec.clone()]);
+    }
+    let modes = portfolio::modes(spec);
+    let specs = portfolio::mode_specs(spec, &modes);
+    (modes, specs)
+}
+
+/// What a check tries after its schedule 0s, in order: each schedule with
+/// the schedule 0 it perturbs and, in a portfolio, the entry it comes
+/// from; and the bound of a pinned bounded search.
+pub(super) struct Plan {
+    pub steps: Vec<(usize, Candidate, Option<Entry>)>,
+    pub bound: Option<u32>,
+}
+
+impl Plan {
+    /// The plan of `spec` (`mode_specs`), from its schedule 0s.
+    pub(super) fn of(
+        spec: &CheckSpec,
+        modes: &[Points],
+        checkers: &[Checker],
+        bases: &[Tried],
+    ) -> Plan {
+        if spec.portfolio.is_empty() {
+            let (cands, bound) = checkers[0].plan(&bases[0]);
+            let steps = cands.into_iter().map(|c| (0, c, None)).collect();
+            return Plan { steps, bound };
+        }
+        let planned = portfolio::plan_after(spec, modes, checkers, bases);
+        let steps = planned
+            .into_iter()
+            .map(|(m, c, e)| (m, c, Some(e)))
+            .collect();
+        Plan { steps, bound: None }
+    }
+
+    /// Schedule `k`'s label, as its run's report line says it.
+    pub(super) fn label(&self, k: usize) -> String {
+        match &self.steps[k] {
+            (_, c, Some(e)) => portfolio::planned_label(c, e),
+            (_, c, None) => c.label(),
+        }
+    }
+
+    /// Runs schedule `k` and judges it.
+    pub(super) fn try_one(&self, checkers: &[Checker], k: usize) -> Result<Tried, CheckError> {
+        match &self.steps[k] {
+            (m, c, Some(e)) => portfolio::try_planned(checkers, &(*m, c.clone(), *e) as &Planned),
+            (m, c, None) => checkers[*m].try_one(c),
+        }
+    }
+
+    /// The report of the schedule 0s and the schedules tried, narrowed:
+    /// the one-machine check's.
+    pub(super) fn report(
+        &self,
+        spec: &CheckSpec,
+        modes: &[Points],
+        checkers: &[Checker],
+        bases: Vec<Tried>,
+        tried: Vec<Tried>,
+        progress: &mut dyn Progress,
+    ) -> Result<Report, CheckError> {
+        if !spec.portfolio.is_empty() {
+            return portfolio::report(modes, checkers, bases, tried, None, progress);
+        }
+        let base = bases.into_iter().next().expect("a check has a schedule 0");
+        let report = checkers[0].report(base, tried, self.bound, self.steps.len());
+        checkers[0].finish(report, progress)
+    }
+}
+
+/// Runs shard `shard` of the check: its schedule 0s (every shard needs
+/// them to plan), then its share of the check's candidates, a record each
+/// into `dir`.
 pub fn run_shard(
     spec: &CheckSpec,
     store: &Store,
@@ -430,14 +566,19 @@ pub fn run_shard(
         shard,
         check: check.clone(),
     };
-    let mut checker = Checker::new(spec, store);
+    let (modes, specs) = mode_specs(spec);
+    let mut checkers: Vec<Checker> = specs.iter().map(|s| Checker::new(s, store)).collect();
     progress.phase("schedule 0");
-    let base = checker.schedule0("schedule   0")?;
-    writer.write(0, &base, Some(described))?;
-    progress.tried(&base, 0, 0);
-    let (cands, _) = checker.plan(&base);
-    let mine: Vec<usize> = (0..cands.len()).filter(|k| shard.deals(*k)).collect();
-    let share: Vec<_> = mine.iter().map(|&k| cands[k].clone()).collect();
+    let mut bases = Vec::new();
+    for (m, c) in checkers.iter_mut().enumerate() {
+        let base = c.schedule0(&portfolio::base_label(&modes, m))?;
+        let described = (m == 0).then(|| described.clone());
+        writer.write(At::Base(m as u32), &base, described)?;
+        progress.tried(&base, 0, 0);
+        bases.push(base);
+    }
+    let plan = Plan::of(spec, &modes, &checkers, &bases);
+    let mine: Vec<usize> = (0..plan.steps.len()).filter(|k| shard.deals(*k)).collect();
     progress.phase("schedules");
     let mut rec = Recording {
         writer: &writer,
@@ -448,7 +589,7 @@ pub fn run_shard(
     // Labels name candidates (the first of any two alike, to stay safe).
     let mut index_of = std::collections::HashMap::new();
     for &k in mine.iter().rev() {
-        index_of.insert(cands[k].label(), k as u64 + 1);
+        index_of.insert(plan.label(k), k as u64 + 1);
     }
     let all = spec.all;
     let stop = |t: &Tried| {
@@ -457,7 +598,8 @@ pub fn run_shard(
                 .get(&t.label)
                 .is_some_and(|&i| violation_before(dir, i)))
     };
-    let tried = checker.try_all(&share, &mut rec, &stop)?;
+    let one = |i: usize| plan.try_one(&checkers, mine[i]);
+    let (tried, _) = jobs::try_each(mine.len(), spec.jobs, None, &mut rec, &stop, &one)?;
     if let Some(e) = rec.error {
         return Err(e);
     }
@@ -466,16 +608,16 @@ pub fn run_shard(
         check,
         shard: shard.index,
         shards: shard.count,
-        planned: share.len() as u64,
+        planned: mine.len() as u64,
         tried: tried.len() as u64,
-        stopped: tried.len() < share.len(),
+        stopped: tried.len() < mine.len(),
     };
     let json = serde_json::to_vec_pretty(&done).expect("a shard's summary serializes");
     write_atomic(dir, &finished_name(shard), &json)?;
     Ok(ShardRun {
-        base,
+        bases,
         tried,
-        planned: cands.len(),
-        share: share.len(),
+        planned: plan.steps.len(),
+        share: mine.len(),
     })
 }

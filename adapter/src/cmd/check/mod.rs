@@ -4,6 +4,7 @@
 use super::run::{read_stdin, RunArgs};
 use crate::app::check::{keep, spec, unnarrowed_label, CheckRequest, Keep, DEFAULT_DEPTH};
 use crate::app::{store, warn_all};
+use crate::util::usage;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
@@ -112,7 +113,11 @@ impl CheckArgs {
     pub fn request(&self) -> CheckRequest {
         CheckRequest {
             run: self.run.spec(),
-            schedules: self.schedules,
+            // A time budget ends at another schedule on every machine: a
+            // sharded check's plan is a count, the pinned search's default.
+            schedules: self.schedules.or(self
+                .sharded()
+                .then_some(crate::app::check::DEFAULT_SCHEDULES)),
             budget: self.budget,
             all: self.all,
             jobs: self.jobs,
@@ -120,15 +125,11 @@ impl CheckArgs {
             properties: self.properties.clone(),
             properties_file: self.properties_file.clone(),
             want_where: self.where_,
-            // A sharded check is one search (the portfolio's budget is
-            // one machine's).
-            strategy: match self.strategy {
-                Some(StrategyArg::Random) => Some(Strategy::Random),
-                Some(StrategyArg::Bounded) => Some(Strategy::Bounded),
-                Some(StrategyArg::Pct) => Some(Strategy::Pct),
-                None if self.sharded() => Some(crate::app::check::DEFAULT_STRATEGY),
-                None => None,
-            },
+            strategy: self.strategy.map(|s| match s {
+                StrategyArg::Random => Strategy::Random,
+                StrategyArg::Bounded => Strategy::Bounded,
+                StrategyArg::Pct => Strategy::Pct,
+            }),
             depth: self.depth,
             check_seed: self.check_seed,
             from_run: self.from_run.clone(),
@@ -209,6 +210,9 @@ pub fn main(args: CheckArgs) -> Result<i32> {
     if !args.shards.merge.is_empty() {
         return shard::merge(&args);
     }
+    if args.budget.is_some() && args.sharded() {
+        usage!("--budget is a time, which runs out at another schedule on every machine: a sharded check plans --schedules N (default {})", crate::app::check::DEFAULT_SCHEDULES);
+    }
     let store = store()?;
     let spec = spec(&args.request(), &store, read_stdin)?;
     if args.shards.shard.is_some() {
@@ -216,7 +220,7 @@ pub fn main(args: CheckArgs) -> Result<i32> {
     }
     let mut lines = Lines::new(args.json);
     let report = Checker::new(&spec, &store).run(&mut lines)?;
-    let code = show(&store, &report, &spec, &mut lines, &args)?;
+    let code = show(&store, &report, &spec, &mut lines, &args, &[])?;
     if let Some(dir) = &args.run.artifacts.artifacts {
         if let Some(f) = super::artifacts::of_check(&spec.name, &report) {
             super::artifacts::write(&store, dir, &f)?;
@@ -239,18 +243,21 @@ fn remake(store: &Store, run: &vmm::store::Run) -> Option<String> {
     r.lines.last().map(|l| l.shell.clone())
 }
 
-/// Prints a check's report (`--json`: one JSON object) and keeps it; the exit status.
+/// Prints a check's report (`--json`: one JSON object) and keeps it; the
+/// exit status. `elsewhere`: runs of its schedules made on other machines
+/// (a merge's), not in this store.
 pub(crate) fn show(
     store: &Store,
     report: &Report,
     spec: &CheckSpec,
     lines: &mut Lines,
     args: &CheckArgs,
+    elsewhere: &[vmm::store::Run],
 ) -> Result<i32> {
     let json = args.json;
     lines.clear();
     warn_all(&report.warnings);
-    let kept = keep(store, report, keep_of(args), &remake);
+    let kept = keep(store, report, keep_of(args), &remake, elsewhere);
     if json {
         println!("{}", serde_json::to_string(&kept)?);
     } else {

@@ -131,7 +131,12 @@ pub fn shard(args: &CheckArgs, spec: &CheckSpec, store: &Store) -> Result<i32> {
         .expect("clap requires --results");
     let mut lines = Lines::new(args.json);
     let run = run_shard(spec, store, shard, &dir, &mut lines).map_err(refused)?;
-    let found = run.tried.iter().filter(|t| t.violated()).count() + run.base.violated() as usize;
+    let found = run
+        .bases
+        .iter()
+        .chain(&run.tried)
+        .filter(|t| t.violated())
+        .count();
     if args.json {
         let v = serde_json::json!({
             "shard": shard.index,
@@ -168,9 +173,16 @@ pub fn merge(args: &CheckArgs) -> Result<i32> {
     }
     let p = merge::prepare(&args.shards.merge, &store, jobs).map_err(refused)?;
     let mut lines = Lines::new(args.json);
-    let (report, notes) = merge::merge(&p, &store, &mut lines).map_err(refused)?;
-    for n in notes {
+    let merged = merge::merge(&p, &store, &mut lines).map_err(refused)?;
+    for n in &merged.notes {
         eprintln!("rewind: note: {n}");
     }
-    show(&store, &report, &p.spec, &mut lines, args)
+    show(
+        &store,
+        &merged.report,
+        &p.spec,
+        &mut lines,
+        args,
+        &merged.elsewhere,
+    )
 }
