@@ -14,32 +14,12 @@
 //! change what is measured. Wall times fall with the host's load, which is
 //! printed: read the ratios. Nothing is replayed (the tests replay).
 
-use rewind_tests::{host_program, load_average, run_command_with_input, Home};
+use rewind_tests::{host_program, load_average, run_command_with_input, word_text, Home};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 const PBZIP2: &str = "/usr/bin/pbzip2";
 const DEADLINE: Duration = Duration::from_secs(3600);
-
-/// Text of `len` bytes: words from a fixed PRNG, so every run of the bench
-/// compresses the same input.
-fn text(len: usize) -> Vec<u8> {
-    const WORDS: &[&str] = &[
-        "thread", "page", "clock", "owner", "race", "buffer", "queue", "lock", "block", "schedule",
-        "point", "memory", "wake", "join", "compress", "the", "a", "of", "and", "to",
-    ];
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut out = Vec::with_capacity(len + 16);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(WORDS[(x % WORDS.len() as u64) as usize].as_bytes());
-        out.push(if x.is_multiple_of(11) { b'\n' } else { b' ' });
-    }
-    out.truncate(len);
-    out
-}
 
 /// `rewind ARGS` in `h` with `input` on standard input: its wall time and output.
 fn timed(h: &Home, args: &[&str], input: &[u8]) -> (Duration, rewind_tests::Output) {
@@ -139,7 +119,7 @@ fn main() {
     }
     let sizes = std::env::var("REWIND_BENCH_SIZES").unwrap_or_else(|_| "200,1024".into());
     for kb in sizes.split(',').filter_map(|s| s.parse::<usize>().ok()) {
-        let input = text(kb << 10);
+        let input = word_text(kb << 10);
         let label = format!("pbzip2 -p2 -b1, {kb} KB");
         measure(&label, &["--", PBZIP2, "-p2", "-b1", "-c"], &input, false);
     }

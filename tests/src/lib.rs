@@ -710,6 +710,26 @@ pub fn run_wall(stderr: &str) -> Option<f64> {
 
 /// The host's load averages over 1, 5 and 15 minutes (`/proc/loadavg`),
 /// which a benchmark prints beside its wall times.
+/// Text of `len` bytes: words from a fixed PRNG, the same every time, for
+/// programs that compress or sort it (pbzip2 in its test and bench).
+pub fn word_text(len: usize) -> Vec<u8> {
+    const WORDS: &[&str] = &[
+        "thread", "page", "clock", "owner", "race", "buffer", "queue", "lock", "block", "schedule",
+        "point", "memory", "wake", "join", "compress", "the", "a", "of", "and", "to",
+    ];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut out = Vec::with_capacity(len + 16);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(WORDS[(x % WORDS.len() as u64) as usize].as_bytes());
+        out.push(if x.is_multiple_of(11) { b'\n' } else { b' ' });
+    }
+    out.truncate(len);
+    out
+}
+
 pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))

@@ -57,7 +57,8 @@ pub const SPIN_POINTS: u32 = 64;
 /// the page back as its own (it stops trapping for it; the next access of
 /// another thread makes it shared again, and is a point). Only a write
 /// takes it: a thread spinning on a flag by reading it keeps making points,
-/// and yields.
+/// and yields. Race-directed points (`races.rs`) take any page so, when
+/// none of the points was an atomic or on bytes another thread touched.
 pub const OWN_POINTS: u32 = 32;
 
 /// Pages around a new thread's thread pointer that it owns from the start.
@@ -352,25 +353,38 @@ impl Kernel<'_> {
             let write = access != Access::Read;
             r.point(pid, cr2, u64::from(size), tid, write) == super::races::Judged::Owned
         });
+        // Race-directed: an atomic, or bytes another thread's points
+        // touched, are what threads contend for; the run starts again there.
+        let contended = self.points.race.as_mut().is_some_and(|r| {
+            access == Access::Atomic || r.contested(pid, cr2, u64::from(size), tid)
+        });
+        let race = self.points.race.is_some();
         let run = self.points.runs.entry((pid, page)).or_insert((tid, 0));
-        if run.0 != tid {
+        if run.0 != tid || contended {
             *run = (tid, 0);
         }
         run.1 += 1;
-        // Seen to use the page of its own stack alone for a while: it is
-        // its own again. (Only its stack: a thread that took back a page of
-        // data it then spins on, reading a flag another thread will set,
-        // would make no point and never yield.)
+        // Seen to use the page alone for a while: it is its own again. With
+        // memory points only a page of its stack: a thread that took back a
+        // page of data it then spins on, reading a flag another thread will
+        // set, would make no point and never yield. Race-directed, a run
+        // that met no other thread's bytes is the thread's own data beside
+        // what races (the next thread to touch the page is judged again).
         let own = released
-            || run.1 >= OWN_POINTS && access == Access::Write && {
-                let rsp = self.m.regs().rsp;
-                self.procs[&pid]
-                    .mm
-                    .vma_at(rsp)
-                    .is_some_and(|(start, v)| (start..v.end).contains(&page))
-            };
+            || run.1 >= OWN_POINTS
+                && access == Access::Write
+                && (race || {
+                    let rsp = self.m.regs().rsp;
+                    self.procs[&pid]
+                        .mm
+                        .vma_at(rsp)
+                        .is_some_and(|(start, v)| (start..v.end).contains(&page))
+                });
         if own {
             self.points.runs.remove(&(pid, page));
+            if let Some(r) = self.points.race.as_mut() {
+                r.grant(pid, page, tid);
+            }
         }
         let owner = if own {
             Owner::Thread(tid)

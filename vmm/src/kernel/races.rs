@@ -22,6 +22,14 @@
 //! `race_pages`, which trap from the start. A page another schedule sees
 //! race (heap layouts move with the schedule) starts trapping in that run
 //! when it does: no site is lost, it only has no points before.
+//!
+//! A racing page often holds one thread's private data too (a thread's
+//! compressor state beside its malloc arena's lock). A thread that makes
+//! `OWN_POINTS` points in a row on a trapping page, one a write, none an
+//! atomic and none on bytes another thread's points touched
+//! (`contested`), takes the page back (`points.rs`): its own data stops
+//! trapping until another thread touches the page, which is judged as
+//! any change of owner.
 
 use super::mm::page_down;
 use super::points::Owner;
@@ -55,7 +63,18 @@ pub struct RaceState {
     /// unordered changes its owner without a point (two readers of a
     /// table do not race; a write puts it on probation again).
     quiet: BTreeSet<(Pid, u64)>,
+    /// Of each trapping page: the bytes its points touched, each with the
+    /// thread that last did (the last `TOUCHED` ranges), to tell the bytes
+    /// threads contend for from a thread's private data on the same page.
+    #[serde(default)]
+    touched: BTreeMap<(Pid, u64), Vec<Touched>>,
 }
+
+/// Byte ranges a page remembers its points by (`RaceState::contested`).
+const TOUCHED: usize = 64;
+
+/// Bytes a point touched (address, length) and the thread that made it.
+type Touched = (u64, u64, Tid);
 
 /// A point made on a page on probation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -249,6 +268,26 @@ impl RaceState {
         Judged::Owned
     }
 
+    /// A point by `tid` on `len` bytes at `addr`: whether another thread's
+    /// point touched any of them (they are contended for). A thread whose
+    /// points on a racing page meet no other thread's bytes for a while is
+    /// using its own data there (a compressor's state beside the arena's
+    /// lock): `memory_point` gives it the page back.
+    pub fn contested(&mut self, pid: Pid, addr: u64, len: u64, tid: Tid) -> bool {
+        let len = len.max(1);
+        let seen = self.touched.entry((pid, page_down(addr))).or_default();
+        let end = addr.saturating_add(len);
+        let met = seen
+            .iter()
+            .any(|(a, l, t)| *t != tid && *a < end && addr < a.saturating_add(*l));
+        seen.retain(|(a, l, _)| (*a, *l) != (addr, len));
+        if seen.len() >= TOUCHED {
+            seen.remove(0);
+        }
+        seen.push((addr, len, tid));
+        met
+    }
+
     /// The pages seen to race, sorted.
     pub fn confirmed(&self) -> Vec<u64> {
         self.confirmed.union(&self.pages).copied().collect()
@@ -259,6 +298,7 @@ impl RaceState {
         self.grants.retain(|(p, _), _| *p != pid);
         self.probation.retain(|(p, _), _| *p != pid);
         self.quiet.retain(|(p, _)| *p != pid);
+        self.touched.retain(|(p, _), _| *p != pid);
         self.sync.retain(|(p, _), _| *p != pid);
     }
 }
@@ -391,6 +431,20 @@ mod tests {
         assert!(!r.unordered(1, other, false, false));
         assert!(r.unordered(1, other, false, true));
         assert_eq!(r.confirmed(), vec![PAGE]);
+    }
+
+    #[test]
+    fn bytes_are_contested_only_once_another_thread_touched_them() {
+        let mut r = RaceState::new(&[PAGE]);
+        assert!(!r.contested(1, PAGE + 8, 4, 2));
+        assert!(!r.contested(1, PAGE + 8, 4, 2));
+        // Beside them: not contested; on them: contested, for both threads.
+        assert!(!r.contested(1, PAGE + 12, 4, 3));
+        assert!(r.contested(1, PAGE + 10, 4, 3));
+        assert!(r.contested(1, PAGE + 11, 1, 2));
+        // Another page, another process: nothing touched there yet.
+        assert!(!r.contested(1, PAGE + 0x1008, 4, 3));
+        assert!(!r.contested(2, PAGE + 8, 4, 3));
     }
 
     #[test]
