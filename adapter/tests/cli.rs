@@ -94,6 +94,7 @@ fn fake_run(home: &Home, name: &str, seed: u64, steps: u64, status: ExitStatus) 
         perturbed: vec![],
         where_at: vec![],
         symbols_at: None,
+        places_at: vec![],
         thread_names: Default::default(),
         writers: Default::default(),
         kept: Default::default(),

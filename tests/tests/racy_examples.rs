@@ -212,6 +212,25 @@ fn tally() {
     let after = &race["after"];
     assert_eq!(after["addr"].as_u64(), Some(addr), "{race:#}");
     assert_eq!(after["step"], n["deciding"][0]["step"], "{race:#}");
+    // Each access is made in the Rust core's atomic_load or atomic_store,
+    // and told by the line of lib.rs that called it, in both threads: the
+    // load, then the other thread's store, then this thread's store.
+    let lib = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../guest/examples/tally/lib.rs"
+    );
+    let text = std::fs::read_to_string(lib).unwrap();
+    let line = |needle: &str| 1 + text.lines().position(|l| l.contains(needle)).unwrap();
+    let load = line("let v = self.n.load(Ordering::Relaxed);");
+    let store = line("self.n.store(v + 1, Ordering::Relaxed);");
+    for (access, at) in [("before", load), ("between", store), ("after", store)] {
+        assert_eq!(
+            race[access]["place"],
+            format!("lib::Counter::incr (lib.rs:{at})"),
+            "{race:#}"
+        );
+    }
+    assert_ne!(race["between"]["tid"], race["after"]["tid"], "{race:#}");
 }
 
 #[test]

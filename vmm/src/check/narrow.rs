@@ -374,23 +374,38 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
     // are one machine until the deciding step.
     let without_last = &deciding[..deciding.len().saturating_sub(1)];
     let passing = s.run(without_last)?;
+    let failing_events = load(checker, &failing.id)?;
+    let switches = checker.store.resolve(&failing.id)?.switches()?;
+    let mut names = Program::of(checker);
+    // The interleaving a single deciding step made, read from the failing
+    // run's events (the program's own accesses first: code with debug info
+    // of its own; a library's has none in the program's).
+    let exposed = match deciding.as_slice() {
+        [one] => race::exposed(&failing_events, &switches, one.step, &|t| names.own(t.pc)),
+        _ => None,
+    };
     // Where each thread was at the deciding step: the sentence names the
     // place of the thread that made it, `--where` prints every thread.
     // The same run gives the ELF files mapped then, to name addresses in
-    // the libraries.
-    let (where_, mapped) = match deciding.last() {
+    // the libraries, and the caller in the program's own code of each of
+    // the interleaving's accesses made elsewhere (the Rust core's atomics).
+    let (where_, callers) = match deciding.last() {
         Some(last) => {
             let inputs = checker.inputs_for(&Candidate::Explicit(deciding.clone()));
             let limits = Limits {
                 where_at: Some(last.step),
+                places_at: exposed
+                    .as_ref()
+                    .map(race::Interleaving::steps)
+                    .unwrap_or_default(),
                 ..checker.candidate_limits()
             };
             let o = session::run(&inputs, &limits, &mut Discard)?;
-            (o.where_at, o.symbols_at)
+            names.mapped = o.symbols_at;
+            (o.where_at, o.places_at)
         }
-        _ => (Vec::new(), None),
+        _ => (Vec::new(), Vec::new()),
     };
-    let failing_events = load(checker, &failing.id)?;
     let divergence = first_divergence(&load(checker, &passing.id)?, &failing_events, CONTEXT);
     let (without, with) = sides(&passing, &failing, without_last.is_empty());
     let other = match without.label {
@@ -402,11 +417,17 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
     let mut race = None;
     let sentence = match deciding.as_slice() {
         [one] => {
-            let names = Program::of(checker, mapped);
-            let switches = checker.store.resolve(&failing.id)?.switches()?;
-            let own = |t: &race::Touch| names.own(t.pc);
-            race = race::exposed(&failing_events, &switches, one.step, &own)
-                .map(|i| Race::tell(&i, one.step, &|a| names.variable(a), &|pc| names.place(pc)));
+            // An access is told by its caller in the program's own code when
+            // it was made elsewhere.
+            let place = |t: &race::Touch| {
+                callers
+                    .iter()
+                    .find(|(step, tid, _)| *step == t.step && *tid == t.tid)
+                    .map_or_else(|| names.place(t.pc), |(_, _, p)| p.clone())
+            };
+            race = exposed
+                .as_ref()
+                .map(|i| Race::tell(i, one.step, &|a| names.variable(a), &place));
             let thread = label::thread_at(&switches, one.step);
             let what = label::deciding(one, &failing_events, thread, &names.names);
             let place = thread
@@ -474,8 +495,10 @@ struct Program {
 }
 
 impl Program {
-    /// None of the program's own when its file cannot be read.
-    fn of(checker: &Checker, mapped: Option<Arc<symbols::Symbolizer>>) -> Program {
+    /// None of the program's own when its file cannot be read; no
+    /// library's until `mapped` is set.
+    fn of(checker: &Checker) -> Program {
+        let mapped = None;
         let base = &checker.spec.base;
         let path = &base.manifest.program;
         let Ok(elf) = crate::kernel::elf::read_program(&base.image, path) else {

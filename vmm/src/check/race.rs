@@ -137,6 +137,17 @@ pub fn exposed(
     best.map(|(_, i)| i)
 }
 
+impl Interleaving {
+    /// The steps of its accesses.
+    pub fn steps(&self) -> Vec<u64> {
+        [self.before, Some(self.between), self.after]
+            .iter()
+            .flatten()
+            .map(|t| t.step)
+            .collect()
+    }
+}
+
 /// An access as a person reads it: the variable it touched and the place
 /// of its instruction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,17 +173,17 @@ pub struct Race {
 
 impl Race {
     /// `i`, made by switching away at `step`, told with `variable` naming
-    /// bytes and `place` instructions.
+    /// bytes and `place` the code that made each access.
     pub fn tell(
         i: &Interleaving,
         step: u64,
         variable: &dyn Fn(u64) -> String,
-        place: &dyn Fn(u64) -> String,
+        place: &dyn Fn(&Touch) -> String,
     ) -> Race {
         let told = |t: &Touch| Told {
             touch: *t,
             variable: variable(t.addr),
-            place: place(t.pc),
+            place: place(t),
         };
         let (before, between, after) = (
             i.before.as_ref().map(told),
@@ -286,7 +297,7 @@ mod tests {
             ),
             (Some(215), 255, Some(271))
         );
-        let said = Race::tell(&i, 228, &|_| "balance".into(), &|pc| format!("{pc:#x}")).sentence;
+        let said = Race::tell(&i, 228, &|_| "balance".into(), &|t| format!("{:#x}", t.pc)).sentence;
         assert_eq!(
             said,
             "thread 1000/1002's write of balance at step 255, in 0x4010ff, came between \

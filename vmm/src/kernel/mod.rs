@@ -53,6 +53,8 @@ struct Notes {
     where_at: Vec<String>,
     /// The running process's ELF files then (`Outcome::symbols_at`).
     symbols_at: Option<std::sync::Arc<::symbols::Symbolizer>>,
+    /// `Outcome::places_at`.
+    places_at: Vec<(u64, u32, String)>,
 }
 
 /// The first pid handed out; later ones count up from it.
@@ -221,6 +223,7 @@ impl<'r> Kernel<'r> {
                 .unwrap_or_default(),
             where_at: notes.where_at,
             symbols_at: notes.symbols_at,
+            places_at: notes.places_at,
             writers: std::mem::take(&mut self.writers),
             race_pages: self
                 .points
@@ -279,6 +282,12 @@ impl<'r> Kernel<'r> {
                 notes.where_at = self.where_threads_are();
                 let pid = self.threads.get(&self.cur_tid()).map(|t| t.pid);
                 notes.symbols_at = pid.and_then(|p| self.symbolizer_of(p));
+            }
+            if limits.places_at.contains(&self.step) {
+                let tid = self.cur_tid();
+                if let Some(place) = self.own_caller(tid) {
+                    notes.places_at.push((self.step, tid, place));
+                }
             }
             if let Err(dead) = self.schedule_next() {
                 notes.stuck = dead;

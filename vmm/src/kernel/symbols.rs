@@ -329,6 +329,15 @@ impl Kernel<'_> {
         Some(bt)
     }
 
+    /// The place of the frame of the program's own code thread `tid` is in,
+    /// when that is a caller of the function it stopped in (the C library's,
+    /// the Rust core's): `lib::Counter::incr (lib.rs:28)`.
+    pub fn own_caller(&mut self, tid: Tid) -> Option<String> {
+        let bt = self.backtrace(tid)?;
+        let f = bt.frames.get(bt.chosen)?;
+        (bt.chosen > 0 && f.own).then(|| f.place())
+    }
+
     /// `0x411deb in __lll_lock_wait+0x2b, from philosopher (philosophers.c:31)`:
     /// where the thread is, and the frame of the user's own code it is in
     /// when that is another one.

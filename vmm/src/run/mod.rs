@@ -60,6 +60,11 @@ pub struct Limits {
     pub timeout: Option<Duration>,
     /// Note where every thread is after this step (`Outcome::where_at`).
     pub where_at: Option<u64>,
+    /// Note, after each of these steps, the frame of the program's own code
+    /// the thread that made it was in, when that is a caller of where it
+    /// stopped (`Outcome::places_at`): a race's accesses made in a library
+    /// or the Rust core are told by the line of the program that called it.
+    pub places_at: Vec<u64>,
     /// End `timed-out` on reaching this step: a replay of a run that timed
     /// out stops where the recording's host clock stopped it, whatever this
     /// host's clock says.
@@ -96,6 +101,11 @@ pub struct Outcome {
     /// The ELF files (program, libraries) the running process had mapped
     /// after `Limits::where_at`, to name addresses in them.
     pub symbols_at: Option<std::sync::Arc<symbols::Symbolizer>>,
+    /// After each step of `Limits::places_at`: the step, the thread that
+    /// made it and the place of the caller in its own code it was in
+    /// (`lib::Counter::incr (lib.rs:28)`); none for a step made in the
+    /// program's own code, or with no such caller.
+    pub places_at: Vec<(u64, u32, String)>,
     /// Each regular file the run wrote, and by which (pid, tid).
     pub writers: std::collections::BTreeMap<String, std::collections::BTreeSet<(u32, u32)>>,
     /// Each thread's last name (prctl PR_SET_NAME), by tid.

@@ -56,6 +56,7 @@ fn outcome(steps: u64) -> Outcome {
         perturbed: vec![],
         where_at: vec![],
         symbols_at: None,
+        places_at: vec![],
         thread_names: Default::default(),
         writers: Default::default(),
         kept: Default::default(),
