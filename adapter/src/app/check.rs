@@ -285,6 +285,7 @@ fn tried_json(t: &Tried) -> serde_json::Value {
         "perturbed": vmm::record::json::perturbations(&t.perturbed),
         "violations": t.violations.iter().map(|(p, w)| serde_json::json!({"property": p, "why": w})).collect::<Vec<_>>(),
         "broken": t.broken,
+        "cut_off": t.cut_off,
     })
 }
 
@@ -331,6 +332,7 @@ fn json_report(r: &Report) -> serde_json::Value {
         "bases": r.bases.iter().map(tried_json).collect::<Vec<_>>(),
         "tried": r.tried.iter().map(tried_json).collect::<Vec<_>>(),
         "violations": r.violations(),
+        "cut_off": r.cut_off(),
         "exhausted": r.exhausted,
         "out_of_budget": r.out_of_budget,
         "first_violation": r.first_violation().map(|bad| serde_json::json!({

@@ -175,6 +175,8 @@ pub struct Tried {
     /// The portfolio's strategy and points that made it (None outside a
     /// portfolio, and for schedule 0).
     pub entry: Option<Entry>,
+    /// Cut off slow by the check's time limit, not judged (`property::cut_off`).
+    pub cut_off: bool,
 }
 
 impl Tried {
@@ -281,6 +283,10 @@ impl Report {
     /// Whether the check found anything wrong.
     pub fn failed(&self) -> bool {
         self.violations() > 0 || !self.never_held.is_empty()
+    }
+    /// Schedules cut off slow by the check's time limit, not judged.
+    pub fn cut_off(&self) -> usize {
+        self.tried.iter().filter(|t| t.cut_off).count()
     }
     /// The first violating run: schedule 0 itself, or the first candidate.
     pub fn first_violation(&self) -> Option<&Tried> {
@@ -566,7 +572,13 @@ impl<'a> Checker<'a> {
         };
         let mut violations = Vec::new();
         let mut broken = Vec::new();
-        for p in &self.properties {
+        let stopped = property::Stopped {
+            status: o.status,
+            steps: o.steps,
+            by_check: self.spec.limits.timeout.is_none(),
+        };
+        let cut_off = property::cut_off(&stopped, base_status, self.base_steps);
+        for p in self.properties.iter().filter(|_| !cut_off) {
             match p.judge(&j) {
                 Verdict::Holds => {}
                 Verdict::Violated(why) => violations.push((p.name(), why)),
@@ -584,6 +596,7 @@ impl<'a> Checker<'a> {
             sometimes: property::sometimes(events),
             wall: o.wall,
             entry: None,
+            cut_off,
         }
     }
 

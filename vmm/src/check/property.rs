@@ -226,6 +226,28 @@ pub fn uses_sdk(events: &[Event]) -> bool {
     })
 }
 
+/// A run the check stopped by its own time limit (not the user's
+/// `--timeout`), and how far it had come.
+pub struct Stopped {
+    pub status: ExitStatus,
+    pub steps: u64,
+    /// The check set the time limit: the user gave none.
+    pub by_check: bool,
+}
+
+/// Whether a run was cut off slow rather than stuck, and so is not judged:
+/// the check's time limit ended it after it had gone past schedule 0's last
+/// step (a `rep movs` a byte a step on memory points takes that long), so
+/// its `timed-out` says nothing of how the program ends. A run stopped
+/// before schedule 0's last step, a thread spinning where no point stops
+/// it, is judged like any run: that spin is what the schedule found.
+pub fn cut_off(run: &Stopped, base: ExitStatus, base_steps: u64) -> bool {
+    run.by_check
+        && run.status == ExitStatus::TimedOut
+        && base != ExitStatus::TimedOut
+        && run.steps > base_steps
+}
+
 /// Each `sometimes` message of a run, and whether it held there.
 pub fn sometimes(events: &[Event]) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = Vec::new();
@@ -281,6 +303,34 @@ mod tests {
         assert!(!glob_match("/tmp/*.log", "/tmp/a.txt"));
         assert!(!glob_match("/a", "/ab"));
         assert!(glob_match("/a*b*c", "/axxbyyc"));
+    }
+
+    #[test]
+    fn a_timeout_past_schedule_0s_end_is_cut_off_and_one_before_it_is_judged() {
+        let stopped = |steps, by_check| Stopped {
+            status: ExitStatus::TimedOut,
+            steps,
+            by_check,
+        };
+        let ok = ExitStatus::Exited(0);
+        // Slow: 80,000 steps of a copy where schedule 0 ended at 6,600.
+        assert!(cut_off(&stopped(80_000, true), ok, 6_600));
+        // Stuck: spinning at step 90, short of schedule 0's 139.
+        assert!(!cut_off(&stopped(90, true), ok, 139));
+        // The user's own --timeout is a property of the run they asked for.
+        assert!(!cut_off(&stopped(80_000, false), ok, 6_600));
+        // Schedule 0 timed out too: nothing differs.
+        assert!(!cut_off(
+            &stopped(80_000, true),
+            ExitStatus::TimedOut,
+            6_600
+        ));
+        let exited = Stopped {
+            status: ok,
+            steps: 80_000,
+            by_check: true,
+        };
+        assert!(!cut_off(&exited, ok, 6_600));
     }
 
     #[test]

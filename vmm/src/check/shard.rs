@@ -268,6 +268,7 @@ impl Record {
             sometimes: self.sometimes.clone(),
             wall: self.duration,
             entry: None,
+            cut_off: false,
         }
     }
 }

@@ -289,6 +289,13 @@ fn print_report(r: &Report, spec: &CheckSpec) {
             what_tried(spec),
         );
     }
+    let cut = r.cut_off();
+    if cut > 0 {
+        println!(
+            "{cut} of them cut off by the check's time limit past schedule 0's last step \
+             (slow, not stuck): not judged"
+        );
+    }
     if let Some(l) = &r.learned {
         println!(
             "learned from run {} ({} steps): {} page{} can race, where every schedule stops",
