@@ -167,8 +167,8 @@ fn file_program(spec: &RunSpec, cwd: &str, env: &[String]) -> Result<Program> {
     let Some(root) = &spec.root else {
         if is_script(Path::new(prog)) {
             bail!(
-                "cannot run {prog}: a `#!` script runs over --root DIR, whose tree holds \
-                 its interpreter (or run the interpreter: -- /bin/sh {prog})"
+                "cannot run {prog}: a `#!` script, not an ELF program, runs over --root DIR, \
+                 whose tree holds its interpreter (or run the interpreter: -- /bin/sh {prog})"
             );
         }
         check_program(prog, Path::new(prog))?;
