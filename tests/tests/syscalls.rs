@@ -113,3 +113,44 @@ fn the_added_calls_behave_as_on_linux() {
         );
     }
 }
+
+/// Every call the table marks not implemented gets ENOSYS in a guest run,
+/// recorded as an event under its Linux name, and the run replays.
+#[test]
+fn every_call_the_table_marks_missing_gets_enosys() {
+    let home = Home::new();
+    let missing: Vec<(u64, String)> = home
+        .ok(&["doctor", "--syscalls", "--json"])
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+        .filter(|r| r["support"] == "not implemented")
+        .map(|r| {
+            (
+                r["nr"].as_u64().unwrap(),
+                r["name"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert!(missing.len() > 100, "{missing:?}");
+    let nrs: Vec<String> = missing.iter().map(|(nr, _)| nr.to_string()).collect();
+    let args: Vec<&str> = nrs.iter().map(String::as_str).collect();
+    let run = home.run_guest("enosys", &args);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    let want: Vec<String> = missing
+        .iter()
+        .map(|(nr, _)| format!("call {nr} = -1 (ENOSYS)"))
+        .collect();
+    assert_eq!(home.log(&run.id).lines().collect::<Vec<_>>(), want);
+    let events = home.events_json(&run.id);
+    for (nr, name) in &missing {
+        assert!(
+            events.iter().any(|e| e["kind"] == "syscall"
+                && e["nr"] == *nr
+                && e["name"] == name.as_str()
+                && e["ret"] == -38),
+            "no ENOSYS event for {name} ({nr})"
+        );
+    }
+    home.replay_identical(&run.id);
+}

@@ -1,13 +1,13 @@
 //! Every system call handler says what it implements, as gVisor's do
 //! (`// Foo implements Linux syscall foo(2).`), and every partial one says
 //! what is missing in the very words of the support table
-//! (`kernel/support.rs`, which `rewind doctor --syscalls` prints).
+//! (`kernel/syscalls/mod.rs`, which `rewind doctor --syscalls` prints).
 
 mod common;
 
 use common::rust_files;
 use std::path::Path;
-use vmm::kernel::support::{table, Support};
+use vmm::kernel::syscalls::{linux_calls, row::Support};
 
 #[test]
 fn every_handler_says_what_it_implements_and_what_is_missing() {
@@ -53,9 +53,9 @@ fn every_handler_says_what_it_implements_and_what_is_missing() {
         undocumented.join("\n")
     );
     // Each partial call's note, as the table has it, is on its handler.
-    for (_, name, s) in table() {
-        if let Support::Partial(what) = s {
-            let want = format!("{name}): {what}.");
+    for row in linux_calls() {
+        if let Support::Partial(what) = row.support {
+            let want = format!("{}): {what}.", row.name);
             assert!(
                 partial_notes.contains(&want),
                 "no handler says `/// Partial ({want}`"
@@ -64,9 +64,8 @@ fn every_handler_says_what_it_implements_and_what_is_missing() {
     }
     assert_eq!(
         partial_notes.len(),
-        table()
-            .iter()
-            .filter(|(_, _, s)| matches!(s, Support::Partial(_)))
+        linux_calls()
+            .filter(|r| matches!(r.support, Support::Partial(_)))
             .count(),
         "a handler notes a partial call the table does not: {partial_notes:?}"
     );

@@ -19,9 +19,10 @@ pub struct DoctorArgs {
 
 /// `rewind doctor --syscalls`: one line (or JSON object) per call number.
 fn print_syscalls(json: bool) -> i32 {
-    use vmm::kernel::support::{table, Support};
-    for (nr, name, s) in table() {
-        let (state, note) = match s {
+    use vmm::kernel::syscalls::{linux_calls, row::Support};
+    for row in linux_calls() {
+        let (nr, name) = (row.nr, row.name);
+        let (state, note) = match row.support {
             Support::Implemented => ("implemented", ""),
             Support::Partial(what) => ("partial", what),
             Support::Missing(why) => ("not implemented", why),

@@ -7,6 +7,7 @@ use super::sched::Sys;
 use super::task::{PendingCall, Tid, Wait};
 use super::time::Timespec;
 use super::Kernel;
+use crate::kernel::syscalls::nr;
 use std::collections::{BTreeMap, VecDeque};
 
 pub const FUTEX_WAIT: u32 = 0;
@@ -92,7 +93,10 @@ impl Kernel<'_> {
 pub fn sys_futex(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (uaddr, op, val, utime, uaddr2, val3) =
         (a[0], a[1] as u32, a[2] as u32, a[3], a[4], a[5] as u32);
-    let call = PendingCall { nr: 202, args: a };
+    let call = PendingCall {
+        nr: nr::futex,
+        args: a,
+    };
     match op & FUTEX_CMD_MASK {
         FUTEX_WAIT | FUTEX_WAIT_BITSET => {
             // Restarted after a stop, a timed wait keeps the deadline it had

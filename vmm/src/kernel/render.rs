@@ -1,6 +1,6 @@
 //! Calls rendered strace-style for events: `write(1, "job 27 done\n") = 12`.
 
-use super::syscalls::{self, Arg};
+use super::syscalls::{self, row::Arg};
 use super::task::{PendingCall, Tid};
 use super::Kernel;
 
@@ -31,7 +31,7 @@ pub fn escape(bytes: &[u8]) -> String {
 /// address space, which every thread of a process shares). `ret` is known
 /// for buffers the call filled.
 pub fn call_text_with(k: &mut Kernel, _tid: Tid, call: PendingCall, ret: Option<i64>) -> String {
-    let Some(def) = syscalls::lookup(call.nr) else {
+    let Some((def, _)) = syscalls::served(call.nr) else {
         return format!(
             "syscall_{}({:#x}, {:#x}, {:#x})",
             call.nr, call.args[0], call.args[1], call.args[2]

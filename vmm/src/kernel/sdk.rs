@@ -1,13 +1,12 @@
 //! The guest SDK's one reserved system call: `always`, `sometimes`,
 //! `bookmark` (guest/sdk). Outside Rewind the number is unused by Linux, so
-//! the call fails with ENOSYS and the SDK does nothing.
+//! the call fails with ENOSYS and the SDK does nothing. Its number,
+//! `syscalls::nr::rewind_sdk`, is "RW" in ASCII, far above Linux's.
 
 use super::errno::*;
 use super::Kernel;
 use crate::run::{EventKind, SdkKind};
 
-/// The reserved call number ("RW" in ASCII), far above Linux's.
-pub const SDK_SYSCALL: u32 = 0x5257;
 pub const SDK_ALWAYS: u64 = 0;
 pub const SDK_SOMETIMES: u64 = 1;
 pub const SDK_BOOKMARK: u64 = 2;

@@ -142,18 +142,6 @@ const SYNCHRONOUS: u64 = (1 << (SIGSEGV - 1))
 /// At most this many signals wait in one queue (Linux's RLIMIT_SIGPENDING, smaller).
 pub(crate) const MAX_QUEUED: usize = 1024;
 
-const NR_POLL: u32 = 7;
-const NR_SELECT: u32 = 23;
-const NR_PAUSE: u32 = 34;
-const NR_EPOLL_WAIT: u32 = 232;
-const NR_PSELECT6: u32 = 270;
-const NR_PPOLL: u32 = 271;
-const NR_EPOLL_PWAIT: u32 = 281;
-const NR_EPOLL_PWAIT2: u32 = 441;
-const NR_NANOSLEEP: u32 = 35;
-const NR_RT_SIGTIMEDWAIT: u32 = 128;
-const NR_RT_SIGSUSPEND: u32 = 130;
-const NR_CLOCK_NANOSLEEP: u32 = 230;
 const TIMER_ABSTIME: u64 = 1;
 
 /// What a signal does when nobody handles it.

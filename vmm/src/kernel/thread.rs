@@ -5,6 +5,7 @@ use super::errno::*;
 use super::sched::Sys;
 use super::task::{Context, PendingCall, Pid, Thread, ThreadState, Tid};
 use super::Kernel;
+use crate::kernel::syscalls::nr;
 use crate::run::{EventKind, ExitStatus};
 
 pub const CLONE_VM: u64 = 0x100;
@@ -209,7 +210,7 @@ impl Kernel<'_> {
 /// Partial (clone): a new process gets a copy of its parent's memory, CLONE_VM without CLONE_THREAD only with CLONE_VFORK (vfork, posix_spawn); namespaces, pidfds and CLONE_FILES/CLONE_FS between processes get EINVAL.
 pub fn sys_clone(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let call = PendingCall {
-        nr: NR_CLONE,
+        nr: nr::clone,
         args: a,
     };
     k.clone_any(
@@ -223,9 +224,6 @@ pub fn sys_clone(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         call,
     )
 }
-
-const NR_CLONE: u32 = 56;
-const NR_CLONE3: u32 = 435;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -261,7 +259,7 @@ pub fn sys_clone3(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         return Err(EINVAL);
     }
     let call = PendingCall {
-        nr: NR_CLONE3,
+        nr: nr::clone3,
         args: a,
     };
     k.clone_any(

@@ -6,6 +6,7 @@ use super::errno::*;
 use super::sched::Sys;
 use super::task::{PendingCall, Wait};
 use super::Kernel;
+use crate::kernel::syscalls::nr;
 
 /// CLOCK_MONOTONIC at step 0: a machine that "booted" a second ago.
 const MONOTONIC_START_NS: u64 = 1_000_000_000;
@@ -190,7 +191,14 @@ pub fn sys_nanosleep(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let ts: Timespec = k.read_struct(a[0])?;
     let ns = ts.to_ns().ok_or(EINVAL)?;
     let deadline = k.clock.now().saturating_add(ns);
-    Ok(sleep_until(k, deadline, PendingCall { nr: 35, args: a }))
+    Ok(sleep_until(
+        k,
+        deadline,
+        PendingCall {
+            nr: nr::nanosleep,
+            args: a,
+        },
+    ))
 }
 
 /// ClockNanosleep implements Linux syscall clock_nanosleep(2).
@@ -208,7 +216,14 @@ pub fn sys_clock_nanosleep(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     } else {
         k.clock.now().saturating_add(ns)
     };
-    Ok(sleep_until(k, deadline, PendingCall { nr: 230, args: a }))
+    Ok(sleep_until(
+        k,
+        deadline,
+        PendingCall {
+            nr: nr::clock_nanosleep,
+            args: a,
+        },
+    ))
 }
 
 pub const ITIMER_REAL: u32 = 0;

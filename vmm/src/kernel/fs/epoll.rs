@@ -14,6 +14,7 @@ use super::super::time::Timespec;
 use super::super::Kernel;
 use super::io::{self, Obj, ObjId, Objects, Resume, POLLERR, POLLHUP};
 use super::{Target, O_CLOEXEC, O_RDWR};
+use crate::kernel::syscalls::nr;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -28,10 +29,6 @@ const EPOLLEXCLUSIVE: u32 = 1 << 28;
 const MAX_ENTRIES: usize = 65_536;
 /// Most events one epoll_wait may ask for (Linux's EP_MAX_EVENTS).
 const MAX_EVENTS: u64 = i32::MAX as u64 / 12;
-
-const NR_EPOLL_WAIT: u32 = 232;
-const NR_EPOLL_PWAIT: u32 = 281;
-const NR_EPOLL_PWAIT2: u32 = 441;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Entry {
@@ -250,7 +247,7 @@ fn ms_timeout(ms: u64) -> Option<u64> {
 
 /// EpollWait implements Linux syscall epoll_wait(2).
 pub fn sys_epoll_wait(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
-    wait(k, NR_EPOLL_WAIT, a, ms_timeout(a[3]))
+    wait(k, nr::epoll_wait, a, ms_timeout(a[3]))
 }
 
 /// epoll_pwait(epfd, events, maxevents, timeout, sigmask, sigsetsize): the
@@ -258,7 +255,7 @@ pub fn sys_epoll_wait(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 /// EpollPwait implements Linux syscall epoll_pwait(2).
 pub fn sys_epoll_pwait(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     k.call_sigmask(a[4], a[5])?;
-    wait(k, NR_EPOLL_PWAIT, a, ms_timeout(a[3]))
+    wait(k, nr::epoll_pwait, a, ms_timeout(a[3]))
 }
 
 /// epoll_pwait2(epfd, events, maxevents, timeout, sigmask, sigsetsize): the
@@ -272,5 +269,5 @@ pub fn sys_epoll_pwait2(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         Some(ts.to_ns().ok_or(EINVAL)?)
     };
     k.call_sigmask(a[4], a[5])?;
-    wait(k, NR_EPOLL_PWAIT2, a, timeout)
+    wait(k, nr::epoll_pwait2, a, timeout)
 }

@@ -30,6 +30,7 @@ use super::pipe::Pipe;
 use super::{Description, Target};
 use crate::kernel::net::Socket;
 use crate::kernel::signal::signalfd::SignalFd;
+use crate::kernel::syscalls::nr;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -464,17 +465,12 @@ pub fn call(nr: u32, args: [u64; 6]) -> PendingCall {
     PendingCall { nr, args }
 }
 
-const NR_READ: u32 = 0;
-const NR_WRITE: u32 = 1;
-const NR_READV: u32 = 19;
-const NR_WRITEV: u32 = 20;
-
 /// Read implements Linux syscall read(2).
 pub fn sys_read(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     match k.io_fd(a[0])? {
         Some((o, _, d)) => {
             let bufs = [(a[1], super::file_ops::len_arg(a[2]))];
-            stream_read(k, o, &d, &bufs, call(NR_READ, a))
+            stream_read(k, o, &d, &bufs, call(nr::read, a))
         }
         None => super::read_file(k, a).map(Sys::Ret),
     }
@@ -485,7 +481,7 @@ pub fn sys_write(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     match k.io_fd(a[0])? {
         Some((o, w, d)) => {
             let bufs = [(a[1], super::file_ops::len_arg(a[2]))];
-            stream_write(k, o, w, &d, &bufs, call(NR_WRITE, a))
+            stream_write(k, o, w, &d, &bufs, call(nr::write, a))
         }
         None => super::write_file(k, a).map(Sys::Ret),
     }
@@ -496,7 +492,7 @@ pub fn sys_readv(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     match k.io_fd(a[0])? {
         Some((o, _, d)) => {
             let bufs = super::file_ops::iovecs(k, a[1], a[2])?;
-            stream_read(k, o, &d, &bufs, call(NR_READV, a))
+            stream_read(k, o, &d, &bufs, call(nr::readv, a))
         }
         None => super::readv_file(k, a).map(Sys::Ret),
     }
@@ -507,7 +503,7 @@ pub fn sys_writev(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     match k.io_fd(a[0])? {
         Some((o, w, d)) => {
             let bufs = super::file_ops::iovecs(k, a[1], a[2])?;
-            stream_write(k, o, w, &d, &bufs, call(NR_WRITEV, a))
+            stream_write(k, o, w, &d, &bufs, call(nr::writev, a))
         }
         None => super::writev_file(k, a).map(Sys::Ret),
     }

@@ -17,6 +17,7 @@ use super::super::task::{PendingCall, Pid, ThreadState, Tid, Wait};
 use super::super::Kernel;
 use super::vfs::Ino;
 use super::DescId;
+use crate::kernel::syscalls::nr;
 use serde::{Deserialize, Serialize};
 
 /// Who holds a lock.
@@ -240,8 +241,6 @@ const LOCK_SH: u64 = 1;
 const LOCK_EX: u64 = 2;
 const LOCK_NB: u64 = 4;
 const LOCK_UN: u64 = 8;
-const NR_FLOCK: u32 = 73;
-const NR_FCNTL: u32 = 72;
 
 /// Flock implements Linux syscall flock(2).
 pub fn sys_flock(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
@@ -272,7 +271,7 @@ pub fn sys_flock(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         end: u64::MAX,
     };
     let wait = (op & LOCK_NB == 0).then_some(PendingCall {
-        nr: NR_FLOCK,
+        nr: nr::flock,
         args: a,
     });
     // EWOULDBLOCK is EAGAIN.
@@ -404,7 +403,7 @@ pub fn sys_fcntl_locks(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         end,
     };
     let wait = matches!(cmd, F_SETLKW | F_OFD_SETLKW).then_some(PendingCall {
-        nr: NR_FCNTL,
+        nr: nr::fcntl,
         args: a,
     });
     k.take_lock(ino, lock, wait)

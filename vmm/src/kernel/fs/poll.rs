@@ -17,11 +17,7 @@ use super::super::time::{Timespec, Timeval};
 use super::super::Kernel;
 use super::io::{self, ObjId, Resume, POLLERR, POLLHUP, POLLNVAL, POLLPRI, READABLE, WRITABLE};
 use super::*;
-
-const NR_POLL: u32 = 7;
-const NR_SELECT: u32 = 23;
-const NR_PPOLL: u32 = 271;
-const NR_PSELECT6: u32 = 270;
+use crate::kernel::syscalls::nr;
 
 /// What descriptor `fd` is ready for now, and the object behind it.
 pub(crate) fn ready(k: &mut Kernel, fd: i32) -> (u16, Option<ObjId>) {
@@ -69,15 +65,15 @@ fn deadline(k: &mut Kernel, nr: u32, timeout: Option<u64>) -> Resume {
 /// be written changes nothing, as on Linux.
 pub(crate) fn write_time_left(k: &mut Kernel, call: PendingCall, deadline: Option<u64>) {
     let va = match call.nr {
-        NR_SELECT | NR_PSELECT6 => call.args[4],
-        NR_PPOLL => call.args[2],
+        nr::select | nr::pselect6 => call.args[4],
+        nr::ppoll => call.args[2],
         _ => return,
     };
     let Some(d) = deadline.filter(|_| va != 0) else {
         return;
     };
     let left = d.saturating_sub(k.clock.now());
-    let _ = if call.nr == NR_SELECT {
+    let _ = if call.nr == nr::select {
         k.write_struct(va, &Timeval::from_ns(left))
     } else {
         k.write_struct(va, &Timespec::from_ns(left))
@@ -146,9 +142,9 @@ fn scan(k: &mut Kernel, fds: u64, nfds: u64) -> SysResult<(u64, Vec<ObjId>)> {
 /// Poll implements Linux syscall poll(2).
 pub fn sys_poll(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let ms = a[2] as i32;
-    let r = deadline(k, NR_POLL, (ms >= 0).then(|| ms as u64 * 1_000_000));
+    let r = deadline(k, nr::poll, (ms >= 0).then(|| ms as u64 * 1_000_000));
     let (n, objs) = scan(k, a[0], a[1])?;
-    Ok(finish(k, n, &objs, r, io::call(NR_POLL, a)))
+    Ok(finish(k, n, &objs, r, io::call(nr::poll, a)))
 }
 
 /// ppoll(fds, nfds, timeout, sigmask, sigsetsize): the mask is in force while it runs.
@@ -161,8 +157,8 @@ pub fn sys_ppoll(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         Some(ts.to_ns().ok_or(EINVAL)?)
     };
     k.call_sigmask(a[3], a[4])?;
-    let r = deadline(k, NR_PPOLL, timeout);
-    let c = io::call(NR_PPOLL, a);
+    let r = deadline(k, nr::ppoll, timeout);
+    let c = io::call(nr::ppoll, a);
     let done = scan(k, a[0], a[1]).map(|(n, objs)| finish(k, n, &objs, r, c));
     finished(k, done, r.deadline, c)
 }
@@ -266,7 +262,7 @@ pub fn sys_select(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         };
         Some(ts.to_ns().ok_or(EINVAL)?)
     };
-    select_common(k, NR_SELECT, a, timeout)
+    select_common(k, nr::select, a, timeout)
 }
 
 /// pselect6(nfds, readfds, writefds, exceptfds, timeout, {sigmask, size}):
@@ -283,5 +279,5 @@ pub fn sys_pselect6(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         let (set, size) = (k.read_u64(a[5])?, k.read_u64(a[5].wrapping_add(8))?);
         k.call_sigmask(set, size)?;
     }
-    select_common(k, NR_PSELECT6, a, timeout)
+    select_common(k, nr::pselect6, a, timeout)
 }

@@ -18,10 +18,7 @@ use super::super::Kernel;
 use super::io::{self, call, Obj, ObjId, Source};
 use super::vfs::Kind;
 use super::{Description, Target, MAX_IO, O_APPEND, O_NONBLOCK};
-
-const NR_SENDFILE: u32 = 40;
-const NR_SPLICE: u32 = 275;
-const NR_TEE: u32 = 276;
+use crate::kernel::syscalls::nr;
 
 /// SPLICE_F_MOVE, SPLICE_F_NONBLOCK, SPLICE_F_MORE, SPLICE_F_GIFT: all
 /// accepted (the monitor copies; moving pages is no business of a guest's).
@@ -159,7 +156,7 @@ pub fn sys_sendfile(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         let Some(pout) = pipe_end(k, &out, true) else {
             return Err(EINVAL);
         };
-        let c = call(NR_SENDFILE, a);
+        let c = call(nr::sendfile, a);
         return socket_to_pipe(k, sin, &d, 0, pout, count, nonblock, c);
     }
     let start = offset_arg(k, offp)?.unwrap_or(d.offset);
@@ -171,7 +168,7 @@ pub fn sys_sendfile(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         Source::Bytes(&bytes),
         None,
         nonblock,
-        call(NR_SENDFILE, a),
+        call(nr::sendfile, a),
     )?;
     let Sys::Ret(sent) = r else {
         return Ok(r);
@@ -208,7 +205,7 @@ pub fn sys_splice(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     if flags & !SPLICE_FLAGS != 0 {
         return Err(EINVAL);
     }
-    let c = call(NR_SPLICE, a);
+    let c = call(nr::splice, a);
     let nonblock = flags & SPLICE_F_NONBLOCK != 0;
     let (in_id, din) = k.desc(fd_in)?;
     let (_, dout) = k.desc(fd_out)?;
@@ -317,7 +314,7 @@ pub fn sys_tee(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     if flags & !SPLICE_FLAGS != 0 {
         return Err(EINVAL);
     }
-    let c = call(NR_TEE, a);
+    let c = call(nr::tee, a);
     let nonblock = flags & SPLICE_F_NONBLOCK != 0;
     let (_, din) = k.desc(fd_in)?;
     let (_, dout) = k.desc(fd_out)?;

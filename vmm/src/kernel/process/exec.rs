@@ -5,6 +5,7 @@ use super::*;
 use crate::kernel::elf::thread_name;
 use crate::kernel::sched::Sys;
 use crate::kernel::signal::{SigAction, SIG_IGN};
+use crate::kernel::syscalls::nr;
 use crate::kernel::task::{PendingCall, ThreadState, Tid, Wait};
 use crate::kernel::Kernel;
 use crate::run::{EventKind, ExitStatus};
@@ -15,7 +16,7 @@ impl Kernel<'_> {
     fn exec(&mut self, call: PendingCall) -> SysResult<Sys> {
         let a = call.args;
         let (dirfd, path, argv, envp, flags) = match call.nr {
-            NR_EXECVEAT => (a[0], a[1], a[2], a[3], a[4]),
+            nr::execveat => (a[0], a[1], a[2], a[3], a[4]),
             _ => (AT_FDCWD, a[0], a[1], a[2], 0),
         };
         if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
@@ -303,7 +304,7 @@ pub(in crate::kernel) fn interpreter(bytes: &[u8]) -> SysResult<Option<(String, 
 /// Partial (execve): ELF executables and `#!` scripts; a dynamic one whose interpreter is not in the image is killed (SIGSEGV) past the point of no return.
 pub fn sys_execve(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     k.exec(PendingCall {
-        nr: NR_EXECVE,
+        nr: nr::execve,
         args: a,
     })
 }
@@ -312,7 +313,7 @@ pub fn sys_execve(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 /// Partial (execveat): ELF executables and `#!` scripts; a dynamic one whose interpreter is not in the image is killed (SIGSEGV) past the point of no return.
 pub fn sys_execveat(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     k.exec(PendingCall {
-        nr: NR_EXECVEAT,
+        nr: nr::execveat,
         args: a,
     })
 }

@@ -17,6 +17,7 @@ use super::thread::{
     CLONE_SETTLS, CLONE_VFORK, CLONE_VM, CSIGNAL,
 };
 use super::Kernel;
+use crate::kernel::syscalls::nr;
 use crate::run::{EventKind, ExitStatus};
 
 mod exec;
@@ -67,11 +68,6 @@ const SA_NOCLDSTOP: u64 = 1;
 
 /// SA_NOCLDWAIT: children of this process are never zombies.
 const SA_NOCLDWAIT: u64 = 2;
-
-pub const NR_WAIT4: u32 = 61;
-pub const NR_WAITID: u32 = 247;
-const NR_EXECVE: u32 = 59;
-const NR_EXECVEAT: u32 = 322;
 
 /// Interpreters a `#!` script may name in a row (Linux's BINPRM_MAX_RECURSION).
 pub(in crate::kernel) const MAX_INTERP_DEPTH: usize = 4;
@@ -477,7 +473,7 @@ impl Kernel<'_> {
         let found = self.find_child(me, &req)?;
         let Some(found) = found else {
             if req.options & WNOHANG != 0 {
-                if call.nr == NR_WAITID && call.args[2] != 0 {
+                if call.nr == nr::waitid && call.args[2] != 0 {
                     self.write_user_of(me, call.args[2], &[0u8; 32])?;
                 }
                 return Ok(Some(0));
@@ -485,7 +481,7 @@ impl Kernel<'_> {
             return Ok(None);
         };
         let a = call.args;
-        if call.nr == NR_WAIT4 {
+        if call.nr == nr::wait4 {
             if a[1] != 0 {
                 self.write_user_of(me, a[1], &found.what.wstatus().to_le_bytes())?;
             }
@@ -517,7 +513,7 @@ impl Kernel<'_> {
                 }
             }
         }
-        Ok(Some(if call.nr == NR_WAIT4 {
+        Ok(Some(if call.nr == nr::wait4 {
             found.pid as u64
         } else {
             0
@@ -576,7 +572,7 @@ const RUSAGE_SIZE: usize = 144;
 /// A wait4 or waitid call's arguments, checked.
 fn wait_request(call: PendingCall) -> SysResult<WaitReq> {
     let a = call.args;
-    if call.nr == NR_WAIT4 {
+    if call.nr == nr::wait4 {
         let options = a[2];
         if options & !(WNOHANG | WUNTRACED | WCONTINUED | WNOTHREAD | WALL | WCLONE) != 0 {
             return Err(EINVAL);
@@ -616,7 +612,10 @@ fn wait_request(call: PendingCall) -> SysResult<WaitReq> {
 
 /// Fork implements Linux syscall fork(2).
 pub fn sys_fork(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
-    let call = PendingCall { nr: 57, args: a };
+    let call = PendingCall {
+        nr: nr::fork,
+        args: a,
+    };
     k.fork_process(
         CloneArgs {
             flags: SIGCHLD as u64,
@@ -632,7 +631,10 @@ pub fn sys_fork(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 /// Vfork implements Linux syscall vfork(2).
 /// Partial (vfork): the child runs in a copy of its parent's memory (the parent waits until it execs or ends, as on Linux).
 pub fn sys_vfork(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
-    let call = PendingCall { nr: 58, args: a };
+    let call = PendingCall {
+        nr: nr::vfork,
+        args: a,
+    };
     k.fork_process(
         CloneArgs {
             flags: CLONE_VM | CLONE_VFORK | SIGCHLD as u64,
@@ -649,7 +651,7 @@ pub fn sys_vfork(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 /// Partial (wait4): rusage is zeros.
 pub fn sys_wait4(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let call = PendingCall {
-        nr: NR_WAIT4,
+        nr: nr::wait4,
         args: a,
     };
     let me = k.cur_pid();
@@ -663,7 +665,7 @@ pub fn sys_wait4(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 /// Partial (waitid): P_ALL, P_PID and P_PGID (no pidfds); rusage is zeros.
 pub fn sys_waitid(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let call = PendingCall {
-        nr: NR_WAITID,
+        nr: nr::waitid,
         args: a,
     };
     let me = k.cur_pid();

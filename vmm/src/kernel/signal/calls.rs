@@ -4,6 +4,7 @@
 //! and the kinds of signals are in `signal.rs`, frames in `frame.rs`.
 
 use super::*;
+use crate::kernel::syscalls::nr;
 
 /// RtSigaction implements Linux syscall rt_sigaction(2).
 pub fn sys_rt_sigaction(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
@@ -285,7 +286,7 @@ pub fn sys_rt_sigpending(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 /// Pause implements Linux syscall pause(2).
 pub fn sys_pause(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let call = PendingCall {
-        nr: NR_PAUSE,
+        nr: nr::pause,
         args: a,
     };
     Ok(k.block(Wait::Signal, None, call))
@@ -302,7 +303,7 @@ pub fn sys_rt_sigsuspend(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     t.signals.saved_mask = Some(t.signals.mask);
     t.signals.mask = mask & !UNBLOCKABLE;
     let call = PendingCall {
-        nr: NR_RT_SIGSUSPEND,
+        nr: nr::rt_sigsuspend,
         args: a,
     };
     if k.has_deliverable(tid) {
@@ -325,7 +326,7 @@ pub fn sys_rt_sigtimedwait(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         None
     };
     let call = PendingCall {
-        nr: NR_RT_SIGTIMEDWAIT,
+        nr: nr::rt_sigtimedwait,
         args: a,
     };
     if let Some(info) = k.take_waited(set) {

@@ -7,6 +7,7 @@ use crate::kernel::errno::*;
 use crate::kernel::fs::io::Resume;
 use crate::kernel::render;
 use crate::kernel::sched::Sys;
+use crate::kernel::syscalls::nr;
 use crate::kernel::task::{PendingCall, Pid, ThreadState, Tid, Wait};
 use crate::kernel::time::Timespec;
 use crate::kernel::Kernel;
@@ -288,7 +289,7 @@ impl Kernel<'_> {
             if i.wait == Wait::Signal
                 && self.threads[&tid]
                     .pending_call
-                    .is_some_and(|c| c.nr == NR_RT_SIGTIMEDWAIT)
+                    .is_some_and(|c| c.nr == nr::rt_sigtimedwait)
             {
                 if let Some(info) = self.take_waited(waited) {
                     let call = self.cur_thread().pending_call.take().unwrap();
@@ -452,8 +453,8 @@ impl Kernel<'_> {
     /// An interrupted relative sleep tells the caller how much was left.
     fn write_remaining(&mut self, call: PendingCall, deadline: Option<u64>) -> SysResult<()> {
         let rem = match call.nr {
-            NR_NANOSLEEP => call.args[1],
-            NR_CLOCK_NANOSLEEP if call.args[1] & TIMER_ABSTIME == 0 => call.args[3],
+            nr::nanosleep => call.args[1],
+            nr::clock_nanosleep if call.args[1] & TIMER_ABSTIME == 0 => call.args[3],
             _ => 0,
         };
         if rem == 0 {
@@ -566,13 +567,13 @@ fn restart_kind(nr: u32, i: &Interrupted) -> Restart {
     match i.wait {
         // poll, select, ppoll, pselect6: EINTR under a handler, SA_RESTART
         // or not; restarted (with the time left) after a stop.
-        _ if matches!(nr, NR_POLL | NR_SELECT | NR_PSELECT6 | NR_PPOLL) => Restart::NoHand,
+        _ if matches!(nr, nr::poll | nr::select | nr::pselect6 | nr::ppoll) => Restart::NoHand,
         // ep_poll returns EINTR itself, so even a stop and SIGCONT end it.
-        _ if matches!(nr, NR_EPOLL_WAIT | NR_EPOLL_PWAIT | NR_EPOLL_PWAIT2) => Restart::Intr,
+        _ if matches!(nr, nr::epoll_wait | nr::epoll_pwait | nr::epoll_pwait2) => Restart::Intr,
         Wait::Futex { .. } if i.deadline.is_none() => Restart::Sys,
         Wait::Futex { .. } | Wait::Sleep => Restart::Block,
-        Wait::Signal if nr == NR_RT_SIGTIMEDWAIT => Restart::Intr,
-        Wait::Signal if nr == NR_PAUSE || nr == NR_RT_SIGSUSPEND => Restart::NoHand,
+        Wait::Signal if nr == nr::rt_sigtimedwait => Restart::Intr,
+        Wait::Signal if nr == nr::pause || nr == nr::rt_sigsuspend => Restart::NoHand,
         // A socket call with SO_RCVTIMEO or SO_SNDTIMEO: sock_intr_errno's EINTR.
         Wait::Io if i.deadline.is_some() => Restart::Intr,
         _ => Restart::Sys,

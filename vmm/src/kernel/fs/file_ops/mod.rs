@@ -11,6 +11,7 @@ use super::io::{self};
 use super::special;
 use super::vfs::{self, FileData, Ino, Kind, Proc, MAX_FILE, S_IFDIR, S_IFREG};
 use super::*;
+use crate::kernel::syscalls::nr;
 use std::sync::Arc;
 
 mod data;
@@ -26,21 +27,21 @@ const IOV_MAX: u64 = 1024;
 pub fn sys_open(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let path = k.read_path(a[0])?;
     let how = (a[1] as u32, a[2] as u32);
-    open(k, AT_FDCWD as u64, &path, how, io::call(NR_OPEN, a))
+    open(k, AT_FDCWD as u64, &path, how, io::call(nr::open, a))
 }
 
 /// Creat implements Linux syscall creat(2).
 pub fn sys_creat(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let path = k.read_path(a[0])?;
     let how = (O_CREAT | O_WRONLY | O_TRUNC, a[1] as u32);
-    open(k, AT_FDCWD as u64, &path, how, io::call(NR_CREAT, a))
+    open(k, AT_FDCWD as u64, &path, how, io::call(nr::creat, a))
 }
 
 /// Openat implements Linux syscall openat(2).
 pub fn sys_openat(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let path = k.read_path(a[1])?;
     let how = (a[2] as u32, a[3] as u32);
-    open(k, a[0], &path, how, io::call(NR_OPENAT, a))
+    open(k, a[0], &path, how, io::call(nr::openat, a))
 }
 
 /// openat2(dirfd, path, how, size): the `resolve` restrictions are not enforced.
@@ -58,13 +59,8 @@ pub fn sys_openat2(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     }
     let path = k.read_path(a[1])?;
     let how = (flags as u32, mode as u32);
-    open(k, a[0], &path, how, io::call(NR_OPENAT2, a))
+    open(k, a[0], &path, how, io::call(nr::openat2, a))
 }
-
-const NR_OPEN: u32 = 2;
-const NR_CREAT: u32 = 85;
-const NR_OPENAT: u32 = 257;
-const NR_OPENAT2: u32 = 437;
 
 /// The open of `path` with `(flags, mode)`, in call `c` (which a FIFO's
 /// open waits in).

@@ -12,6 +12,7 @@ use super::super::Kernel;
 use super::addr::{self, Addr, AF_INET, AF_INET6, AF_UNIX, AF_UNSPEC};
 use super::cmsg::{self, SOL_SOCKET};
 use super::*;
+use crate::kernel::syscalls::nr;
 
 mod options;
 mod transfer;
@@ -69,14 +70,6 @@ const KEPT: &[(i32, i32, usize)] = &[
     (IPPROTO_IP, 2, 4),   // IP_TTL
     (IPPROTO_IPV6, IPV6_V6ONLY, 4),
 ];
-
-const NR_CONNECT: u32 = 42;
-const NR_ACCEPT: u32 = 43;
-const NR_SENDTO: u32 = 44;
-const NR_RECVFROM: u32 = 45;
-const NR_SENDMSG: u32 = 46;
-const NR_RECVMSG: u32 = 47;
-const NR_ACCEPT4: u32 = 288;
 
 /// The socket behind descriptor `fd`: ENOTSOCK for any other descriptor.
 fn sock_fd(k: &mut Kernel, fd: u64) -> SysResult<(ObjId, Description)> {
@@ -392,18 +385,18 @@ fn accept(k: &mut Kernel, nr: u32, a: [u64; 6], flags: u64) -> SysResult<Sys> {
 
 /// Accept implements Linux syscall accept(2).
 pub fn sys_accept(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
-    accept(k, NR_ACCEPT, a, 0)
+    accept(k, nr::accept, a, 0)
 }
 
 /// Accept4 implements Linux syscall accept4(2).
 pub fn sys_accept4(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
-    accept(k, NR_ACCEPT4, a, a[3])
+    accept(k, nr::accept4, a, a[3])
 }
 
 /// Connect implements Linux syscall connect(2).
 pub fn sys_connect(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (obj, d) = sock_fd(k, a[0])?;
-    let kept = k.io_resume(NR_CONNECT).deadline;
+    let kept = k.io_resume(nr::connect).deadline;
     let nonblock = d.flags & O_NONBLOCK != 0;
     let (domain, kind) = {
         let s = sock(k, obj)?;
@@ -480,7 +473,7 @@ pub fn sys_connect(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         let on = io::Blocking {
             watch: &[l],
             nonblock,
-            call: call(NR_CONNECT, a),
+            call: call(nr::connect, a),
             deadline: timeo_deadline(k, obj, SO_SNDTIMEO, kept),
         };
         return match k.io_wait_on(on, 0) {

@@ -8,6 +8,7 @@ use crate::kernel::net::addr::{Addr, AF_UNIX};
 use crate::kernel::net::cmsg::{self, Sent, SOL_SOCKET};
 use crate::kernel::sched::Sys;
 use crate::kernel::signal::{self, SigInfo, SIGPIPE};
+use crate::kernel::syscalls::nr;
 use crate::kernel::task::PendingCall;
 use crate::kernel::time::Timeval;
 use crate::kernel::Kernel;
@@ -536,7 +537,7 @@ pub fn sys_sendto(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         src,
         to,
         cmsg::Control::NONE,
-        call(NR_SENDTO, a),
+        call(nr::sendto, a),
     )
 }
 
@@ -547,7 +548,15 @@ pub fn sys_recvfrom(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let nonblock = d.flags & O_NONBLOCK != 0;
     let want = io::total_len(&bufs);
     let mut put = |k: &mut Kernel, b: &[u8]| put_out(k, &bufs, b);
-    match recv(k, obj, nonblock, a[3], want, &mut put, call(NR_RECVFROM, a))? {
+    match recv(
+        k,
+        obj,
+        nonblock,
+        a[3],
+        want,
+        &mut put,
+        call(nr::recvfrom, a),
+    )? {
         Recv::Blocked(s) => Ok(s),
         Recv::Got(mut g) => {
             g.drop_rights(k);
@@ -601,7 +610,7 @@ pub fn sys_sendmsg(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         va: m.control,
         len: m.controllen,
     };
-    send(k, obj, nonblock, a[2], src, to, ctl, call(NR_SENDMSG, a))
+    send(k, obj, nonblock, a[2], src, to, ctl, call(nr::sendmsg, a))
 }
 
 /// Recvmsg implements Linux syscall recvmsg(2).
@@ -613,7 +622,7 @@ pub fn sys_recvmsg(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let nonblock = d.flags & O_NONBLOCK != 0;
     let want = io::total_len(&bufs);
     let mut put = |k: &mut Kernel, b: &[u8]| put_out(k, &bufs, b);
-    let g = match recv(k, obj, nonblock, a[2], want, &mut put, call(NR_RECVMSG, a))? {
+    let g = match recv(k, obj, nonblock, a[2], want, &mut put, call(nr::recvmsg, a))? {
         Recv::Blocked(s) => return Ok(s),
         Recv::Got(g) => g,
     };
