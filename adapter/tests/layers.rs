@@ -5,7 +5,8 @@
 //! is the root that hands each command to its front end.
 //!
 //! The check reads every source file's paths (`crate::x`, `use crate::{x,
-//! y}`, `super::…` resolved against the file's module), as `vmm`'s does.
+//! y}`, `super::…` resolved against the file's module) with the walk
+//! `vmm`'s layers test shares (`vmm/tests/common/imports.rs`).
 
 #[path = "../../vmm/tests/common/mod.rs"]
 mod common;
@@ -13,56 +14,37 @@ mod common;
 mod imports;
 
 use common::rust_files;
-use imports::{module_of, named_tops, without_comments};
+use imports::{module_of, named_tops, without_comments, Layers};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-/// The layers of the adapter's top-level modules, lowest first.
-const LAYERS: &[&[&str]] = &[
-    &["util", "examples", "framing", "progress", "signals"],
-    &["private_socket"],
-    &["app"],
-    &["cmd", "dap", "lsp", "gdb"],
-];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-fn layer_of(top: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| l.contains(&top))
+fn adapter() -> Layers {
+    Layers {
+        src: src(),
+        root: "main.rs",
+        // The layers of the adapter's top-level modules, lowest first.
+        layers: &[
+            &["util", "examples", "framing", "progress", "signals"],
+            &["private_socket"],
+            &["app"],
+            &["cmd", "dap", "lsp", "gdb"],
+        ],
+        sideways: false,
+        used_by_all: &[],
+    }
 }
 
-/// What `code`, the text of a file of module `module`, names that it may
-/// not: a module of a higher layer, or another module of its own layer (a
-/// front end naming another front end).
 fn violations(module: &[String], code: &str) -> Vec<String> {
-    let Some(own_top) = module.first() else {
-        return Vec::new();
-    };
-    let Some(own) = layer_of(own_top) else {
-        return Vec::new();
-    };
-    named_tops(&without_comments(code), module)
-        .into_iter()
-        .filter(|top| top != own_top)
-        .filter(|top| layer_of(top).is_some_and(|theirs| theirs >= own))
-        .map(|top| format!("{} names {top}", module.join("::")))
-        .collect()
+    adapter().violations(module, code)
 }
 
 #[test]
 fn every_layer_uses_only_those_below_it() {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
-    assert!(files.len() > 50, "no sources under {}", src().display());
-    let mut found = Vec::new();
-    for f in &files {
-        let code = std::fs::read_to_string(f).unwrap();
-        found.extend(violations(&module_of(&src(), f), &code));
-    }
-    found.sort();
-    found.dedup();
+    let found = adapter().violations_in_sources();
     assert!(
         found.is_empty(),
         "a layer reaches up or sideways:\n{}",
@@ -72,16 +54,8 @@ fn every_layer_uses_only_those_below_it() {
 
 #[test]
 fn every_module_has_a_layer() {
-    let main = without_comments(&std::fs::read_to_string(src().join("main.rs")).unwrap());
-    let mods: Vec<&str> = main
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("mod "))
-        .map(|m| m.trim_end_matches(';'))
-        .collect();
-    assert!(mods.contains(&"app"), "no modules found in main.rs");
-    for m in mods {
-        assert!(layer_of(m).is_some(), "module {m} has no layer in LAYERS");
-    }
+    let missing = adapter().modules_without_a_layer();
+    assert!(missing.is_empty(), "modules with no layer: {missing:?}");
 }
 
 #[test]
@@ -91,7 +65,7 @@ fn a_planted_upward_or_sideways_import_fails() {
     let dap = at("dap::launch");
     assert_eq!(
         violations(&dap, "use crate::cmd::run::RunArgs;"),
-        ["dap::launch names cmd"]
+        ["dap::launch (cmd/dap/lsp/gdb) names cmd (cmd/dap/lsp/gdb)"]
     );
     assert_eq!(
         violations(&at("lsp::commands"), "crate::dap::wire::x()").len(),
@@ -104,7 +78,7 @@ fn a_planted_upward_or_sideways_import_fails() {
     // Upward: the application layer naming a front end, a helper naming app.
     assert_eq!(
         violations(&at("app::check"), "use crate::{cmd::open, util};"),
-        ["app::check names cmd"]
+        ["app::check (app) names cmd (cmd/dap/lsp/gdb)"]
     );
     assert_eq!(violations(&at("util"), "crate::app::store()").len(), 1);
     assert_eq!(violations(&at("app"), "use super::cmd::ls;").len(), 1);

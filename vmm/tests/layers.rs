@@ -7,67 +7,43 @@
 //! parts, the highest layer inside `vmm`.
 //!
 //! The check reads every source file's paths (`crate::x`, `use crate::{x,
-//! y}`, `super::…` resolved against the file's module) and fails on any
-//! that names a module of a later layer.
+//! y}`, `super::…` resolved against the file's module, a crate-root name
+//! as the module it comes from; comments skipped and literals emptied) and
+//! fails on any that names a module of a later layer, or a crate-root name
+//! no module has. The walk is `common/imports.rs`'s `Layers`, which the
+//! adapter's layers test shares.
 
 mod common;
 #[path = "common/imports.rs"]
 mod imports;
 
-use common::rust_files;
-use imports::{module_of, named_tops, without_comments};
-use std::path::{Path, PathBuf};
+use imports::{named_tops, without_comments, Layers};
+use std::path::Path;
 
-/// The layers of `vmm`'s top-level modules, lowest first.
-const LAYERS: &[&[&str]] = &[
-    &["machine"],
-    &["error", "image", "run", "schedule"],
-    &["kernel"],
-    &["record", "store", "session", "replay"],
-    &["check"],
-    &["debug", "inspect", "shell"],
-];
-
-/// The crate's one error type, which every layer returns (`EngineError`). It
-/// is placed in its layer like any module: it names only lower layers' errors.
-const USED_BY_ALL: &[&str] = &["error"];
-
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-fn layer_of(top: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| l.contains(&top))
+fn vmm() -> Layers {
+    Layers {
+        src: Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        root: "lib.rs",
+        // The layers of `vmm`'s top-level modules, lowest first.
+        layers: &[
+            &["machine"],
+            &["error", "image", "run", "schedule"],
+            &["kernel"],
+            &["record", "store", "session", "replay"],
+            &["check"],
+            &["debug", "inspect", "shell"],
+        ],
+        sideways: true,
+        // The crate's one error type, which every layer returns
+        // (`EngineError`). It is placed in its layer like any module: it
+        // names only lower layers' errors.
+        used_by_all: &["error"],
+    }
 }
 
 #[test]
 fn every_layer_uses_only_those_below_it() {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
-    assert!(files.len() > 50, "no sources under {}", src().display());
-    let mut found = Vec::new();
-    for f in &files {
-        let module = module_of(&src(), f);
-        let Some(own) = module.first().and_then(|top| layer_of(top)) else {
-            continue;
-        };
-        let code = without_comments(&std::fs::read_to_string(f).unwrap());
-        for top in named_tops(&code, &module) {
-            if USED_BY_ALL.contains(&top.as_str()) {
-                continue;
-            }
-            if let Some(theirs) = layer_of(&top).filter(|&l| l > own) {
-                found.push(format!(
-                    "{} ({}) names {top} ({})",
-                    f.strip_prefix(src()).unwrap().display(),
-                    LAYERS[own].join("/"),
-                    LAYERS[theirs].join("/")
-                ));
-            }
-        }
-    }
-    found.sort();
-    found.dedup();
+    let found = vmm().violations_in_sources();
     assert!(
         found.is_empty(),
         "a layer reaches up:\n{}",
@@ -77,16 +53,66 @@ fn every_layer_uses_only_those_below_it() {
 
 #[test]
 fn every_module_has_a_layer() {
-    let lib = without_comments(&std::fs::read_to_string(src().join("lib.rs")).unwrap());
-    let mods: Vec<&str> = lib
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("pub mod "))
-        .map(|m| m.trim_end_matches(';'))
-        .collect();
-    assert!(mods.contains(&"kernel"), "no modules found in lib.rs");
-    for m in mods {
-        assert!(layer_of(m).is_some(), "module {m} has no layer in LAYERS");
-    }
+    let missing = vmm().modules_without_a_layer();
+    assert!(missing.is_empty(), "modules with no layer: {missing:?}");
+}
+
+#[test]
+fn a_planted_upward_import_fails() {
+    let vmm = vmm();
+    let at = |path: &str| path.split("::").map(String::from).collect::<Vec<_>>();
+    let fails = |module: &str, code: &str| vmm.violations(&at(module), code);
+    assert_eq!(
+        fails("kernel::fs::io", "use crate::store::pages::PageStore;"),
+        ["kernel::fs::io (kernel) names store (record/store/session/replay)"]
+    );
+    assert_eq!(fails("machine::memory", "crate::run::Event").len(), 1);
+    assert_eq!(fails("machine", "use super::kernel::Kernel;").len(), 1);
+    assert_eq!(
+        fails("record::trace", "use crate::{run, check::x};").len(),
+        1
+    );
+    assert_eq!(
+        fails("check::narrow", "crate::debug::Session::new()").len(),
+        1
+    );
+    assert_eq!(
+        fails("kernel::mm", "use super::super::session::Limits;").len(),
+        1
+    );
+    // A crate-root name is its module's (`EngineError` is `error`'s); one
+    // that is no module's is reported rather than passed over.
+    assert!(fails("machine", "fn f() -> crate::EngineError").is_empty());
+    assert_eq!(
+        fails("kernel", "crate::Nowhere::f()"),
+        ["kernel names crate::Nowhere, which is no module of a layer"]
+    );
+    // `//` in a string hides nothing; a path in a string names nothing.
+    assert_eq!(
+        fails("kernel", r#"let u = "http://x"; crate::check::run()"#).len(),
+        1
+    );
+    assert_eq!(
+        fails("kernel", r##"let u = r#"a"b"#; crate::check::run()"##).len(),
+        1
+    );
+    assert_eq!(
+        fails("kernel", "let q = '\"'; crate::check::run()").len(),
+        1
+    );
+    assert!(fails("kernel", r#"let s = "crate::check::run";"#).is_empty());
+    // An inline module (`mod tests {`) takes one more `super::`.
+    let in_tests = |path: &str| format!("mod tests {{\n    use {path};\n}}");
+    assert!(fails("machine::paging", &in_tests("super::super::layout::X")).is_empty());
+    assert_eq!(
+        fails("kernel::mm", &in_tests("super::super::super::store::X")).len(),
+        1
+    );
+    // Allowed: downward, sideways within a layer, comments.
+    assert!(fails("kernel::fs", "use crate::run::EventKind; use super::mm;").is_empty());
+    assert!(fails("store", "use crate::record::Trace;").is_empty());
+    assert!(fails("kernel", "// crate::check /* crate::store */").is_empty());
+    assert!(fails("kernel", "/* crate::check */ fn f<'a>(x: &'a u8) {}").is_empty());
 }
 
 #[test]
@@ -109,6 +135,6 @@ fn the_check_finds_every_kind_of_path() {
         ["EngineError"]
     );
     assert!(tops(&without_comments("use std::fmt; // not crate::check")).is_empty());
-    assert_eq!(layer_of("store"), Some(3));
-    assert!(layer_of("kernel") < layer_of("record"));
+    assert_eq!(vmm().layer_of("store"), Some(3));
+    assert!(vmm().layer_of("kernel") < vmm().layer_of("record"));
 }
