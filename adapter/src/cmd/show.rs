@@ -163,12 +163,18 @@ fn name_flag(run: &Run, default_name: &str) -> Vec<String> {
 /// The flags of the manifest's inputs (epoch, seed, cores, memory, cwd,
 /// environment, schedule, perturbations, points, timeout).
 fn input_flags(run: &Run) -> std::result::Result<Vec<String>, String> {
-    let m = &run.manifest;
-    let mut a: Vec<String> = Vec::new();
-    let mut flag = |k: &str, v: String| {
-        a.push(k.to_string());
-        a.push(v);
-    };
+    flags_can_give(&run.manifest)?;
+    let mut a = machine_flags(run)?;
+    a.extend(schedule_flags(&run.manifest));
+    if let Some(t) = run.meta.timeout_secs {
+        a.extend(["--timeout".to_string(), t.to_string()]);
+    }
+    Ok(a)
+}
+
+/// Whether `rewind run`'s flags can give the manifest's quantum, memory
+/// size and schedule window at all.
+fn flags_can_give(m: &Manifest) -> std::result::Result<(), String> {
     if m.quantum_ns != QUANTUM_NS {
         return Err(format!(
             "its quantum ({} ns a step) is not the one `rewind run` uses ({QUANTUM_NS})",
@@ -184,6 +190,18 @@ fn input_flags(run: &Run) -> std::result::Result<Vec<String>, String> {
     if m.schedule == 0 && (m.schedule_from.is_some() || m.schedule_until.is_some()) {
         return Err("it has a schedule window without a schedule".into());
     }
+    Ok(())
+}
+
+/// The flags of the machine the run had: epoch, seed, cores, memory, cwd
+/// and environment.
+fn machine_flags(run: &Run) -> std::result::Result<Vec<String>, String> {
+    let m = &run.manifest;
+    let mut a: Vec<String> = Vec::new();
+    let mut flag = |k: &str, v: String| {
+        a.push(k.to_string());
+        a.push(v);
+    };
     flag("--epoch", m.epoch.to_string());
     if m.seed != 0 {
         flag("--seed", m.seed.to_string());
@@ -219,6 +237,17 @@ fn input_flags(run: &Run) -> std::result::Result<Vec<String>, String> {
     for e in env_flags.into_iter().filter(|_| !nix) {
         flag("--env", e);
     }
+    Ok(a)
+}
+
+/// The flags of the run's schedule: its number and window, PCT,
+/// perturbations, reseeding, scheduling points and race pages.
+fn schedule_flags(m: &Manifest) -> Vec<String> {
+    let mut a: Vec<String> = Vec::new();
+    let mut flag = |k: &str, v: String| {
+        a.push(k.to_string());
+        a.push(v);
+    };
     if m.schedule != 0 {
         flag("--schedule", m.schedule.to_string());
         if let Some(f) = m.schedule_from {
@@ -257,10 +286,7 @@ fn input_flags(run: &Run) -> std::result::Result<Vec<String>, String> {
         let pages: Vec<String> = m.race_pages.iter().map(|p| format!("{p:#x}")).collect();
         flag("--race-pages", pages.join(","));
     }
-    if let Some(t) = run.meta.timeout_secs {
-        flag("--timeout", t.to_string());
-    }
-    Ok(a)
+    a
 }
 
 /// The built-in example a run ran, when it ran one as `--example` does.

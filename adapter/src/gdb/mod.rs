@@ -13,6 +13,7 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 use vmm::debug::{DebugError, Origin, Session};
+use vmm::store::Run;
 
 mod files;
 mod hostio;
@@ -128,12 +129,53 @@ fn bind(args: &GdbArgs) -> Result<TcpListener> {
 pub fn main(args: GdbArgs) -> Result<i32> {
     let tcp = args.listen.as_ref().map(|_| bind(&args)).transpose()?;
     let run = crate::app::inside::run_at(&args.run.spec, args.step)?;
+    let (mut session, first) = open(&args, &run)?;
+    // Only this user may enter it: it holds the program and gdb's socket.
+    let dir = tempfile::Builder::new()
+        .prefix("rewind-gdb-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .context("a temporary directory for the program")?;
+    let (prog, files) = write_program(&mut session, &run, dir.path())?;
+    let listener = match tcp {
+        Some(l) => Listener::Tcp(l),
+        None => {
+            let path = dir.path().join("gdb.sock");
+            Listener::Unix(crate::private_socket::bind(&path)?, path)
+        }
+    };
+    let addr = listener.target()?;
+    let gdb_words = gdb_command(&args, files, &prog, &addr);
+    let child = if args.listen.is_some() {
+        let line: Vec<String> = gdb_words.iter().map(|w| shell_word(w)).collect();
+        println!("{}", line.join(" "));
+        eprintln!(
+            "rewind: serving run {} at step {} on {addr}; the program's file is kept until gdb disconnects",
+            run.id, args.step
+        );
+        None
+    } else {
+        Some(start_gdb(&gdb_words)?)
+    };
+    serve(session, first, listener.accept()?)?;
+    match child {
+        Some(mut c) => {
+            let st = c.wait()?;
+            Ok(st.code().unwrap_or(1))
+        }
+        None => Ok(0),
+    }
+}
+
+/// The debug session at the step and process asked for, and the thread
+/// gdb starts with.
+fn open(args: &GdbArgs, run: &Run) -> Result<(Session, u32)> {
     let store = crate::app::store()?;
     let origin =
-        Origin::of_run(&run, &store).with_context(|| format!("cannot debug run {}", run.id))?;
-    let mut session = match Session::open(origin, args.step, args.pid) {
+        Origin::of_run(run, &store).with_context(|| format!("cannot debug run {}", run.id))?;
+    let session = match Session::open(origin, args.step, args.pid) {
         Ok(s) => s,
-        Err(DebugError::Ended(at)) => return Err(crate::app::inside::ended(&run, args.step, at)),
+        Err(DebugError::Ended(at)) => return Err(crate::app::inside::ended(run, args.step, at)),
         Err(e) => return Err(e.into()),
     };
     let first = match args.tid {
@@ -146,16 +188,18 @@ pub fn main(args: GdbArgs) -> Result<i32> {
         ),
         None => session.current_thread(),
     };
+    Ok((session, first))
+}
 
-    // The process's program file (the run's, or the one its execve
-    // loaded), from the run's image, for gdb's symbols; with the debug
-    // info and sources found for it.
-    // Only this user may enter it: it holds the program and gdb's socket.
-    let dir = tempfile::Builder::new()
-        .prefix("rewind-gdb-")
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .context("a temporary directory for the program")?;
+/// Writes the process's program file (the run's, or the one its execve
+/// loaded), from the run's image, into `dir` for gdb's symbols; with the
+/// debug info and sources found for it. Its path, and gdb's words that
+/// name those files.
+fn write_program(
+    session: &mut Session,
+    run: &Run,
+    dir: &std::path::Path,
+) -> Result<(PathBuf, Vec<String>)> {
     let pid = session.pid();
     let (path, bytes) = match session.kernel().program_of(pid) {
         Some(p) => p,
@@ -165,21 +209,23 @@ pub fn main(args: GdbArgs) -> Result<i32> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "program".into());
-    let prog = dir.path().join(name);
+    let prog = dir.join(name);
     std::fs::write(&prog, bytes).with_context(|| format!("cannot write {}", prog.display()))?;
-    let (files, notes) = files::prepare(session.kernel(), pid, dir.path())?;
+    let (files, notes) = files::prepare(session.kernel(), pid, dir)?;
     for n in notes {
         eprintln!("rewind: {n}; gdb names those frames by symbol");
     }
+    Ok((prog, files))
+}
 
-    let listener = match tcp {
-        Some(l) => Listener::Tcp(l),
-        None => {
-            let path = dir.path().join("gdb.sock");
-            Listener::Unix(crate::private_socket::bind(&path)?, path)
-        }
-    };
-    let addr = listener.target()?;
+/// gdb's command line: the files, the program, `target remote`, the frame
+/// asked for and the user's own gdb arguments.
+fn gdb_command(
+    args: &GdbArgs,
+    files: Vec<String>,
+    prog: &std::path::Path,
+    addr: &str,
+) -> Vec<String> {
     let mut gdb_words: Vec<String> = vec!["gdb".into(), "-q".into()];
     gdb_words.extend(files);
     gdb_words.extend([
@@ -191,43 +237,30 @@ pub fn main(args: GdbArgs) -> Result<i32> {
         gdb_words.extend(["-ex".into(), format!("frame {n}")]);
     }
     gdb_words.extend(args.gdb_args.iter().cloned());
+    gdb_words
+}
 
-    let mut child = None;
-    if args.listen.is_some() {
-        let line: Vec<String> = gdb_words.iter().map(|w| shell_word(w)).collect();
-        println!("{}", line.join(" "));
-        eprintln!(
-            "rewind: serving run {} at step {} on {addr}; the program's file is kept until gdb disconnects",
-            run.id, args.step
-        );
-    } else {
-        let mut cmd = Command::new(&gdb_words[0]);
-        cmd.args(&gdb_words[1..]);
-        // SAFETY: signal() is async-signal-safe; gdb gets the default
-        // disposition whatever this process does with SIGINT below.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::signal(libc::SIGINT, libc::SIG_DFL);
-                Ok(())
-            });
-        }
-        child = Some(cmd.spawn().context("cannot start gdb (is it installed?)")?);
-        // Ctrl-C at the terminal goes to gdb and to this process alike: it
-        // is gdb's (it interrupts the target by the protocol); this server
-        // goes on until gdb detaches, and its temporary files go with it.
-        // SAFETY: sets one signal's disposition.
-        unsafe {
-            libc::signal(libc::SIGINT, libc::SIG_IGN);
-        }
+/// Starts gdb, which owns Ctrl-C from then on.
+fn start_gdb(gdb_words: &[String]) -> Result<std::process::Child> {
+    let mut cmd = Command::new(&gdb_words[0]);
+    cmd.args(&gdb_words[1..]);
+    // SAFETY: signal() is async-signal-safe; gdb gets the default
+    // disposition whatever this process does with SIGINT below.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
     }
-    serve(session, first, listener.accept()?)?;
-    match child {
-        Some(mut c) => {
-            let st = c.wait()?;
-            Ok(st.code().unwrap_or(1))
-        }
-        None => Ok(0),
+    let child = cmd.spawn().context("cannot start gdb (is it installed?)")?;
+    // Ctrl-C at the terminal goes to gdb and to this process alike: it
+    // is gdb's (it interrupts the target by the protocol); this server
+    // goes on until gdb detaches, and its temporary files go with it.
+    // SAFETY: sets one signal's disposition.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
     }
+    Ok(child)
 }
 
 /// Serves one gdb connection until it detaches or the process ends.

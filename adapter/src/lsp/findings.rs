@@ -383,46 +383,97 @@ fn deciding_finding(
     let Some(here) = pick(&away.frames, ws) else {
         return Ok(None);
     };
-    // The other thread: the one whose event is the first difference.
+    let (other, mut related) = match other_thread(check, away.tid, with, with_facts, places, ws)? {
+        Some(o) => (Some((o.pid, o.tid)), o.line.into_iter().collect()),
+        None => (None, Vec::new()),
+    };
+    related.extend(race_lines(check, &with.run, places, ws));
+    let message = deciding_message(check, d, without, with, other, schedule);
+    Ok(Some(Finding {
+        file: here.file.clone(),
+        line: here.line,
+        severity: Severity::Warning,
+        kind: "deciding-step",
+        message,
+        related,
+        run: with.run.clone(),
+        step: d.step,
+        compare: Some(without.run.clone()),
+        events: with_facts
+            .map(|f| events_near(&f.events, d.step))
+            .unwrap_or_default(),
+    }))
+}
+
+/// The thread the deciding step let run, and its line.
+struct OtherThread {
+    pid: u32,
+    tid: u32,
+    line: Option<Related>,
+}
+
+/// The other thread, whose event is the first difference after the
+/// deciding step (not `away`, the one the step stopped), and its line there,
+/// else at its next steps (a thread that just started has no line of its
+/// own yet).
+fn other_thread(
+    check: &CheckFacts,
+    away: u32,
+    with: &SideFacts,
+    with_facts: Option<&RunFacts>,
+    places: &mut dyn Places,
+    ws: &dyn Workspace,
+) -> Result<Option<OtherThread>, String> {
     let first_diff = check.right_step.and_then(|s| {
         with_facts?
             .events
             .iter()
-            .find(|e| e.step >= s && e.tid != away.tid)
+            .find(|e| e.step >= s && e.tid != away)
     });
-    let mut related = Vec::new();
-    let mut other = None;
-    if let Some(e) = first_diff {
-        other = Some((e.pid, e.tid));
-        // Its line at the first difference, else at its next steps (a
-        // thread that just started has no line of its own yet).
-        let later = with_facts
-            .map(|f| {
-                f.events
-                    .iter()
-                    .filter(|x| x.tid == e.tid && x.step >= e.step)
-                    .map(|x| x.step)
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
-        let mut seen = std::collections::BTreeSet::new();
-        for step in later.into_iter().filter(|s| seen.insert(*s)).take(4) {
-            if let Some(f) = thread_line(places, &with.run, step, e.tid, ws)? {
-                related.push(Related {
-                    file: f.file,
-                    line: f.line,
-                    message: format!(
-                        "thread {}/{} runs here instead, at step {step} of run {}",
-                        e.pid, e.tid, with.run
-                    ),
-                });
-                break;
-            }
+    let Some(e) = first_diff else {
+        return Ok(None);
+    };
+    let mut other = OtherThread {
+        pid: e.pid,
+        tid: e.tid,
+        line: None,
+    };
+    let later = with_facts
+        .map(|f| {
+            f.events
+                .iter()
+                .filter(|x| x.tid == e.tid && x.step >= e.step)
+                .map(|x| x.step)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    let mut seen = std::collections::BTreeSet::new();
+    for step in later.into_iter().filter(|s| seen.insert(*s)).take(4) {
+        if let Some(f) = thread_line(places, &with.run, step, e.tid, ws)? {
+            other.line = Some(Related {
+                file: f.file,
+                line: f.line,
+                message: format!(
+                    "thread {}/{} runs here instead, at step {step} of run {}",
+                    e.pid, e.tid, with.run
+                ),
+            });
+            break;
         }
     }
-    // The racing accesses' own lines, when they are the user's.
+    Ok(Some(other))
+}
+
+/// The racing accesses' own lines, when they are the user's.
+fn race_lines(
+    check: &CheckFacts,
+    run: &str,
+    places: &mut dyn Places,
+    ws: &dyn Workspace,
+) -> Vec<Related> {
+    let mut related = Vec::new();
     for a in &check.race {
-        let Ok(frames) = places.at_pc(&with.run, a.pc) else {
+        let Ok(frames) = places.at_pc(run, a.pc) else {
             continue;
         };
         if let Some(f) = pick(&frames, ws) {
@@ -433,6 +484,19 @@ fn deciding_finding(
             });
         }
     }
+    related
+}
+
+/// What the deciding step does and what follows: `a switch to thread 3
+/// after this line lets thread 1/3 run: the run violates ...`.
+fn deciding_message(
+    check: &CheckFacts,
+    d: &Deciding,
+    without: &SideFacts,
+    with: &SideFacts,
+    other: Option<(u32, u32)>,
+    schedule: &str,
+) -> String {
     let action = match (d.what.as_str(), d.ns, d.tid) {
         ("stall", Some(ns), _) => format!("a stall of {} us after this line", ns / 1000),
         ("switch", _, Some(t)) => format!("a switch to thread {t} after this line"),
@@ -449,24 +513,10 @@ fn deciding_finding(
     } else {
         format!("the run keeps {}", check.property)
     };
-    let message = format!(
+    format!(
         "{action}{lets}: {effect} (check of {}, {schedule}, step {})",
         check.name, d.step
-    );
-    Ok(Some(Finding {
-        file: here.file.clone(),
-        line: here.line,
-        severity: Severity::Warning,
-        kind: "deciding-step",
-        message,
-        related,
-        run: with.run.clone(),
-        step: d.step,
-        compare: Some(without.run.clone()),
-        events: with_facts
-            .map(|f| events_near(&f.events, d.step))
-            .unwrap_or_default(),
-    }))
+    )
 }
 
 /// The workspace line of thread `tid` at the exit that is `step`.
