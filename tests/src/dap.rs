@@ -207,6 +207,14 @@ impl Client {
         (t.elapsed(), body)
     }
 
+    /// Whether the response to request `seq` has come, among the messages
+    /// that came so far (read and dropped: for a client about to leave).
+    pub fn answered(&mut self, seq: i64) -> bool {
+        self.rx
+            .try_iter()
+            .any(|m| m["type"] == "response" && m["request_seq"] == seq)
+    }
+
     /// Closes a TCP connection as a client that crashed or lost its network
     /// would: no `disconnect`, whatever it was waiting for.
     pub fn hang_up(self) {

@@ -1,9 +1,10 @@
 //! Many clients at once (issue 25): one `rewind dap --port` server, 8
 //! clients that present its token, and a `rewind lsp`, for a bounded time
-//! (`REWIND_SOAK_SECS`, default 60), while `rewind gc` runs beside them.
+//! (`REWIND_SOAK_SECS`, default 45), while `rewind gc` runs beside them.
 //! Each client launches or attaches, steps both ways, forks, checks, and
 //! leaves at a seeded random point (`REWIND_SOAK_SEED`): politely, with a
-//! request under way, or by dropping the connection. Afterwards the server
+//! request under way, before its launch (a recording or a check launch)
+//! has answered, or by dropping the connection. Afterwards the server
 //! is alive, its snapshots never held more than its one budget, its memory
 //! stayed under a bound, the store has nothing half-written, and every run
 //! the clients made replays identically.
@@ -59,6 +60,10 @@ struct Tally {
     checks: u64,
     /// Left with a request under way, or without `disconnect`.
     mid_request: u64,
+    /// Left before the response to its `launch` (a recording, or a check
+    /// launch's schedules), and how many of those were check launches.
+    mid_launch: u64,
+    mid_check_launch: u64,
     hung_up: u64,
     /// Requests refused (moves past either end of a run): the message of each.
     refused: Vec<String>,
@@ -79,6 +84,10 @@ fn client(soak: &Soak, seed: u64) -> Tally {
         let mut c = Client::connect(soak.port, &soak.token).expect("connect to the server");
         t.sessions += 1;
         c.request("initialize", json!({"adapterID": "rewind"}), false);
+        if rng.below(5) == 0 {
+            leave_mid_launch(c, soak, &mut rng, &mut t);
+            continue;
+        }
         let runs = c.request("rewind/runs", json!({"limit": 20}), false);
         let runs = runs["runs"].as_array().cloned().unwrap_or_default();
         let launch = if runs.is_empty() || rng.below(2) == 0 {
@@ -115,6 +124,26 @@ fn client(soak: &Soak, seed: u64) -> Tally {
         }
     }
     t
+}
+
+/// Launches (recording the program, or checking it first) and hangs up
+/// after up to 0.4 s, counted as mid-launch when no response had come.
+fn leave_mid_launch(mut c: Client, soak: &Soak, rng: &mut Rng, t: &mut Tally) {
+    let check = rng.below(2) == 0;
+    let launch = if check {
+        json!({"program": soak.program, "check": {"schedules": 2}})
+    } else {
+        json!({"program": soak.program})
+    };
+    let seq = c.send("launch", launch).expect("send launch");
+    let _ = c.send("configurationDone", json!({}));
+    t.requests += 3;
+    std::thread::sleep(Duration::from_millis(rng.below(400)));
+    if !c.answered(seq) {
+        t.mid_launch += 1;
+        t.mid_check_launch += u64::from(check);
+    }
+    c.hang_up();
 }
 
 /// One random request of a session at a stop.
@@ -237,7 +266,7 @@ fn snapshot_peak(lines: &[String]) -> (f64, f64) {
 
 #[test]
 fn eight_clients_a_language_server_and_gc_share_one_server() {
-    let secs = env_u64("REWIND_SOAK_SECS", 60);
+    let secs = env_u64("REWIND_SOAK_SECS", 45);
     let seed = env_u64("REWIND_SOAK_SEED", 1);
     let ws = lsp::workspace("examples", "bank");
     let home = Home::new();
@@ -330,7 +359,8 @@ fn eight_clients_a_language_server_and_gc_share_one_server() {
     let refused: Vec<&String> = tallies.iter().flat_map(|t| &t.refused).collect();
     eprintln!(
         "soak: {secs} s, seed {seed}, load {}: {} sessions ({} launches, {} attaches, {} forks, \
-         {} checks, {} left mid-request, {} hung up), {} requests sent, {served} served, \
+         {} checks, {} left mid-launch ({} of them check launches), {} left mid-request, \
+         {} hung up), {} requests sent, {served} served, \
          {lenses} code lens requests, {gcs} gc runs; peak RSS {peak_rss} MiB; snapshots peak \
          {snap_peak:.1} of {snap_budget:.1} MiB; {runs} runs to replay; {} moves refused",
         rewind_tests::load_average(),
@@ -339,6 +369,8 @@ fn eight_clients_a_language_server_and_gc_share_one_server() {
         sum(|t| t.attaches),
         sum(|t| t.forks),
         sum(|t| t.checks),
+        sum(|t| t.mid_launch),
+        sum(|t| t.mid_check_launch),
         sum(|t| t.mid_request),
         sum(|t| t.hung_up),
         sum(|t| t.requests),
@@ -359,6 +391,10 @@ fn eight_clients_a_language_server_and_gc_share_one_server() {
     }
     assert!(sum(|t| t.sessions) >= CLIENTS, "{tallies:?}");
     assert!(sum(|t| t.forks) > 0 && sum(|t| t.checks) > 0, "{tallies:?}");
+    assert!(
+        sum(|t| t.mid_launch) > 0,
+        "no client left before its launch's response: {tallies:?}"
+    );
     assert!(served > 0, "no profile lines: {log:?}");
     assert_eq!(
         snap_budget, SNAPSHOT_MIB as f64,
