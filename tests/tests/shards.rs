@@ -295,3 +295,164 @@ fn a_forged_record_and_a_budget() {
     assert_eq!(budget.code, 2, "{budget}");
     assert!(budget.stderr.contains("--budget"), "{budget}");
 }
+
+/// Each record's run id in `dir`, and whether it violates (schedule 0's
+/// record included).
+fn record_runs(dir: &Path) -> Vec<(String, bool)> {
+    let mut runs: Vec<(String, bool)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("schedule-") && n.ends_with(".json"))
+        .map(|n| {
+            let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+            let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let bad = r["violations"].as_array().is_some_and(|v| !v.is_empty());
+            (r["run"].as_str().unwrap().to_string(), bad)
+        })
+        .collect();
+    runs.sort();
+    runs
+}
+
+/// A shard keeps in its store what a check keeps: schedule 0 and the
+/// violating runs (each also a `.rwd` in its directory); its passing
+/// schedules' runs are removed, and it says so. With `--keep all` every
+/// run stays.
+#[test]
+fn a_shard_keeps_what_a_check_keeps() {
+    let check = [
+        "--example",
+        "bank",
+        "--strategy",
+        "random",
+        "--schedules",
+        "8",
+        "--all",
+        "--no-narrow",
+    ];
+    for keep_all in [false, true] {
+        let home = Home::new();
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = check.to_vec();
+        if keep_all {
+            args.extend(["--keep", "all"]);
+        }
+        for i in 1..=2 {
+            let shard = format!("{i}/2");
+            let mut full = vec!["check"];
+            full.extend_from_slice(&args);
+            full.extend(["--shard", &shard, "--results", dir.path().to_str().unwrap()]);
+            let out = home.rewind(&full);
+            assert!(out.code <= 1, "shard {shard}:\n{out}");
+            assert_eq!(
+                out.stdout
+                    .contains("passing runs removed (--keep all keeps them)"),
+                !keep_all,
+                "shard {shard} says what it removed:\n{out}"
+            );
+        }
+        let records = record_runs(dir.path());
+        assert_eq!(records.len(), 9, "schedule 0 and 8 schedules");
+        let passing = records.iter().filter(|(_, bad)| !bad).count();
+        assert!(
+            passing > 1 && passing < 9,
+            "bank's schedules both pass and violate: {records:?}"
+        );
+        let base = serde_json::from_str::<serde_json::Value>(
+            &std::fs::read_to_string(dir.path().join("schedule-000000.json")).unwrap(),
+        )
+        .unwrap()["run"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let mut want: Vec<String> = records
+            .iter()
+            .filter(|(id, bad)| keep_all || *bad || *id == base)
+            .map(|(id, _)| id.clone())
+            .collect();
+        want.sort();
+        want.dedup();
+        let mut have = home.finished_run_dirs();
+        have.sort();
+        assert_eq!(
+            have, want,
+            "the runs the shards left (--keep all: {keep_all})"
+        );
+    }
+}
+
+/// contrib/nix/shards.nix: each shard a derivation (requiredSystemFeatures
+/// kvm) whose builder runs `rewind check --shard I/N --results $out`, two
+/// built at once by the host's Nix (offline, single-user, no sandbox: the
+/// builder runs this `rewind`); `rewind check --merge` over their outputs
+/// is the one-machine check's report and --json, and the failing run it
+/// names replays identically.
+#[test]
+fn shards_as_nix_derivations() {
+    let Some(_) = rewind_tests::host_program("/usr/bin/nix-build", "nix-bin") else {
+        return;
+    };
+    let Some(busybox) = rewind_tests::host_program("/bin/busybox", "busybox-static") else {
+        return;
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("rewind-nix-shards-")
+        .tempdir()
+        .unwrap();
+    let bin = dir.path().join("busybox/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(busybox, bin.join("busybox")).unwrap();
+    std::os::unix::fs::symlink("busybox", bin.join("sh")).unwrap();
+    // The rewind under test by a path of this test's own: a new derivation
+    // each time (Nix would reuse the outputs of the same inputs).
+    let rewind = dir.path().join("rewind");
+    std::os::unix::fs::symlink(rewind_tests::rewind_bin(), &rewind).unwrap();
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../contrib/nix/shards.nix");
+    let check = ["--example", "bank", "--schedules", "12", "--jobs", "1"];
+    let quoted: Vec<String> = check.iter().map(|a| format!("\"{a}\"")).collect();
+    let file = dir.path().join("check.nix");
+    std::fs::write(
+        &file,
+        format!(
+            "let bb = builtins.path {{ path = ./busybox; name = \"busybox\"; }}; in\n\
+             import {} {{ rewind = \"{}\"; shards = 2; shell = \"${{bb}}/bin/sh\"; \
+             checkArgs = [ {} ]; }}\n",
+            recipe.canonicalize().unwrap().display(),
+            rewind.display(),
+            quoted.join(" ")
+        ),
+    )
+    .unwrap();
+    let config = "experimental-features = nix-command\nsandbox = false\n\
+                  build-users-group =\nsubstituters =\nsystem-features = kvm\n";
+    let mut build = std::process::Command::new("nix-build");
+    build
+        .arg(&file)
+        .args(["-A", "shards", "--no-out-link", "--max-jobs", "2"])
+        .env("NIX_CONFIG", config);
+    let built = rewind_tests::run_command(build, std::time::Duration::from_secs(600));
+    assert_eq!(built.code, 0, "nix-build of the shards:\n{built}");
+    let outs: Vec<&Path> = built.stdout.lines().map(Path::new).collect();
+    assert_eq!(outs.len(), 2, "two shard outputs:\n{built}");
+    for (i, out) in outs.iter().enumerate() {
+        assert!(
+            out.join(format!("shard-{}-of-2.json", i + 1)).exists(),
+            "{} holds shard {}'s records",
+            out.display(),
+            i + 1
+        );
+    }
+    let one = Home::new();
+    let whole = [&["check"][..], &check].concat();
+    let text = one.rewind(&whole);
+    assert_eq!(text.code, 1, "the check finds bank's race:\n{text}");
+    let json = one.rewind(&[&whole[..], &["--json"]].concat());
+    let merged = Home::new();
+    let out = merge(&merged, &outs, false);
+    assert_eq!(out.code, 1, "the merge of the Nix shards:\n{out}");
+    assert_eq!(masked(&out.stdout), masked(&text.stdout));
+    let out = merge(&merged, &outs, true);
+    assert_eq!(masked_json(&out.stdout), masked_json(&json.stdout));
+    merged.replay_identical(&failing_run_in(&text));
+}

@@ -37,9 +37,18 @@ pub type Gone = (String, Option<String>);
 /// Removes the runs `r` made and does not keep (a run another was forked
 /// from stays); those removed, with the command that makes each again.
 pub fn drop_unkept(store: &Store, r: &Report, remake: Remake) -> Result<Vec<Gone>> {
-    let keep = kept(r);
-    let doomed: Vec<&String> = r
-        .made
+    drop_runs(store, &r.made, &kept(r), remake)
+}
+
+/// Removes the runs of `made` not in `keep` (a run another was forked from
+/// stays); those removed, with the command that makes each again.
+pub fn drop_runs(
+    store: &Store,
+    made: &[String],
+    keep: &BTreeSet<&str>,
+    remake: Remake,
+) -> Result<Vec<Gone>> {
+    let doomed: Vec<&String> = made
         .iter()
         .filter(|id| !keep.contains(id.as_str()))
         .collect();

@@ -790,9 +790,12 @@ impl<'a> Checker<'a> {
                 r.warnings.push(w);
             }
         }
-        r.made.extend(std::mem::take(
-            &mut *self.made.lock().unwrap_or_else(|e| e.into_inner()),
-        ));
+        r.made.extend(self.take_made());
+    }
+
+    /// The runs recorded since the last call (`Report::made`).
+    pub(super) fn take_made(&self) -> Vec<String> {
+        std::mem::take(&mut *self.made.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The schedules to try and, for a bounded search, the number of

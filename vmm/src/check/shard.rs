@@ -427,12 +427,26 @@ pub struct ShardRun {
     /// The whole plan's length and this shard's share of it.
     pub planned: usize,
     pub share: usize,
+    /// Every run the shard recorded (not those already in the store).
+    pub made: Vec<String>,
 }
 
 impl ShardRun {
     /// Whether any run of the shard (schedule 0 included) violates a property.
     pub fn violated(&self) -> bool {
         self.bases.iter().chain(&self.tried).any(|t| t.violated())
+    }
+
+    /// The runs a check keeps of those the shard made: its schedule 0s and
+    /// its violating runs, whose `.rwd` its directory holds too (the
+    /// narrowed pair is the merge's). The others are its passing schedules'.
+    pub fn kept(&self) -> std::collections::BTreeSet<&str> {
+        let violating = self.tried.iter().filter(|t| t.violated());
+        self.bases
+            .iter()
+            .chain(violating)
+            .map(|t| t.id.as_str())
+            .collect()
     }
 }
 
@@ -620,5 +634,6 @@ pub fn run_shard(
         tried,
         planned: plan.steps.len(),
         share: mine.len(),
+        made: checkers.iter().flat_map(|c| c.take_made()).collect(),
     })
 }

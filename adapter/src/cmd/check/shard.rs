@@ -1,13 +1,15 @@
 //! `rewind check --shard I/N --results DIR` and `rewind check --merge DIR...`:
 //! a check spread over machines (docs/distributed.md).
 
-use super::{show, CheckArgs, Lines};
+use super::{keep_of, show, CheckArgs, Lines};
+use crate::app::check::Keep;
+use crate::app::kept::drop_runs;
 use crate::util::usage;
 use anyhow::{anyhow, Result};
 use clap::Args;
 use std::path::PathBuf;
 use vmm::check::merge;
-use vmm::check::shard::{run_shard, Shard, ShardError};
+use vmm::check::shard::{run_shard, Shard, ShardError, ShardRun};
 use vmm::check::CheckSpec;
 use vmm::store::Store;
 
@@ -121,6 +123,22 @@ fn refused(e: ShardError) -> anyhow::Error {
     }
 }
 
+/// Removes the runs of the shard's passing schedules from this store, as a
+/// check on one machine does (unless `--keep all`): its schedule 0s and
+/// violating runs stay. How many were removed.
+fn drop_passing(store: &Store, run: &ShardRun, args: &CheckArgs) -> usize {
+    if keep_of(args) == Keep::All {
+        return 0;
+    }
+    match drop_runs(store, &run.made, &run.kept(), &|_, _| None) {
+        Ok(gone) => gone.len(),
+        Err(e) => {
+            eprintln!("rewind: warning: the shard's passing runs are not removed: {e}");
+            0
+        }
+    }
+}
+
 /// Runs one shard of the check; 1 when its share violates a property.
 pub fn shard(args: &CheckArgs, spec: &CheckSpec, store: &Store) -> Result<i32> {
     let shard = which(&args.shards)?;
@@ -131,6 +149,7 @@ pub fn shard(args: &CheckArgs, spec: &CheckSpec, store: &Store) -> Result<i32> {
         .expect("clap requires --results");
     let mut lines = Lines::new(args.json);
     let run = run_shard(spec, store, shard, &dir, &mut lines).map_err(refused)?;
+    let removed = drop_passing(store, &run, args);
     let found = run
         .bases
         .iter()
@@ -145,6 +164,7 @@ pub fn shard(args: &CheckArgs, spec: &CheckSpec, store: &Store) -> Result<i32> {
             "share": run.share,
             "tried": run.tried.len(),
             "violations": found,
+            "removed": removed,
             "results": dir.display().to_string(),
         });
         println!("{v}");
@@ -156,6 +176,9 @@ pub fn shard(args: &CheckArgs, spec: &CheckSpec, store: &Store) -> Result<i32> {
             run.planned,
             dir.display()
         );
+        if removed > 0 {
+            println!("{removed} passing runs removed (--keep all keeps them)");
+        }
         println!("merge the shards: rewind check --merge {}", dir.display());
     }
     Ok(if run.violated() { 1 } else { 0 })
