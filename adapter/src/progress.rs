@@ -5,7 +5,7 @@
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
-use vmm::record::{Event, Recorder};
+use vmm::run::{Event, Recorder};
 
 /// How often the line is redrawn.
 const EVERY: Duration = Duration::from_millis(250);
@@ -65,7 +65,7 @@ impl Recorder for Progress<'_> {
 
     fn keyframe(
         &mut self,
-        kf: &vmm::record::keyframe::Keyframe,
+        kf: &vmm::run::keyframe::Keyframe,
         pages: &[(vmm::run::pages::PageHash, &[u8])],
     ) {
         self.inner.keyframe(kf, pages);

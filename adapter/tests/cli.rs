@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 use vmm::image::Image;
-use vmm::record::{Event, EventKind, ExitStatus, Manifest, Recorder};
-use vmm::session::Outcome;
+use vmm::run::Outcome;
+use vmm::run::{Event, EventKind, ExitStatus, Manifest, Recorder};
 use vmm::store::{RunDetails, Store};
 
 struct Home(PathBuf);

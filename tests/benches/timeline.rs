@@ -130,7 +130,7 @@ fn id_of(o: &Output) -> String {
 }
 
 // Steps between keyframes at most; none is taken at step 0.
-use vmm::record::keyframe::KEYFRAME_STEPS;
+use vmm::run::keyframe::KEYFRAME_STEPS;
 
 /// A timed fork must have worked, and started where it should: past the
 /// first keyframe, from a keyframe at most `KEYFRAME_STEPS` before `step`

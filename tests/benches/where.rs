@@ -73,7 +73,7 @@ fn main() {
     let keyframes = std::fs::metadata(&kf_path).map_or(0, |m| m.len());
     // The step a seek replays the most to reach: the keyframe that ends the
     // widest gap (where at STEP starts from the keyframe at or before STEP-1).
-    let kf_steps: Vec<u64> = vmm::record::keyframe::read_all(&kf_path)
+    let kf_steps: Vec<u64> = vmm::run::keyframe::read_all(&kf_path)
         .expect("the run's keyframes")
         .iter()
         .map(|k| k.step)

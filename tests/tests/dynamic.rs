@@ -10,7 +10,7 @@ use rewind_tests::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use vmm::image::{Dep, DepKind, Image};
-use vmm::record::manifest::DEFAULT_ENV;
+use vmm::run::manifest::DEFAULT_ENV;
 
 /// The program run natively with the guest's environment (`DEFAULT_ENV`
 /// and `extra`), `input` on standard input.

@@ -21,9 +21,9 @@ use rewind_tests::{guest_arg, Home};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::Path;
-use vmm::record::keyframe;
-use vmm::record::manifest::Manifest;
 use vmm::record::trace::TraceReader;
+use vmm::run::keyframe;
+use vmm::run::manifest::Manifest;
 use vmm::store::archive::{self, ArchiveError, ArchiveWriter, Entries, Entry, Kind, Visitor};
 
 /// No decoder may ask for more than this in one allocation, whatever the

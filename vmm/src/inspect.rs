@@ -4,10 +4,10 @@
 
 use crate::kernel::fs::AT_FDCWD;
 use crate::kernel::Kernel;
-use crate::record::keyframe::Keyframe;
-use crate::record::Discard;
+use crate::run::keyframe::Keyframe;
+use crate::run::Discard;
 use crate::run::Recorder;
-use crate::session::{Limits, RunInputs};
+use crate::run::{Limits, RunInputs};
 use crate::store::pages::PageStore;
 use crate::EngineError;
 

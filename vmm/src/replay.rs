@@ -3,8 +3,8 @@
 //! output. `rewind replay` prints the verdict; the comparison lives here, in
 //! one place, for every front end.
 
-use crate::record::{Event, ExitStatus, Recorder};
-use crate::session::Outcome;
+use crate::run::Outcome;
+use crate::run::{Event, ExitStatus, Recorder};
 use crate::store::{OutputChunk, Run, StoreError};
 
 /// Keeps a run's events and output in memory: the replayed side.

@@ -1,9 +1,7 @@
 //! One recorded run: build the machine from a run's inputs, run it to its
 //! end, and report how it ended. Replay is recording again and comparing.
 
-pub use crate::run::{Limits, Outcome, RunInputs};
-
-use crate::run::Recorder;
+use crate::run::{Limits, Outcome, Recorder, RunInputs};
 use crate::EngineError;
 
 /// Runs the program to its end, sending events and output to `rec`.
@@ -21,7 +19,7 @@ pub fn run(
 /// run recorded up to the keyframe (`Keyframe::recorded`).
 pub fn run_from(
     inputs: &RunInputs,
-    kf: &crate::record::keyframe::Keyframe,
+    kf: &crate::run::keyframe::Keyframe,
     pages: &crate::store::pages::PageStore,
     same_run: bool,
     limits: &Limits,

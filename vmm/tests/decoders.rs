@@ -9,8 +9,8 @@
 //! --test decoders --release`. The trace, keyframes, manifest and `.rwd`
 //! files of a real run: `tests/tests/mutations.rs`.
 
-use vmm::record::manifest::Manifest;
 use vmm::record::switches::{self, Switch};
+use vmm::run::manifest::Manifest;
 
 /// The engine's SplitMix64: the same mutations on every run.
 struct Rng(vmm::schedule::Rng);
@@ -109,7 +109,7 @@ fn manifest_parse_and_validate_never_panic() {
         "cwd":"/","image":"{}","stdin":null,"epoch":1700000000,"seed":0,"cores":1,
         "mem":2147483648,"quantum_ns":5000,"schedule":3,"schedule_from":5,
         "perturb":[{{"step":7,"what":"reschedule"}}],"reseed":[9,4]}}"#,
-        vmm::record::manifest::ENGINE_VERSION,
+        vmm::run::manifest::ENGINE_VERSION,
         "ab".repeat(32)
     );
     let m: Manifest = serde_json::from_str(&good).unwrap();

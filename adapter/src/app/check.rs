@@ -13,8 +13,8 @@ use vmm::check::label::{labels, Judged, Label};
 use vmm::check::property::Property;
 use vmm::check::race::{Race, Told};
 use vmm::check::{CheckSpec, Entry, Parent, Report, Side, Strategy, Tried};
-use vmm::record::Points;
-use vmm::session::Limits;
+use vmm::run::Limits;
+use vmm::run::Points;
 use vmm::store::Store;
 
 /// Schedules a pinned search tries when not said.

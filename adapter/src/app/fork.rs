@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use vmm::record::diff::first_divergence;
 use vmm::record::fork::{fork_manifest, ForkWith};
-use vmm::session::RunInputs;
+use vmm::run::RunInputs;
 use vmm::store::RunDetails;
 
 /// How a fork's run is shown while it runs.
@@ -20,7 +20,7 @@ pub enum Shown {
 /// A fork made.
 pub struct Forked {
     pub run: vmm::store::Run,
-    pub outcome: vmm::session::Outcome,
+    pub outcome: vmm::run::Outcome,
     /// The step of the first event where it differs from its parent.
     pub first_difference: Option<u64>,
 }
@@ -42,7 +42,7 @@ pub fn fork_points(
     parent: &vmm::store::Run,
     step: u64,
     with: ForkWith,
-    points: Option<vmm::record::Points>,
+    points: Option<vmm::run::Points>,
     show: Shown,
 ) -> Result<Forked> {
     if step > parent.meta.steps {

@@ -3,8 +3,8 @@
 
 use anyhow::{Context, Result};
 use vmm::inspect::{at_step, SeekError};
-use vmm::record::keyframe::Keyframe;
-use vmm::session::{Limits, RunInputs};
+use vmm::run::keyframe::Keyframe;
+use vmm::run::{Limits, RunInputs};
 use vmm::store::{Run, Store};
 
 /// RUN and STEP as `cat`, `ps`, `where` and `gdb` take them: the run,

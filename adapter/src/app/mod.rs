@@ -38,7 +38,7 @@ pub fn usable_keyframe(
     run: &Run,
     store: &Store,
     step: u64,
-) -> Option<(vmm::record::keyframe::Keyframe, bool)> {
+) -> Option<(vmm::run::keyframe::Keyframe, bool)> {
     let usable = run.usable_keyframe(store, step);
     warn_all(usable.warning);
     usable.keyframe

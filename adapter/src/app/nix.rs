@@ -13,7 +13,7 @@ use rewind_nix::{nar, Derivation, Host, NarHash};
 use std::collections::BTreeMap;
 use vmm::image::{Image, StoreImage};
 use vmm::run::FileTree;
-use vmm::session::{Limits, Outcome, RunInputs};
+use vmm::run::{Limits, Outcome, RunInputs};
 
 /// The build's directory in the guest (Nix's sandbox uses the same).
 pub const BUILD_DIR: &str = "/build";

@@ -9,9 +9,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use vmm::image::Image;
-use vmm::record::manifest::guest_env;
-use vmm::record::{Manifest, Pct, Perturbation, Perturbed, Points};
-use vmm::session::{Outcome, RunInputs};
+use vmm::run::manifest::guest_env;
+use vmm::run::{Manifest, Pct, Perturbation, Perturbed, Points};
+use vmm::run::{Outcome, RunInputs};
 use vmm::store::Store;
 
 /// The guest's working directory when none is given.

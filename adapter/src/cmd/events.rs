@@ -60,6 +60,6 @@ pub fn main(args: EventsArgs) -> Result<i32> {
 }
 
 /// `      36  schedule: a reschedule here`
-fn mark(p: &vmm::record::Perturbed) -> String {
+fn mark(p: &vmm::run::Perturbed) -> String {
     format!("{:>8}  schedule: {} here", p.step, p.what)
 }

@@ -25,7 +25,7 @@ pub struct ForkArgs {
     /// Scheduling points after STEP [default: RUN's]: `syscalls` or
     /// `memory` (also every access to memory more than one thread touches).
     #[arg(long, value_name = "syscalls|memory")]
-    pub points: Option<vmm::record::Points>,
+    pub points: Option<vmm::run::Points>,
     /// Do not show the fork's output.
     #[arg(short, long)]
     pub quiet: bool,

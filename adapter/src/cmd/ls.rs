@@ -102,7 +102,7 @@ pub fn main(args: LsArgs) -> Result<i32> {
 }
 
 /// `  (fork of <parent> at <step>, schedule N)` for a fork.
-fn lineage(m: &vmm::record::Manifest) -> String {
+fn lineage(m: &vmm::run::Manifest) -> String {
     let Some(f) = &m.fork_of else {
         return String::new();
     };

@@ -7,7 +7,7 @@ use crate::app::store;
 use crate::util::usage;
 use anyhow::Result;
 use clap::Args;
-use vmm::record::ExitStatus;
+use vmm::run::ExitStatus;
 
 #[derive(Args, Debug)]
 #[command(

@@ -9,8 +9,9 @@ use clap::Args;
 use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
-use vmm::record::{ExitStatus, Pct};
-use vmm::session::{self, Limits, Outcome};
+use vmm::run::{ExitStatus, Pct};
+use vmm::run::{Limits, Outcome};
+use vmm::session;
 use vmm::store::{RunDetails, Store};
 
 #[derive(Args, Debug)]
@@ -93,7 +94,7 @@ pub struct RunArgs {
     /// `races` (also every access to a page two threads touch with nothing
     /// ordering them) [default: syscalls].
     #[arg(long, value_name = "syscalls|memory|races")]
-    pub points: Option<vmm::record::Points>,
+    pub points: Option<vmm::run::Points>,
     /// With `--points races`: pages that trap from the start
     /// (`0xADDR,...`, sorted; what a check learns and gives its schedules).
     #[arg(long, value_name = "PAGES", value_parser = parse_pages)]

@@ -14,9 +14,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use vmm::check::label::{labels, Judged, Label};
 use vmm::record::fork::{fork_manifest, ForkWith};
-use vmm::record::manifest::ENGINE_VERSION;
-use vmm::record::manifest::{guest_env, DEFAULT_ENV, DEFAULT_MEM, QUANTUM_NS};
-use vmm::record::{Manifest, Perturbation};
+use vmm::run::manifest::ENGINE_VERSION;
+use vmm::run::manifest::{guest_env, DEFAULT_ENV, DEFAULT_MEM, QUANTUM_NS};
+use vmm::run::{Manifest, Perturbation};
 use vmm::store::{ImageLocation, Run, Store};
 
 #[derive(Args, Debug)]

@@ -162,7 +162,7 @@ fn compare(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
     let context = a.u64("context")?.unwrap_or(5).min(1000) as usize;
     let other = c.events()?;
     let d = vmm::record::diff::first_divergence(&o.events, &other, context);
-    let evs = |l: &[vmm::record::Event]| l.iter().map(view::event_json).collect::<Vec<_>>();
+    let evs = |l: &[vmm::run::Event]| l.iter().map(view::event_json).collect::<Vec<_>>();
     Ok(match d {
         None => {
             json!({"left": o.run.id, "right": c.id, "identical": true, "events": o.events.len()})

@@ -14,8 +14,9 @@ use dap::types::OutputEventCategory;
 use serde_json::{Map, Value};
 use vmm::check::Strategy;
 use vmm::record::fork::ForkWith;
-use vmm::record::{Event as RunEvent, EventKind, Recorder};
-use vmm::session::{self, Limits};
+use vmm::run::Limits;
+use vmm::run::{Event as RunEvent, EventKind, Recorder};
+use vmm::session;
 use vmm::store::{Run, RunDetails, Store};
 
 /// Why the session first stops.
@@ -398,7 +399,7 @@ impl Recorder for Forward<'_> {
     }
     fn keyframe(
         &mut self,
-        kf: &vmm::record::keyframe::Keyframe,
+        kf: &vmm::run::keyframe::Keyframe,
         pages: &[(vmm::run::pages::PageHash, &[u8])],
     ) {
         self.inner.keyframe(kf, pages);

@@ -336,10 +336,7 @@ impl Session {
                 let stop = stop.unwrap_or_else(|| {
                     Stop::new(
                         StoppedEventReason::Exception,
-                        format!(
-                            "{} is about to be delivered",
-                            vmm::kernel::signal_name(signo)
-                        ),
+                        format!("{} is about to be delivered", vmm::run::signal_name(signo)),
                     )
                 });
                 self.settle_with(stop, true)

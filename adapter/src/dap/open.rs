@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use dap::types::StoppedEventReason;
 use serde_json::{json, Value};
 use vmm::record::switches::Switch;
-use vmm::record::Event as RunEvent;
+use vmm::run::Event as RunEvent;
 use vmm::store::{Run, Store};
 
 /// A run opened in the session.

@@ -15,7 +15,7 @@ use dap::events::{Event, InvalidatedEventBody, StoppedEventBody};
 use dap::types::{InvalidatedAreas, StoppedEventReason};
 use serde_json::Value;
 use std::sync::Arc;
-use vmm::record::{Event as RunEvent, EventKind};
+use vmm::run::{Event as RunEvent, EventKind};
 use vmm::store::Run;
 
 pub struct Session {
@@ -298,7 +298,7 @@ pub fn matches_break(name: &str, e: &RunEvent) -> bool {
     match &e.kind {
         EventKind::Syscall { name: n, .. } => n == name,
         EventKind::Signal { signo, .. } => {
-            name == "signal" || vmm::kernel::signal_name(*signo) == name
+            name == "signal" || vmm::run::signal_name(*signo) == name
         }
         _ => view::kind_name(e) == name,
     }

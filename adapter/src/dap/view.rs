@@ -5,7 +5,7 @@ use anyhow::Result;
 use serde_json::{json, Value};
 use vmm::inspect::ThreadAt;
 use vmm::record::switches::{stretches, Switch};
-use vmm::record::{Event, EventKind};
+use vmm::run::{Event, EventKind};
 use vmm::store::Run;
 
 /// The machine at a step.

@@ -26,7 +26,7 @@ use gdbstub::target::ext::breakpoints::{
 use gdbstub::target::{Target, TargetError, TargetResult};
 use gdbstub_arch::x86::reg::X86_64CoreRegs;
 use vmm::debug::{DebugError, Session, Stop, ThreadRegs, Watch};
-use vmm::record::ExitStatus;
+use vmm::run::ExitStatus;
 
 /// Files gdb has open (`hostio.rs`): their bytes, read whole when opened.
 #[derive(Default)]

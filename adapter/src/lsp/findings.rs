@@ -4,7 +4,7 @@
 //! stood comes from a [`Places`] (the machine, seeking; a table in tests).
 
 use serde::Serialize;
-use vmm::record::{Event, EventKind, SdkKind};
+use vmm::run::{Event, EventKind, SdkKind};
 
 /// A frame with a source line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -618,7 +618,7 @@ impl OfRun<'_> {
             return;
         };
         if let Some(frame) = self.thread_line(e.step, e.tid) {
-            let sig = vmm::kernel::signal_name(signo);
+            let sig = vmm::run::signal_name(signo);
             let message = format!(
                 "thread {}/{} dies of {sig} at address {addr:#x}: the run ends {} {}",
                 e.pid,

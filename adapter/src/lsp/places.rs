@@ -35,7 +35,7 @@ impl Machine {
         let inputs = r
             .inputs()
             .map_err(|e| format!("cannot look inside run {}: {e}", r.id))?;
-        let limits = vmm::session::Limits {
+        let limits = vmm::run::Limits {
             timeout: Some(std::time::Duration::from_secs(
                 r.meta.timeout_secs.map_or(60, |s| s.ceil() as u64),
             )),
@@ -138,7 +138,7 @@ impl Places for Machine {
             .usable_keyframe(&self.store, step.saturating_sub(1))
             .keyframe;
         let kf = kf.as_ref().map(|(k, own)| (k, *own));
-        let limits = vmm::session::Limits {
+        let limits = vmm::run::Limits {
             timeout: Some(std::time::Duration::from_secs(
                 r.meta.timeout_secs.map_or(60, |s| s.ceil() as u64),
             )),

@@ -4,7 +4,7 @@
 
 use super::findings::*;
 use std::collections::HashMap;
-use vmm::record::{Event, EventKind, SdkKind};
+use vmm::run::{Event, EventKind, SdkKind};
 
 /// Places from a table: (run, step) -> threads; (run, pc) -> frames.
 #[derive(Default)]

@@ -12,7 +12,7 @@
 use super::property::Property;
 use super::Tried;
 use crate::record::switches::Switch;
-use crate::record::{Event, EventKind, ExitStatus, Perturbation, Perturbed};
+use crate::run::{Event, EventKind, ExitStatus, Perturbation, Perturbed};
 
 /// What a run of the compared pair is called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -10,7 +10,7 @@
 
 use super::shard::{mode_specs, At, Described, Finished, Plan, Record, Shard, ShardError, VERSION};
 use super::{CheckSpec, Checker, Progress, Report, Tried};
-use crate::record::{Event, Points};
+use crate::run::{Event, Points};
 use crate::store::archive::ArchiveError;
 use crate::store::{Run, Store};
 use std::collections::{BTreeMap, BTreeSet};

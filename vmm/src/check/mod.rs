@@ -14,14 +14,13 @@ pub mod property;
 pub mod race;
 pub mod shard;
 pub mod window;
-/// The perturbations live below the kernel, which applies them.
-pub use crate::schedule;
 
 use crate::record::diff::Divergence;
 use crate::record::fork::{fork_manifest, ForkWith};
-use crate::record::keyframe::Keyframe;
-use crate::record::{Event, ExitStatus, Pct, Perturbation, Perturbed, Points};
-use crate::session::{self, Limits, Outcome, RunInputs};
+use crate::run::keyframe::Keyframe;
+use crate::run::{Event, ExitStatus, Pct, Perturbation, Perturbed, Points};
+use crate::run::{Limits, Outcome, RunInputs};
+use crate::session;
 use crate::store::{RunDetails, Store, StoreError};
 use crate::EngineError;
 use property::{Judged, Property, Verdict};
@@ -347,7 +346,7 @@ impl<'a> Checker<'a> {
     fn learns(&self) -> bool {
         let m = &self.spec.base.manifest;
         self.spec.parent.is_none()
-            && m.points == crate::record::Points::Races
+            && m.points == crate::run::Points::Races
             && m.race_pages.is_empty()
     }
 

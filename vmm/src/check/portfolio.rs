@@ -16,7 +16,7 @@
 
 use super::{jobs, never_held, Candidate, CheckError, CheckSpec, Checker, Entry, Progress};
 use super::{points_name, Report, Tried};
-use crate::record::Points;
+use crate::run::Points;
 use crate::store::Store;
 use std::time::Instant;
 

@@ -1,6 +1,6 @@
 //! Properties a run must keep, and how a run is judged against them.
 
-use crate::record::{Event, EventKind, ExitStatus, SdkKind};
+use crate::run::{Event, EventKind, ExitStatus, SdkKind};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

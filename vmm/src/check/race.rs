@@ -10,7 +10,7 @@
 //! before), for the same bytes with at least one writer.
 
 use crate::record::switches::Switch;
-use crate::record::{Access, Event, EventKind};
+use crate::run::{Access, Event, EventKind};
 
 /// One recorded access to shared memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,8 +19,8 @@
 use super::portfolio::{self, Planned};
 use super::{jobs, Candidate, CheckError, CheckSpec, Checker, Entry, Parent, Progress, Strategy};
 use super::{Report, Tried};
-use crate::record::{ExitStatus, Perturbed, Points};
-use crate::session::{Limits, RunInputs};
+use crate::run::{ExitStatus, Perturbed, Points};
+use crate::run::{Limits, RunInputs};
 use crate::store::Store;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

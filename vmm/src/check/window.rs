@@ -12,7 +12,7 @@
 //! two a write. The conflicts are schedule 0's, so this is a heuristic for
 //! the order of the search, not a proof about other schedules.
 
-use crate::record::{Access, Event, EventKind};
+use crate::run::{Access, Event, EventKind};
 use std::collections::HashMap;
 
 /// The most bytes of one access looked at (a page: memory points trap
@@ -113,7 +113,7 @@ impl Window {
         if shared.len() > MAX_SHARED {
             shared.clear();
         }
-        let pct = crate::record::Pct {
+        let pct = crate::run::Pct {
             depth: 0,
             steps: 0,
             shared,

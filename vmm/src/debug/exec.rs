@@ -10,7 +10,7 @@ use crate::machine::insn::{memory_operands, AddrRegs, MemAccess};
 use crate::machine::layout::PAGE_SIZE;
 use crate::machine::paging::{PTE_PRESENT, PTE_USER, PTE_WRITE};
 use crate::machine::Exit;
-use crate::record::ExitStatus;
+use crate::run::ExitStatus;
 use std::collections::BTreeMap;
 
 /// RFLAGS.TF: a #DB after the next instruction.

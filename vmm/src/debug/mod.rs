@@ -28,9 +28,9 @@ mod snapshots;
 
 use crate::kernel::task::{Pid, Tid};
 use crate::kernel::Kernel;
-use crate::record::keyframe::{Keyframe, KeyframeFile};
-use crate::record::ExitStatus;
-use crate::session::RunInputs;
+use crate::run::keyframe::{Keyframe, KeyframeFile};
+use crate::run::ExitStatus;
+use crate::run::RunInputs;
 use crate::store::pages::PageStore;
 use crate::EngineError;
 use std::collections::{BTreeMap, BTreeSet, HashMap};

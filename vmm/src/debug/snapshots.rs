@@ -14,10 +14,10 @@
 
 use super::{DebugError, Origin, Session};
 use crate::kernel::Kernel;
-use crate::record::keyframe::Keyframe;
-use crate::record::Discard;
+use crate::run::keyframe::Keyframe;
 use crate::run::pages::{hash_page, PageError, PageHash, PageSource};
-use crate::session::Limits;
+use crate::run::Discard;
+use crate::run::Limits;
 use crate::store::pages::PageStore;
 use crate::EngineError;
 use std::cell::RefCell;

@@ -30,12 +30,11 @@ pub mod thread;
 pub mod time;
 pub mod uaccess;
 
-pub use signal::signal_name;
-
 use crate::machine::watchdog::Watchdog;
 use crate::machine::{Exit, Machine};
 use crate::run::{Event, EventKind, ExitStatus, Recorder};
 use crate::run::{Limits, Outcome, RunInputs};
+use crate::schedule::Rng;
 use crate::EngineError;
 use errno::Errno;
 use std::collections::BTreeMap;
@@ -57,8 +56,6 @@ struct Notes {
 
 /// The first pid handed out; later ones count up from it.
 pub const FIRST_PID: Pid = 1000;
-
-pub use crate::schedule::Rng;
 
 pub struct Kernel<'r> {
     pub m: Machine,
@@ -386,7 +383,7 @@ impl<'r> Kernel<'r> {
             (ThreadState::Blocked { wait, .. }, None) => format!("blocked in {wait:?}"),
             (ThreadState::Runnable, _) if !self.can_run(tid) => {
                 let sig = self.procs.get(&t.pid).and_then(|p| p.stopped);
-                format!("stopped by {}", signal_name(sig.unwrap_or(0)))
+                format!("stopped by {}", crate::run::signal_name(sig.unwrap_or(0)))
             }
             (ThreadState::Runnable, _) if tid == cur => "running".to_string(),
             (ThreadState::Runnable, _) => "runnable".to_string(),

@@ -79,7 +79,7 @@ pub fn call_text_with(k: &mut Kernel, _tid: Tid, call: PendingCall, ret: Option<
             }
             Arg::AtFlags => super::fs::show::at_flags(v),
             Arg::Whence => super::fs::show::whence(v),
-            Arg::Signal => super::signal_name(v as i32),
+            Arg::Signal => crate::run::signal_name(v as i32),
             Arg::SockAddr => {
                 let len = (call.args[i] as usize).min(128);
                 match k.read_user(v, len) {

@@ -66,7 +66,6 @@ use super::sched::Sys;
 use super::task::{PendingCall, Pid, Tid, Wait};
 use super::time::Timespec;
 use super::Kernel;
-pub use crate::run::signal_name;
 
 pub const SIGHUP: i32 = 1;
 pub const SIGINT: i32 = 2;

@@ -2,12 +2,13 @@
 //! one. The policy of when to take them is in `record::keyframe`.
 
 use super::task::{Pid, Process, Thread, Tid};
-use super::{futex, sched, time, Kernel, Rng};
+use super::{futex, sched, time, Kernel};
 use crate::machine::Machine;
 use crate::run::keyframe::{Keyframe, KEYFRAME_MIN_STEPS, KEYFRAME_STEPS, KEYFRAME_WALL_MS};
 use crate::run::pages::{hash_page, zero_page_hash, PageHash, PageSource};
 use crate::run::Recorder;
 use crate::run::RunInputs;
+use crate::schedule::Rng;
 use crate::EngineError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! Where two runs' events first differ.
 
-use super::Event;
+use crate::run::Event;
 
 /// Events compare equal across runs when step, thread and what happened agree.
 fn same(a: &Event, b: &Event) -> bool {
@@ -62,7 +62,7 @@ pub fn first_divergence(a: &[Event], b: &[Event], context: usize) -> Option<Dive
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::EventKind;
+    use crate::run::EventKind;
 
     fn ev(step: u64, code: i32) -> Event {
         Event {

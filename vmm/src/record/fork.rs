@@ -4,7 +4,7 @@
 //! (or seed) starting right after it, so the fork's id is a function of the
 //! parent's id, the step and the new schedule.
 
-use super::{ForkOf, Manifest, Perturbed};
+use crate::run::{ForkOf, Manifest, Perturbed};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ForkWith {
@@ -47,7 +47,7 @@ pub fn fork_manifest(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Perturbation;
+    use crate::run::Perturbation;
 
     fn parent() -> Manifest {
         Manifest {

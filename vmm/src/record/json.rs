@@ -10,7 +10,7 @@
 //! the derived, externally tagged encoding: these attributes rename, they do
 //! not restructure, and a test below pins its bytes.
 
-use super::{Event, Manifest, Perturbed};
+use crate::run::{Event, Manifest, Perturbed};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -100,7 +100,7 @@ fn flatten_into<T: Serialize>(m: &mut Map<String, Value>, tag: &str, v: &T, take
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{EventKind, ExitStatus, Perturbation, SdkKind};
+    use crate::run::{EventKind, ExitStatus, Perturbation, SdkKind};
 
     /// One event of every kind. The match makes a new kind fail to compile
     /// here until it has a sample, so the tests below cover it.
@@ -140,7 +140,7 @@ mod tests {
                 pc: 0x401136,
                 addr: 0x4c6a10,
                 size: 8,
-                access: crate::record::Access::Write,
+                access: crate::run::Access::Write,
                 at: "0x401136 in add+0x16".into(),
             },
         ];

@@ -20,7 +20,7 @@
 //! so reading from step S decodes only the blocks that can hold S and later.
 //! A trace without its trailer (the writer never finished) is an error.
 
-use super::Event;
+use crate::run::Event;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -504,7 +504,7 @@ impl<R: Read + Seek> Iterator for Events<'_, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{EventKind, ExitStatus};
+    use crate::run::{EventKind, ExitStatus};
     use std::io::Cursor;
 
     fn ev(step: u64, i: u64) -> Event {

@@ -29,8 +29,8 @@ fn exclusive(lock: &StoreLock) {
 
 /// The pages a run's keyframes use (none when it has no keyframes).
 pub fn run_pages(run_dir: &Path) -> Result<Vec<PageHash>, StoreError> {
-    crate::record::keyframe::referenced_pages(run_dir).map_err(|e| StoreError::Corrupt {
-        path: run_dir.join(crate::record::keyframe::KEYFRAMES_FILE),
+    crate::run::keyframe::referenced_pages(run_dir).map_err(|e| StoreError::Corrupt {
+        path: run_dir.join(crate::run::keyframe::KEYFRAMES_FILE),
         what: e.to_string(),
     })
 }
@@ -221,7 +221,7 @@ impl Store {
                 ),
             })?);
             // Images are named by their hash: kept while any run has it.
-            match super::read_json::<crate::record::Manifest>(&dir.join("manifest.json")) {
+            match super::read_json::<crate::run::Manifest>(&dir.join("manifest.json")) {
                 Ok(m) => {
                     used_images.insert(m.image);
                 }
@@ -284,7 +284,7 @@ impl Store {
         let mut runs = self.list()?;
         // Oldest first.
         runs.reverse();
-        let mut events: HashMap<String, Vec<crate::record::Event>> = HashMap::new();
+        let mut events: HashMap<String, Vec<crate::run::Event>> = HashMap::new();
         let mut outputs: HashMap<String, Vec<u8>> = HashMap::new();
         let mut same_as: BTreeMap<String, String> = BTreeMap::new();
         let key = |r: &Run| {
@@ -340,7 +340,7 @@ impl Store {
     }
 
     fn same_run(
-        events: &mut HashMap<String, Vec<crate::record::Event>>,
+        events: &mut HashMap<String, Vec<crate::run::Event>>,
         outputs: &mut HashMap<String, Vec<u8>>,
         a: &Run,
         b: &Run,

@@ -2,7 +2,7 @@
 //! it was made, where its image lives on this host, and how it ended.
 
 use crate::image::Image;
-use crate::record::ExitStatus;
+use crate::run::ExitStatus;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -85,7 +85,7 @@ pub struct Meta {
     pub stuck: Vec<String>,
     /// The perturbations the run's schedule applied, in step order.
     #[serde(default)]
-    pub perturbed: Vec<crate::record::Perturbed>,
+    pub perturbed: Vec<crate::run::Perturbed>,
     /// Each thread's name, by tid.
     #[serde(default)]
     pub thread_names: std::collections::BTreeMap<u32, String>,

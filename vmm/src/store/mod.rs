@@ -42,8 +42,8 @@ pub use pending::abandon_unfinished;
 pub use writer::{RunDetails, StoreRecorder};
 
 use crate::record::trace::{TraceError, TraceReader};
-use crate::record::Manifest;
-use crate::session::RunInputs;
+use crate::run::Manifest;
+use crate::run::RunInputs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -153,7 +153,7 @@ pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ 
 #[derive(Debug)]
 pub struct UsableKeyframe {
     /// The keyframe, and whether it is the run's own (see `best_keyframe`).
-    pub keyframe: Option<(crate::record::keyframe::Keyframe, bool)>,
+    pub keyframe: Option<(crate::run::keyframe::Keyframe, bool)>,
     /// Why the run's keyframes were not used, when they could not be.
     pub warning: Option<StoreWarning>,
 }
@@ -496,9 +496,9 @@ impl Run {
     }
 
     /// The run's keyframes, in step order (none when it kept none).
-    pub fn keyframes(&self) -> Result<Vec<crate::record::keyframe::Keyframe>, StoreError> {
-        let path = self.dir.join(crate::record::keyframe::KEYFRAMES_FILE);
-        crate::record::keyframe::read_all(&path).map_err(|e| StoreError::Corrupt {
+    pub fn keyframes(&self) -> Result<Vec<crate::run::keyframe::Keyframe>, StoreError> {
+        let path = self.dir.join(crate::run::keyframe::KEYFRAMES_FILE);
+        crate::run::keyframe::read_all(&path).map_err(|e| StoreError::Corrupt {
             path,
             what: e.to_string(),
         })
@@ -509,14 +509,14 @@ impl Run {
         &self,
         store: &Store,
         step: u64,
-    ) -> Result<Option<crate::record::keyframe::Keyframe>, StoreError> {
+    ) -> Result<Option<crate::run::keyframe::Keyframe>, StoreError> {
         let pages = store.pages();
-        let path = self.dir.join(crate::record::keyframe::KEYFRAMES_FILE);
-        let corrupt = |e: crate::record::keyframe::KeyframeError| StoreError::Corrupt {
+        let path = self.dir.join(crate::run::keyframe::KEYFRAMES_FILE);
+        let corrupt = |e: crate::run::keyframe::KeyframeError| StoreError::Corrupt {
             path: path.clone(),
             what: e.to_string(),
         };
-        crate::record::keyframe::KeyframeFile::open(&path)
+        crate::run::keyframe::KeyframeFile::open(&path)
             .and_then(|f| {
                 f.last_at_or_before(step, |k| crate::kernel::snapshot::restorable(k, &pages))
             })
@@ -531,14 +531,14 @@ impl Run {
     pub fn keyframe_chain(
         &self,
         store: &Store,
-    ) -> Vec<(crate::record::keyframe::KeyframeFile, u64, bool)> {
+    ) -> Vec<(crate::run::keyframe::KeyframeFile, u64, bool)> {
         let mut chain = Vec::new();
         let mut run = std::borrow::Cow::Borrowed(self);
         let mut upto = u64::MAX;
         let mut seen = vec![self.id.clone()];
         loop {
-            let path = run.dir.join(crate::record::keyframe::KEYFRAMES_FILE);
-            match crate::record::keyframe::KeyframeFile::open(&path) {
+            let path = run.dir.join(crate::run::keyframe::KEYFRAMES_FILE);
+            match crate::run::keyframe::KeyframeFile::open(&path) {
                 Ok(f) => chain.push((f, upto, chain.is_empty())),
                 Err(_) => break,
             }
@@ -583,7 +583,7 @@ impl Run {
         &self,
         store: &Store,
         step: u64,
-    ) -> Result<Option<(crate::record::keyframe::Keyframe, bool)>, StoreError> {
+    ) -> Result<Option<(crate::run::keyframe::Keyframe, bool)>, StoreError> {
         let own = self.keyframe_before(store, step)?.map(|k| (k, true));
         let inherited = match &self.manifest.fork_of {
             Some(f) => match store.resolve(&f.parent) {
@@ -607,11 +607,11 @@ impl Run {
     pub fn run_fork(
         &self,
         store: &Store,
-        kf: Option<&crate::record::keyframe::Keyframe>,
+        kf: Option<&crate::run::keyframe::Keyframe>,
         inputs: &RunInputs,
-        limits: &crate::session::Limits,
-        rec: &mut dyn crate::record::Recorder,
-    ) -> Result<crate::session::Outcome, StoreError> {
+        limits: &crate::run::Limits,
+        rec: &mut dyn crate::run::Recorder,
+    ) -> Result<crate::run::Outcome, StoreError> {
         Ok(match kf {
             Some(kf) => {
                 self.feed_prefix(rec, kf.recorded)?;
@@ -625,8 +625,8 @@ impl Run {
     /// switches), so that a run restored from a keyframe records a whole run.
     pub fn feed_prefix(
         &self,
-        rec: &mut dyn crate::record::Recorder,
-        upto: crate::record::keyframe::Recorded,
+        rec: &mut dyn crate::run::Recorder,
+        upto: crate::run::keyframe::Recorded,
     ) -> Result<(), StoreError> {
         let mut trace = self.trace()?;
         for e in trace.events().take(upto.events as usize) {
@@ -657,7 +657,7 @@ impl Run {
     }
 
     /// Every event of the run.
-    pub fn events(&self) -> Result<Vec<crate::record::Event>, StoreError> {
+    pub fn events(&self) -> Result<Vec<crate::run::Event>, StoreError> {
         let mut t = self.trace()?;
         let events: Result<Vec<_>, _> = t.events().collect();
         Ok(events?)
@@ -695,8 +695,8 @@ impl Run {
 
     /// The limits it was recorded with (its timeout), for running it again
     /// or a fork of it.
-    pub fn limits(&self) -> crate::session::Limits {
-        crate::session::Limits {
+    pub fn limits(&self) -> crate::run::Limits {
+        crate::run::Limits {
             timeout: self.meta.timeout_secs.map(Duration::from_secs_f64),
             ..Default::default()
         }

@@ -1,7 +1,7 @@
 use super::*;
 use crate::image::Image;
-use crate::record::{Event, EventKind, ExitStatus, Recorder};
-use crate::session::Outcome;
+use crate::run::Outcome;
+use crate::run::{Event, EventKind, ExitStatus, Recorder};
 
 struct Tmp(PathBuf);
 
@@ -38,7 +38,7 @@ fn manifest(image: &Image, seed: u64, stdin: &[u8]) -> Manifest {
     Manifest {
         engine: "test".into(),
         env: vec!["PATH=/bin".into()],
-        stdin: crate::record::manifest::stdin_hash(stdin),
+        stdin: crate::run::manifest::stdin_hash(stdin),
         epoch: 0,
         seed,
         mem: 1 << 30,
@@ -273,7 +273,7 @@ fn unusable_keyframes_are_a_warning_returned_not_printed() {
     let run = record(&store, &image, 1, "p", b"");
     assert!(run.usable_keyframe(&store, 100).warning.is_none());
     std::fs::write(
-        run.dir.join(crate::record::keyframe::KEYFRAMES_FILE),
+        run.dir.join(crate::run::keyframe::KEYFRAMES_FILE),
         b"RWKF garbage",
     )
     .unwrap();

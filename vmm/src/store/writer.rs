@@ -5,11 +5,11 @@ use super::meta::{ImageLocation, Meta};
 use super::output::OutputWriter;
 use super::{io, pending, Run, Store, StoreError, StoreWarning};
 use crate::image::Image;
-use crate::record::keyframe::{Keyframe, KeyframeWriter, KEYFRAMES_FILE};
 use crate::record::trace::TraceWriter;
-use crate::record::{Event, Manifest, Recorder};
+use crate::run::keyframe::{Keyframe, KeyframeWriter, KEYFRAMES_FILE};
 use crate::run::pages::PageHash;
-use crate::session::Outcome;
+use crate::run::Outcome;
+use crate::run::{Event, Manifest, Recorder};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -107,8 +107,8 @@ impl Store {
 
 /// A keyframe file's error as the store's, keeping an I/O error's cause
 /// (a full disk is told apart by it).
-fn keyframe_error(e: crate::record::keyframe::KeyframeError) -> StoreError {
-    use crate::record::keyframe::KeyframeError;
+fn keyframe_error(e: crate::run::keyframe::KeyframeError) -> StoreError {
+    use crate::run::keyframe::KeyframeError;
     match e {
         KeyframeError::Io { path, source } => StoreError::Io { path, source },
         KeyframeError::Corrupt { path, what } => StoreError::Corrupt { path, what },

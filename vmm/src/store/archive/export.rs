@@ -165,7 +165,7 @@ impl Store {
     fn write_entries<W: Write>(
         &self,
         run: &Run,
-        inputs: Option<&crate::session::RunInputs>,
+        inputs: Option<&crate::run::RunInputs>,
         w: &mut ArchiveWriter<W>,
         summary: &mut ExportSummary,
     ) -> Result<(), Failure> {
@@ -232,7 +232,7 @@ impl Store {
         };
         names.sort();
         if !keyframes_ok {
-            names.retain(|n| n != crate::record::keyframe::KEYFRAMES_FILE);
+            names.retain(|n| n != crate::run::keyframe::KEYFRAMES_FILE);
         }
         for name in names {
             let p = run.dir.join(&name);

@@ -21,8 +21,8 @@ use super::format::{
     Visitor, FORMAT_VERSION, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG,
 };
 use crate::image::Image;
-use crate::record::Manifest;
 use crate::run::pages::PAGE_BYTES;
+use crate::run::Manifest;
 use std::collections::BTreeSet;
 use std::io::{BufReader, Read, Write};
 use std::os::unix::ffi::OsStrExt;

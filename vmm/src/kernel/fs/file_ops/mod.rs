@@ -7,7 +7,7 @@ use super::super::errno::*;
 use super::super::sched::Sys;
 use super::super::task::PendingCall;
 use super::super::Kernel;
-use super::io::{self};
+use super::io;
 use super::special;
 use super::vfs::{self, FileData, Ino, Kind, Proc, MAX_FILE, S_IFDIR, S_IFREG};
 use super::*;

@@ -51,7 +51,6 @@ pub const ROOT_INO: Ino = 2;
 pub const MAX_FILE: u64 = 1 << 30;
 /// Most bytes the overlay's files hold together (ENOSPC past it).
 pub const MAX_OVERLAY: u64 = 2 << 30;
-pub use crate::image::MAX_SYMLINKS;
 
 /// A character device the monitor serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
