@@ -77,6 +77,12 @@ impl Crashes {
     }
 
     fn command(&self, home: &Home, args: &[&str]) -> Command {
+        // As Home::rewind does: what a remove or prune may take is replayed
+        // first (a run recorded again under its id is only compared with
+        // the run it was, and a kill may then remove it).
+        if matches!(args.first(), Some(&"remove") | Some(&"prune")) {
+            home.replay_recorded();
+        }
         let mut cmd = Command::new(rewind_bin());
         cmd.args(args)
             .env("REWIND_HOME", home.path())
