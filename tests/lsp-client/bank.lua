@@ -177,6 +177,12 @@ wait_for(function()
   return done ~= nil
 end, 'the Check lens command')
 results.lens_check = done
+-- The progress's end is a notification sent before the reply; the client
+-- may hand it to LspProgress after the reply's callback.
+wait_for(function()
+  local last = results.progress[#results.progress]
+  return last ~= nil and last.kind == 'end'
+end, 'the Check progress to end', 10000)
 wait_for(function()
   return #rewind_diagnostics() == 0
 end, 'the diagnostic to go away after a passing check', 10000)

@@ -167,7 +167,7 @@ fn file_program(spec: &RunSpec, cwd: &str, env: &[String]) -> Result<Program> {
     let Some(root) = &spec.root else {
         if is_script(Path::new(prog)) {
             bail!(
-                "cannot run {prog}: a `#!` script, not an ELF program, runs over --root DIR, \
+                "cannot run {prog}: not an ELF program: a `#!` script runs over --root DIR, \
                  whose tree holds its interpreter (or run the interpreter: -- /bin/sh {prog})"
             );
         }
