@@ -102,7 +102,7 @@ impl Prepared {
 
 /// `/a/./b//c/../d` -> `/a/b/d`.
 pub fn normalize_guest(path: &str) -> String {
-    vmm::kernel::fs::vfs::normalize("/", path)
+    vmm::kernel::fs::vfs::resolve::normalize("/", path)
 }
 
 fn env_flags(flags: &[String]) -> Result<Vec<String>> {

@@ -55,7 +55,7 @@ pub fn first_program(image: &Image, man: &Manifest) -> Result<FirstProgram, Engi
         _ => man.program.clone(),
     };
     for _ in 0..=super::process::MAX_INTERP_DEPTH {
-        let guest = super::fs::vfs::normalize(&man.cwd, &path);
+        let guest = super::fs::vfs::resolve::normalize(&man.cwd, &path);
         let host = image.host_path(&guest).ok_or_else(|| EngineError::Io {
             path: PathBuf::from(&guest),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),

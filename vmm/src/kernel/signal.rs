@@ -52,13 +52,11 @@
 //! XSAVE image with its fpx_sw_bytes) is in `frame.rs`; generation,
 //! delivery and interrupted calls in `deliver.rs`; the calls in `calls.rs`.
 
-mod calls;
+pub mod calls;
 mod frame;
 pub mod signalfd;
 
 mod deliver;
-
-pub use calls::*;
 
 use super::errno::*;
 use super::fs::io::Resume;

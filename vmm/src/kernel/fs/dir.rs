@@ -156,7 +156,7 @@ fn set_cwd(k: &mut Kernel, ino: Ino, fallback: String) -> SysResult<u64> {
 pub fn sys_chdir(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let path = k.read_path(a[0])?;
     let ino = k.lookup_at(AT_FDCWD as u64, &path, true)?;
-    let lexical = vfs::normalize(&k.cur_proc().cwd.clone(), &path);
+    let lexical = vfs::resolve::normalize(&k.cur_proc().cwd.clone(), &path);
     set_cwd(k, ino, lexical)
 }
 

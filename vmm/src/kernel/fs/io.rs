@@ -469,10 +469,10 @@ pub fn call(nr: u32, args: [u64; 6]) -> PendingCall {
 pub fn sys_read(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     match k.io_fd(a[0])? {
         Some((o, _, d)) => {
-            let bufs = [(a[1], super::file_ops::len_arg(a[2]))];
+            let bufs = [(a[1], super::file_ops::data::len_arg(a[2]))];
             stream_read(k, o, &d, &bufs, call(nr::read, a))
         }
-        None => super::read_file(k, a).map(Sys::Ret),
+        None => super::file_ops::data::read_file(k, a).map(Sys::Ret),
     }
 }
 
@@ -480,10 +480,10 @@ pub fn sys_read(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 pub fn sys_write(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     match k.io_fd(a[0])? {
         Some((o, w, d)) => {
-            let bufs = [(a[1], super::file_ops::len_arg(a[2]))];
+            let bufs = [(a[1], super::file_ops::data::len_arg(a[2]))];
             stream_write(k, o, w, &d, &bufs, call(nr::write, a))
         }
-        None => super::write_file(k, a).map(Sys::Ret),
+        None => super::file_ops::data::write_file(k, a).map(Sys::Ret),
     }
 }
 
@@ -491,10 +491,10 @@ pub fn sys_write(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 pub fn sys_readv(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     match k.io_fd(a[0])? {
         Some((o, _, d)) => {
-            let bufs = super::file_ops::iovecs(k, a[1], a[2])?;
+            let bufs = super::file_ops::data::iovecs(k, a[1], a[2])?;
             stream_read(k, o, &d, &bufs, call(nr::readv, a))
         }
-        None => super::readv_file(k, a).map(Sys::Ret),
+        None => super::file_ops::data::readv_file(k, a).map(Sys::Ret),
     }
 }
 
@@ -502,10 +502,10 @@ pub fn sys_readv(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 pub fn sys_writev(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     match k.io_fd(a[0])? {
         Some((o, w, d)) => {
-            let bufs = super::file_ops::iovecs(k, a[1], a[2])?;
+            let bufs = super::file_ops::data::iovecs(k, a[1], a[2])?;
             stream_write(k, o, w, &d, &bufs, call(nr::writev, a))
         }
-        None => super::writev_file(k, a).map(Sys::Ret),
+        None => super::file_ops::data::writev_file(k, a).map(Sys::Ret),
     }
 }
 
@@ -523,7 +523,9 @@ fn stream_read(
     let nonblock = d.flags & super::O_NONBLOCK != 0;
     match k.vfs.io.objs.get(&obj) {
         Some(Obj::Pipe(_)) => super::pipe::read(k, obj, nonblock, bufs, c),
-        Some(Obj::Socket(_)) => crate::kernel::net::read(k, obj, nonblock, bufs, c),
+        Some(Obj::Socket(_)) => {
+            crate::kernel::net::calls::transfer::read(k, obj, nonblock, bufs, c)
+        }
         Some(Obj::EventFd(_)) | Some(Obj::TimerFd(_)) => {
             super::eventfd::read(k, obj, nonblock, bufs, c)
         }
@@ -544,7 +546,9 @@ fn stream_write(
     let nonblock = d.flags & super::O_NONBLOCK != 0;
     match k.vfs.io.objs.get(&obj) {
         Some(Obj::Pipe(_)) if write => super::pipe::write(k, obj, nonblock, Source::Guest(bufs), c),
-        Some(Obj::Socket(_)) => crate::kernel::net::write(k, obj, nonblock, bufs, c),
+        Some(Obj::Socket(_)) => {
+            crate::kernel::net::calls::transfer::write(k, obj, nonblock, bufs, c)
+        }
         Some(Obj::EventFd(_)) => super::eventfd::write(k, obj, nonblock, bufs, c),
         _ => Err(if d.writable() { EINVAL } else { EBADF }),
     }

@@ -316,7 +316,7 @@ pub fn sys_fcntl_locks(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     ]
     .contains(&cmd)
     {
-        return super::sys_fcntl(k, a).map(Sys::Ret);
+        return super::file_ops::descriptors::sys_fcntl(k, a).map(Sys::Ret);
     }
     let (id, d) = k.desc(a[0])?;
     let fl: Flock = k.read_struct(a[2])?;

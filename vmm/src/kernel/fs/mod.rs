@@ -40,12 +40,7 @@ pub mod stat;
 pub mod vfs;
 pub mod xattr;
 
-pub use dir::*;
-pub use file_ops::*;
 pub use locks::{sys_fcntl_locks, sys_flock};
-pub use poll::*;
-pub use stat::*;
-pub use xattr::*;
 
 use super::errno::*;
 use super::identity::NOFILE_LIMIT;
@@ -55,7 +50,8 @@ use crate::image::Image;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use vfs::{Ino, Kind, Links, Proc, Resolved, Tree, ROOT_INO};
+use vfs::resolve::{Links, Resolved};
+use vfs::{Ino, Kind, Proc, Tree, ROOT_INO};
 
 pub const AT_FDCWD: i32 = -100;
 pub const AT_SYMLINK_NOFOLLOW: u64 = 0x100;

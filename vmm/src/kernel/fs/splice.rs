@@ -59,12 +59,12 @@ fn put(
                 Some(Obj::Pipe(_)) if write => super::pipe::write(k, obj, nonblock, src, c),
                 Some(Obj::Socket(_)) => {
                     let ctl = net::cmsg::Control::NONE;
-                    net::send(k, obj, nonblock, 0, src, None, ctl, c)
+                    net::calls::transfer::send(k, obj, nonblock, 0, src, None, ctl, c)
                 }
                 _ => Err(EINVAL),
             }
         }
-        _ => super::file_ops::write_source(k, fd, src, pos).map(Sys::Ret),
+        _ => super::file_ops::data::write_source(k, fd, src, pos).map(Sys::Ret),
     }
 }
 
@@ -237,7 +237,7 @@ pub fn sys_splice(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
         let kept = k.io_resume(c.nr).deadline;
         let r = put(k, fd_out, &dout, Source::Bytes(&bytes), pos, true, c);
         let out_obj = io::io_of(&dout).map(|(o, _)| o);
-        let deadline = out_obj.and_then(|o| net::send_deadline(k, o, kept));
+        let deadline = out_obj.and_then(|o| net::calls::transfer::send_deadline(k, o, kept));
         let objs: Vec<ObjId> = out_obj.into_iter().collect();
         let r = moved(k, r, &objs, nonblock, deadline, c)?;
         let Sys::Ret(n) = r else {
@@ -303,7 +303,7 @@ fn socket_to_pipe(
     }
     let max = (len as usize).min(room.max(1)).min(MAX_IO);
     let in_nonblock = nonblock || din.flags & O_NONBLOCK != 0;
-    net::splice_out(k, sin, in_nonblock, max, c, |k, bytes| {
+    net::calls::transfer::splice_out(k, sin, in_nonblock, max, c, |k, bytes| {
         super::pipe::write(k, pout, true, Source::Bytes(bytes), c)
     })
 }

@@ -322,7 +322,7 @@ fn readlink_node(k: &mut Kernel, ino: Ino, buf: u64, size: u64) -> SysResult<u64
         zombies: &k.zombies,
         descs: &k.vfs.descs,
     };
-    let target = vfs::Links::link_target(&mut view, &k.vfs.tree, ino)?;
+    let target = vfs::resolve::Links::link_target(&mut view, &k.vfs.tree, ino)?;
     let n = target.len().min(size as i32 as usize);
     k.write_user(buf, &target.as_bytes()[..n])?;
     Ok(n as u64)

@@ -100,7 +100,7 @@ pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     let contents = if anon || backing.is_some() {
         None
     } else {
-        Some(crate::kernel::fs::mmap_contents(k, fd, off, len)?)
+        Some(crate::kernel::fs::file_ops::mmap_contents(k, fd, off, len)?)
     };
     // A private mapping of a file names its object: the pages not copied
     // now (past the end, or dropped) are copied when touched, or SIGBUS.

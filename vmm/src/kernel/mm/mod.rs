@@ -11,8 +11,7 @@ use crate::machine::{PageTables, Perm};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-mod calls;
-pub use calls::*;
+pub mod calls;
 
 pub const PROT_READ: u64 = 1;
 pub const PROT_WRITE: u64 = 2;

@@ -16,10 +16,8 @@
 //! they are the same in every run. Blocking is `fs::io`'s.
 
 pub mod addr;
-mod calls;
+pub mod calls;
 pub(crate) mod cmsg;
-
-pub use calls::*;
 
 use super::errno::*;
 use super::fs::io::{

@@ -122,7 +122,7 @@ impl Kernel<'_> {
         let tid = self.cur_tid();
         let text = crate::kernel::render::call_text_with(self, tid, call, Some(0));
         let cwd = self.cur_proc().cwd.clone();
-        let exe = self.exe_path(&crate::kernel::fs::vfs::normalize(
+        let exe = self.exe_path(&crate::kernel::fs::vfs::resolve::normalize(
             &cwd,
             if file.is_empty() { name } else { file },
         ));

@@ -20,11 +20,9 @@ use super::Kernel;
 use crate::kernel::syscalls::nr;
 use crate::run::{EventKind, ExitStatus};
 
-mod exec;
+pub mod exec;
 pub(super) use exec::interpreter;
-mod jobs;
-pub use exec::*;
-pub use jobs::*;
+pub mod jobs;
 
 /// Most processes a run may hold at once, zombies included (as
 /// RLIMIT_NPROC would): a fork past it fails with EAGAIN, so a fork bomb

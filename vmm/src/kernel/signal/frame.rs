@@ -22,6 +22,7 @@
 //! (18 words, glibc's gregs[0..18]), cs, gs, fs, ss (u16 each), err,
 //! trapno, oldmask, cr2, fpstate, 8 reserved words.
 
+use super::calls::StackT;
 use super::*;
 use crate::machine::{gdt, ExtendedState};
 use crate::EngineError;

@@ -47,14 +47,14 @@ const ONE_MESSAGE: &str = "one message at a time: sendmsg and recvmsg are implem
 table! {
     0 read = full(B(fs::io::sys_read), &[Fd, OutBuf]);
     1 write = full(B(fs::io::sys_write), &[Fd, InBuf]);
-    2 open = full(B(fs::sys_open), &[Str, OpenFlags]);
-    3 close = full(S(fs::sys_close), &[Fd]);
-    4 stat = full(S(fs::sys_stat), &[Str, Hex]);
-    5 fstat = full(S(fs::sys_fstat), &[Fd, Hex]);
-    6 lstat = full(S(fs::sys_lstat), &[Str, Hex]);
-    7 poll = full(B(fs::sys_poll), &[Hex, Int, Int]);
-    8 lseek = full(S(fs::sys_lseek), &[Fd, Int, Whence]);
-    9 mmap = partial(S(mm::sys_mmap), &[Hex, Int, Hex, Hex, Fd, Hex],
+    2 open = full(B(fs::file_ops::sys_open), &[Str, OpenFlags]);
+    3 close = full(S(fs::file_ops::descriptors::sys_close), &[Fd]);
+    4 stat = full(S(fs::stat::sys_stat), &[Str, Hex]);
+    5 fstat = full(S(fs::stat::sys_fstat), &[Fd, Hex]);
+    6 lstat = full(S(fs::stat::sys_lstat), &[Str, Hex]);
+    7 poll = full(B(fs::poll::sys_poll), &[Hex, Int, Int]);
+    8 lseek = full(S(fs::file_ops::data::sys_lseek), &[Fd, Int, Whence]);
+    9 mmap = partial(S(mm::calls::sys_mmap), &[Hex, Int, Hex, Hex, Fd, Hex],
         "MAP_SHARED of a generated file (/proc) is a private copy; a private file mapping \
             copies the file's pages present at mmap, so it does not see later writes to them \
             (Linux shows them until the page's first store); a store through a shared file \
@@ -62,34 +62,34 @@ table! {
             munmap), and only the first store to a page since the last sync or mmap of the \
             file does, where Linux counts each mapping's first; MAP_DROPPABLE is EINVAL, as \
             before Linux 6.11");
-    10 mprotect = full(S(mm::sys_mprotect), &[Hex, Int, Hex]);
-    11 munmap = full(S(mm::sys_munmap), &[Hex, Int]);
-    12 brk = full(S(mm::sys_brk), &[Hex]);
-    13 rt_sigaction = full(S(signal::sys_rt_sigaction), &[Signal, Hex, Hex, Int]);
-    14 rt_sigprocmask = full(S(signal::sys_rt_sigprocmask), &[Int, Hex, Hex, Int]);
-    15 rt_sigreturn = full(B(signal::sys_rt_sigreturn), &[]).noreturn();
-    16 ioctl = partial(S(fs::sys_ioctl), &[Fd, Hex, Hex],
+    10 mprotect = full(S(mm::calls::sys_mprotect), &[Hex, Int, Hex]);
+    11 munmap = full(S(mm::calls::sys_munmap), &[Hex, Int]);
+    12 brk = full(S(mm::calls::sys_brk), &[Hex]);
+    13 rt_sigaction = full(S(signal::calls::sys_rt_sigaction), &[Signal, Hex, Hex, Int]);
+    14 rt_sigprocmask = full(S(signal::calls::sys_rt_sigprocmask), &[Int, Hex, Hex, Int]);
+    15 rt_sigreturn = full(B(signal::calls::sys_rt_sigreturn), &[]).noreturn();
+    16 ioctl = partial(S(fs::file_ops::descriptors::sys_ioctl), &[Fd, Hex, Hex],
         "FIOCLEX, FIONCLEX, FIONBIO, FIONREAD; terminals' calls get ENOTTY");
-    17 pread64 = full(S(fs::sys_pread64), &[Fd, OutBuf, Int]);
-    18 pwrite64 = full(S(fs::sys_pwrite64), &[Fd, InBuf, Int]);
+    17 pread64 = full(S(fs::file_ops::data::sys_pread64), &[Fd, OutBuf, Int]);
+    18 pwrite64 = full(S(fs::file_ops::data::sys_pwrite64), &[Fd, InBuf, Int]);
     19 readv = full(B(fs::io::sys_readv), &[Fd, Hex, Int]);
     20 writev = full(B(fs::io::sys_writev), &[Fd, Hex, Int]);
-    21 access = full(S(fs::sys_access), &[Str, Oct]);
+    21 access = full(S(fs::stat::sys_access), &[Str, Oct]);
     22 pipe = full(S(fs::pipe::sys_pipe), &[Hex]);
-    23 select = full(B(fs::sys_select), &[Int, Hex, Hex, Hex, Hex]);
+    23 select = full(B(fs::poll::sys_select), &[Int, Hex, Hex, Hex, Hex]);
     24 sched_yield = full(S(sched::sys_sched_yield), &[]);
-    25 mremap = full(S(mm::sys_mremap), &[Hex, Int, Int, Hex, Hex]);
-    26 msync = full(S(mm::sys_msync), &[Hex, Int, Hex]);
-    27 mincore = partial(S(mm::sys_mincore), &[Hex, Int, Hex],
+    25 mremap = full(S(mm::calls::sys_mremap), &[Hex, Int, Int, Hex, Hex]);
+    26 msync = full(S(mm::calls::sys_msync), &[Hex, Int, Hex]);
+    27 mincore = partial(S(mm::calls::sys_mincore), &[Hex, Int, Hex],
         "every page of a mapping is reported resident (the monitor never swaps)");
-    28 madvise = partial(S(mm::sys_madvise), &[Hex, Int, Int],
+    28 madvise = partial(S(mm::calls::sys_madvise), &[Hex, Int, Int],
         "only MADV_DONTNEED does anything; other advice is accepted and ignored");
     29 shmget = missing(NOT_NEEDED);
     30 shmat = missing(NOT_NEEDED);
     31 shmctl = missing(NOT_NEEDED);
-    32 dup = full(S(fs::sys_dup), &[Fd]);
-    33 dup2 = full(S(fs::sys_dup2), &[Fd, Fd]);
-    34 pause = full(B(signal::sys_pause), &[]);
+    32 dup = full(S(fs::file_ops::descriptors::sys_dup), &[Fd]);
+    33 dup2 = full(S(fs::file_ops::descriptors::sys_dup2), &[Fd, Fd]);
+    34 pause = full(B(signal::calls::sys_pause), &[]);
     35 nanosleep = full(B(time::sys_nanosleep), &[Hex, Hex]);
     36 getitimer = full(S(time::sys_getitimer), &[Int, Hex]);
     37 alarm = full(S(time::sys_alarm), &[Int]);
@@ -99,29 +99,29 @@ table! {
         "from a regular file, or from a socket into a pipe (a pipe to read from, or a \
             socket to anything else, is EINVAL, as on Linux); /proc's generated files to \
             read from are EINVAL");
-    41 socket = partial(S(net::sys_socket), &[Int, Hex, Int],
+    41 socket = partial(S(net::calls::sys_socket), &[Int, Hex, Int],
         "AF_UNIX, and AF_INET/AF_INET6 TCP and UDP on the machine's own addresses only \
             (others are ENETUNREACH)");
-    42 connect = full(B(net::sys_connect), &[Fd, SockAddr, Int]);
-    43 accept = full(B(net::sys_accept), &[Fd, Hex, Hex]);
-    44 sendto = full(B(net::sys_sendto), &[Fd, InBuf, Hex, SockAddr, Int]);
-    45 recvfrom = full(B(net::sys_recvfrom), &[Fd, OutBuf, Hex, Hex, Hex]);
-    46 sendmsg = partial(B(net::sys_sendmsg), &[Fd, MsgHdr, Hex],
+    42 connect = full(B(net::calls::sys_connect), &[Fd, SockAddr, Int]);
+    43 accept = full(B(net::calls::sys_accept), &[Fd, Hex, Hex]);
+    44 sendto = full(B(net::calls::transfer::sys_sendto), &[Fd, InBuf, Hex, SockAddr, Int]);
+    45 recvfrom = full(B(net::calls::transfer::sys_recvfrom), &[Fd, OutBuf, Hex, Hex, Hex]);
+    46 sendmsg = partial(B(net::calls::transfer::sys_sendmsg), &[Fd, MsgHdr, Hex],
         "AF_UNIX sockets' SCM_RIGHTS and SCM_CREDENTIALS; no SCM_PIDFD; internet sockets \
             pass over the records they know (SCM_RIGHTS, SO_MARK, IP_TTL...), which change \
             nothing");
-    47 recvmsg = partial(B(net::sys_recvmsg), &[Fd, MsgHdr, Hex],
+    47 recvmsg = partial(B(net::calls::transfer::sys_recvmsg), &[Fd, MsgHdr, Hex],
         "AF_UNIX sockets' SCM_RIGHTS and SCM_CREDENTIALS (SO_PASSCRED); no SCM_PIDFD or \
             SCM_SECURITY, and internet sockets receive no ancillary data (timestamps, \
             IP_PKTINFO...)");
-    48 shutdown = full(S(net::sys_shutdown), &[Fd, Int]);
-    49 bind = full(S(net::sys_bind), &[Fd, SockAddr, Int]);
-    50 listen = full(S(net::sys_listen), &[Fd, Int]);
-    51 getsockname = full(S(net::sys_getsockname), &[Fd, Hex, Hex]);
-    52 getpeername = full(S(net::sys_getpeername), &[Fd, Hex, Hex]);
-    53 socketpair = full(S(net::sys_socketpair), &[Int, Hex, Int, Hex]);
-    54 setsockopt = full(S(net::sys_setsockopt), &[Fd, Int, Int, Hex, Int]);
-    55 getsockopt = full(S(net::sys_getsockopt), &[Fd, Int, Int, Hex, Hex]);
+    48 shutdown = full(S(net::calls::sys_shutdown), &[Fd, Int]);
+    49 bind = full(S(net::calls::sys_bind), &[Fd, SockAddr, Int]);
+    50 listen = full(S(net::calls::sys_listen), &[Fd, Int]);
+    51 getsockname = full(S(net::calls::sys_getsockname), &[Fd, Hex, Hex]);
+    52 getpeername = full(S(net::calls::sys_getpeername), &[Fd, Hex, Hex]);
+    53 socketpair = full(S(net::calls::sys_socketpair), &[Int, Hex, Int, Hex]);
+    54 setsockopt = full(S(net::calls::options::sys_setsockopt), &[Fd, Int, Int, Hex, Int]);
+    55 getsockopt = full(S(net::calls::options::sys_getsockopt), &[Fd, Int, Int, Hex, Hex]);
     56 clone = partial(B(thread::sys_clone), &[Hex, Hex, Hex, Hex, Hex],
         "a new process gets a copy of its parent's memory, CLONE_VM without CLONE_THREAD \
             only with CLONE_VFORK (vfork, posix_spawn); namespaces, pidfds and \
@@ -130,10 +130,10 @@ table! {
     58 vfork = partial(B(process::sys_vfork), &[],
         "the child runs in a copy of its parent's memory (the parent waits until it execs \
             or ends, as on Linux)");
-    59 execve = partial(B(process::sys_execve), &[Str, Hex, Hex], EXEC);
+    59 execve = partial(B(process::exec::sys_execve), &[Str, Hex, Hex], EXEC);
     60 exit = full(B(thread::sys_exit), &[Int]).noreturn();
     61 wait4 = partial(B(process::sys_wait4), &[Int, Hex, Hex, Hex], "rusage is zeros");
-    62 kill = full(S(signal::sys_kill), &[Int, Signal]);
+    62 kill = full(S(signal::calls::sys_kill), &[Int, Signal]);
     63 uname = full(S(identity::sys_uname), &[Hex]);
     64 semget = missing(NOT_NEEDED);
     65 semop = missing(NOT_NEEDED);
@@ -143,32 +143,32 @@ table! {
     69 msgsnd = missing(NOT_NEEDED);
     70 msgrcv = missing(NOT_NEEDED);
     71 msgctl = missing(NOT_NEEDED);
-    72 fcntl = partial(B(fs::sys_fcntl_locks), &[Fd, Int, Hex],
+    72 fcntl = partial(B(fs::locks::sys_fcntl_locks), &[Fd, Int, Hex],
         "F_SETOWN and F_SETOWN_EX are accepted and do nothing, F_GETOWN and F_GETOWN_EX \
             say there is no owner (O_ASYNC never sends SIGIO); leases, F_NOTIFY, F_SETSIG \
             and seals get EINVAL");
-    73 flock = full(B(fs::sys_flock), &[Fd, Int]);
-    74 fsync = full(S(fs::sys_fsync), &[Fd]);
-    75 fdatasync = full(S(fs::sys_fsync), &[Fd]);
-    76 truncate = full(S(fs::sys_truncate), &[Str, Int]);
-    77 ftruncate = full(S(fs::sys_ftruncate), &[Fd, Int]);
-    78 getdents = full(S(fs::sys_getdents), &[Fd, Hex, Int]);
-    79 getcwd = full(S(fs::sys_getcwd), &[Hex, Int]);
-    80 chdir = full(S(fs::sys_chdir), &[Str]);
-    81 fchdir = full(S(fs::sys_fchdir), &[Fd]);
-    82 rename = full(S(fs::sys_rename), &[Str, Str]);
-    83 mkdir = full(S(fs::sys_mkdir), &[Str, Oct]);
-    84 rmdir = full(S(fs::sys_rmdir), &[Str]);
-    85 creat = full(B(fs::sys_creat), &[Str, Oct]);
-    86 link = full(S(fs::sys_link), &[Str, Str]);
-    87 unlink = full(S(fs::sys_unlink), &[Str]);
-    88 symlink = full(S(fs::sys_symlink), &[Str, Str]);
-    89 readlink = full(S(fs::sys_readlink), &[Str, OutBuf]);
-    90 chmod = full(S(fs::sys_chmod), &[Str, Oct]);
-    91 fchmod = full(S(fs::sys_fchmod), &[Fd, Oct]);
-    92 chown = full(S(fs::sys_chown), &[Str, Int, Int]);
-    93 fchown = full(S(fs::sys_fchown), &[Fd, Int, Int]);
-    94 lchown = full(S(fs::sys_lchown), &[Str, Int, Int]);
+    73 flock = full(B(fs::locks::sys_flock), &[Fd, Int]);
+    74 fsync = full(S(fs::file_ops::sys_fsync), &[Fd]);
+    75 fdatasync = full(S(fs::file_ops::sys_fsync), &[Fd]);
+    76 truncate = full(S(fs::file_ops::sys_truncate), &[Str, Int]);
+    77 ftruncate = full(S(fs::file_ops::sys_ftruncate), &[Fd, Int]);
+    78 getdents = full(S(fs::dir::sys_getdents), &[Fd, Hex, Int]);
+    79 getcwd = full(S(fs::dir::sys_getcwd), &[Hex, Int]);
+    80 chdir = full(S(fs::dir::sys_chdir), &[Str]);
+    81 fchdir = full(S(fs::dir::sys_fchdir), &[Fd]);
+    82 rename = full(S(fs::dir::sys_rename), &[Str, Str]);
+    83 mkdir = full(S(fs::dir::sys_mkdir), &[Str, Oct]);
+    84 rmdir = full(S(fs::dir::sys_rmdir), &[Str]);
+    85 creat = full(B(fs::file_ops::sys_creat), &[Str, Oct]);
+    86 link = full(S(fs::dir::sys_link), &[Str, Str]);
+    87 unlink = full(S(fs::dir::sys_unlink), &[Str]);
+    88 symlink = full(S(fs::dir::sys_symlink), &[Str, Str]);
+    89 readlink = full(S(fs::stat::sys_readlink), &[Str, OutBuf]);
+    90 chmod = full(S(fs::stat::sys_chmod), &[Str, Oct]);
+    91 fchmod = full(S(fs::stat::sys_fchmod), &[Fd, Oct]);
+    92 chown = full(S(fs::stat::sys_chown), &[Str, Int, Int]);
+    93 fchown = full(S(fs::stat::sys_fchown), &[Fd, Int, Int]);
+    94 lchown = full(S(fs::stat::sys_lchown), &[Str, Int, Int]);
     95 umask = full(S(identity::sys_umask), &[Oct]);
     96 gettimeofday = full(S(time::sys_gettimeofday), &[Hex, Hex]);
     97 getrlimit = full(S(identity::sys_getrlimit), &[Int, Hex]);
@@ -184,10 +184,10 @@ table! {
     106 setgid = partial(S(identity::sys_set_ids), &[Int], ROOT);
     107 geteuid = full(S(identity::sys_getid_root), &[]);
     108 getegid = full(S(identity::sys_getid_root), &[]);
-    109 setpgid = full(S(process::sys_setpgid), &[Int, Int]);
+    109 setpgid = full(S(process::jobs::sys_setpgid), &[Int, Int]);
     110 getppid = full(S(identity::sys_getppid), &[]);
-    111 getpgrp = full(S(process::sys_getpgrp), &[]);
-    112 setsid = full(S(process::sys_setsid), &[]);
+    111 getpgrp = full(S(process::jobs::sys_getpgrp), &[]);
+    112 setsid = full(S(process::jobs::sys_setsid), &[]);
     113 setreuid = partial(S(identity::sys_set_ids), &[Int, Int], ROOT);
     114 setregid = partial(S(identity::sys_set_ids), &[Int, Int], ROOT);
     115 getgroups = full(S(identity::sys_getgroups), &[Int, Hex]);
@@ -196,24 +196,24 @@ table! {
     118 getresuid = full(S(identity::sys_getres_ids), &[Hex, Hex, Hex]);
     119 setresgid = partial(S(identity::sys_set_ids), &[Int, Int, Int], ROOT);
     120 getresgid = full(S(identity::sys_getres_ids), &[Hex, Hex, Hex]);
-    121 getpgid = full(S(process::sys_getpgid), &[Int]);
+    121 getpgid = full(S(process::jobs::sys_getpgid), &[Int]);
     122 setfsuid = missing(NOT_NEEDED);
     123 setfsgid = missing(NOT_NEEDED);
-    124 getsid = full(S(process::sys_getsid), &[Int]);
+    124 getsid = full(S(process::jobs::sys_getsid), &[Int]);
     125 capget = missing(NOT_NEEDED);
     126 capset = missing(NOT_NEEDED);
-    127 rt_sigpending = full(S(signal::sys_rt_sigpending), &[Hex, Int]);
-    128 rt_sigtimedwait = full(B(signal::sys_rt_sigtimedwait), &[Hex, Hex, Hex, Int]);
-    129 rt_sigqueueinfo = full(S(signal::sys_rt_sigqueueinfo), &[Int, Signal, Hex]);
-    130 rt_sigsuspend = full(B(signal::sys_rt_sigsuspend), &[Hex, Int]);
-    131 sigaltstack = full(S(signal::sys_sigaltstack), &[Hex, Hex]);
-    132 utime = full(S(fs::sys_utime), &[Str, Hex]);
-    133 mknod = partial(S(fs::sys_mknod), &[Str, Oct, Hex], DEVICE_NODES);
+    127 rt_sigpending = full(S(signal::calls::sys_rt_sigpending), &[Hex, Int]);
+    128 rt_sigtimedwait = full(B(signal::calls::sys_rt_sigtimedwait), &[Hex, Hex, Hex, Int]);
+    129 rt_sigqueueinfo = full(S(signal::calls::sys_rt_sigqueueinfo), &[Int, Signal, Hex]);
+    130 rt_sigsuspend = full(B(signal::calls::sys_rt_sigsuspend), &[Hex, Int]);
+    131 sigaltstack = full(S(signal::calls::sys_sigaltstack), &[Hex, Hex]);
+    132 utime = full(S(fs::stat::sys_utime), &[Str, Hex]);
+    133 mknod = partial(S(fs::dir::sys_mknod), &[Str, Oct, Hex], DEVICE_NODES);
     134 uselib = missing(NOT_NEEDED);
     135 personality = missing(NOT_NEEDED);
     136 ustat = missing(NOT_NEEDED);
-    137 statfs = full(S(fs::sys_statfs), &[Str, Hex]);
-    138 fstatfs = full(S(fs::sys_fstatfs), &[Fd, Hex]);
+    137 statfs = full(S(fs::stat::sys_statfs), &[Str, Hex]);
+    138 fstatfs = full(S(fs::stat::sys_fstatfs), &[Fd, Hex]);
     139 sysfs = missing(NOT_NEEDED);
     140 getpriority = full(S(sched::sys_getpriority), &[Int, Int]);
     141 setpriority = partial(S(sched::sys_setpriority), &[Int, Int, Int],
@@ -227,10 +227,10 @@ table! {
     146 sched_get_priority_max = full(S(sched::sys_sched_get_priority_max), &[Int]);
     147 sched_get_priority_min = full(S(sched::sys_sched_get_priority_min), &[Int]);
     148 sched_rr_get_interval = full(S(sched::sys_sched_rr_get_interval), &[Int, Hex]);
-    149 mlock = full(S(mm::sys_mlock), &[Hex, Int]);
-    150 munlock = full(S(mm::sys_munlock), &[Hex, Int]);
-    151 mlockall = full(S(mm::sys_mlockall), &[Hex]);
-    152 munlockall = full(S(mm::sys_munlockall), &[]);
+    149 mlock = full(S(mm::calls::sys_mlock), &[Hex, Int]);
+    150 munlock = full(S(mm::calls::sys_munlock), &[Hex, Int]);
+    151 mlockall = full(S(mm::calls::sys_mlockall), &[Hex]);
+    152 munlockall = full(S(mm::calls::sys_munlockall), &[]);
     153 vhangup = missing(NOT_NEEDED);
     154 modify_ldt = missing(NOT_NEEDED);
     155 pivot_root = missing(PRIVILEGED);
@@ -241,7 +241,7 @@ table! {
     159 adjtimex = missing(PRIVILEGED);
     160 setrlimit = full(S(identity::sys_setrlimit), &[Int, Hex]);
     161 chroot = missing(PRIVILEGED);
-    162 sync = full(S(fs::sys_sync), &[]);
+    162 sync = full(S(fs::file_ops::sys_sync), &[]);
     163 acct = missing(PRIVILEGED);
     164 settimeofday = missing(PRIVILEGED);
     165 mount = missing(PRIVILEGED);
@@ -267,19 +267,19 @@ table! {
     185 security = missing(NOT_NEEDED);
     186 gettid = full(S(identity::sys_gettid), &[]);
     187 readahead = missing(NOT_NEEDED);
-    188 setxattr = partial(S(fs::sys_setxattr), &[Str, Str, Hex, Int, Hex], NO_XATTR_SET);
-    189 lsetxattr = partial(S(fs::sys_lsetxattr), &[Str, Str, Hex, Int, Hex], NO_XATTR_SET);
-    190 fsetxattr = partial(S(fs::sys_fsetxattr), &[Fd, Str, Hex, Int, Hex], NO_XATTR_SET);
-    191 getxattr = partial(S(fs::sys_getxattr), &[Str, Str, Hex, Int], NO_XATTR_DATA);
-    192 lgetxattr = partial(S(fs::sys_lgetxattr), &[Str, Str, Hex, Int], NO_XATTR_DATA);
-    193 fgetxattr = partial(S(fs::sys_fgetxattr), &[Fd, Str, Hex, Int], NO_XATTR_DATA);
-    194 listxattr = partial(S(fs::sys_listxattr), &[Str, Hex, Int], NO_XATTR_LIST);
-    195 llistxattr = partial(S(fs::sys_llistxattr), &[Str, Hex, Int], NO_XATTR_LIST);
-    196 flistxattr = partial(S(fs::sys_flistxattr), &[Fd, Hex, Int], NO_XATTR_LIST);
-    197 removexattr = partial(S(fs::sys_removexattr), &[Str, Str], NO_XATTR_DATA);
-    198 lremovexattr = partial(S(fs::sys_lremovexattr), &[Str, Str], NO_XATTR_DATA);
-    199 fremovexattr = partial(S(fs::sys_fremovexattr), &[Fd, Str], NO_XATTR_DATA);
-    200 tkill = full(S(signal::sys_tkill), &[Int, Signal]);
+    188 setxattr = partial(S(fs::xattr::sys_setxattr), &[Str, Str, Hex, Int, Hex], NO_XATTR_SET);
+    189 lsetxattr = partial(S(fs::xattr::sys_lsetxattr), &[Str, Str, Hex, Int, Hex], NO_XATTR_SET);
+    190 fsetxattr = partial(S(fs::xattr::sys_fsetxattr), &[Fd, Str, Hex, Int, Hex], NO_XATTR_SET);
+    191 getxattr = partial(S(fs::xattr::sys_getxattr), &[Str, Str, Hex, Int], NO_XATTR_DATA);
+    192 lgetxattr = partial(S(fs::xattr::sys_lgetxattr), &[Str, Str, Hex, Int], NO_XATTR_DATA);
+    193 fgetxattr = partial(S(fs::xattr::sys_fgetxattr), &[Fd, Str, Hex, Int], NO_XATTR_DATA);
+    194 listxattr = partial(S(fs::xattr::sys_listxattr), &[Str, Hex, Int], NO_XATTR_LIST);
+    195 llistxattr = partial(S(fs::xattr::sys_llistxattr), &[Str, Hex, Int], NO_XATTR_LIST);
+    196 flistxattr = partial(S(fs::xattr::sys_flistxattr), &[Fd, Hex, Int], NO_XATTR_LIST);
+    197 removexattr = partial(S(fs::xattr::sys_removexattr), &[Str, Str], NO_XATTR_DATA);
+    198 lremovexattr = partial(S(fs::xattr::sys_lremovexattr), &[Str, Str], NO_XATTR_DATA);
+    199 fremovexattr = partial(S(fs::xattr::sys_fremovexattr), &[Fd, Str], NO_XATTR_DATA);
+    200 tkill = full(S(signal::calls::sys_tkill), &[Int, Signal]);
     201 time = full(S(time::sys_time), &[Hex]);
     202 futex = partial(B(futex::sys_futex), &[Hex, FutexOp, Int, Hex, Hex, Hex],
         "no priority-inheritance operations (FUTEX_LOCK_PI...): ENOSYS, as from a Linux \
@@ -300,11 +300,11 @@ table! {
     214 epoll_ctl_old = missing(NOT_NEEDED);
     215 epoll_wait_old = missing(NOT_NEEDED);
     216 remap_file_pages = missing(NOT_NEEDED);
-    217 getdents64 = full(S(fs::sys_getdents64), &[Fd, Hex, Int]);
+    217 getdents64 = full(S(fs::dir::sys_getdents64), &[Fd, Hex, Int]);
     218 set_tid_address = full(S(thread::sys_set_tid_address), &[Hex]);
     219 restart_syscall = missing(NOT_NEEDED);
     220 semtimedop = missing(NOT_NEEDED);
-    221 fadvise64 = full(S(fs::sys_fadvise64), &[Fd, Int, Int, Int]);
+    221 fadvise64 = full(S(fs::file_ops::sys_fadvise64), &[Fd, Int, Int, Int]);
     222 timer_create = full(S(posix_timer::sys_timer_create), &[Int, Hex, Hex]);
     223 timer_settime = full(S(posix_timer::sys_timer_settime), &[Int, Hex, Hex, Hex]);
     224 timer_gettime = full(S(posix_timer::sys_timer_gettime), &[Int, Hex]);
@@ -318,8 +318,8 @@ table! {
     232 epoll_wait = full(B(fs::epoll::sys_epoll_wait), &[Fd, Hex, Int, Int]);
     233 epoll_ctl = partial(S(fs::epoll::sys_epoll_ctl), &[Fd, Int, Fd, Hex],
         "an epoll instance inside another is EINVAL; regular files are EPERM");
-    234 tgkill = full(S(signal::sys_tgkill), &[Int, Int, Signal]);
-    235 utimes = full(S(fs::sys_utimes), &[Str, Hex]);
+    234 tgkill = full(S(signal::calls::sys_tgkill), &[Int, Int, Signal]);
+    235 utimes = full(S(fs::stat::sys_utimes), &[Str, Hex]);
     236 vserver = missing(NOT_NEEDED);
     237 mbind = missing(NOT_NEEDED);
     238 set_mempolicy = missing(NOT_NEEDED);
@@ -342,21 +342,21 @@ table! {
     254 inotify_add_watch = missing(NOT_NEEDED);
     255 inotify_rm_watch = missing(NOT_NEEDED);
     256 migrate_pages = missing(NOT_NEEDED);
-    257 openat = full(B(fs::sys_openat), &[DirFd, Str, OpenFlags]);
-    258 mkdirat = full(S(fs::sys_mkdirat), &[DirFd, Str, Oct]);
-    259 mknodat = partial(S(fs::sys_mknodat), &[DirFd, Str, Oct, Hex], DEVICE_NODES);
-    260 fchownat = full(S(fs::sys_fchownat), &[DirFd, Str, Int, Int, AtFlags]);
-    261 futimesat = full(S(fs::sys_futimesat), &[DirFd, Str, Hex]);
-    262 newfstatat = full(S(fs::sys_newfstatat), &[DirFd, Str, Hex, AtFlags]);
-    263 unlinkat = full(S(fs::sys_unlinkat), &[DirFd, Str, Hex]);
-    264 renameat = full(S(fs::sys_renameat), &[DirFd, Str, DirFd, Str]);
-    265 linkat = full(S(fs::sys_linkat), &[DirFd, Str, DirFd, Str, AtFlags]);
-    266 symlinkat = full(S(fs::sys_symlinkat), &[Str, DirFd, Str]);
-    267 readlinkat = full(S(fs::sys_readlinkat), &[DirFd, Str, OutBuf]);
-    268 fchmodat = full(S(fs::sys_fchmodat), &[DirFd, Str, Oct]);
-    269 faccessat = full(S(fs::sys_faccessat), &[DirFd, Str, Oct]);
-    270 pselect6 = full(B(fs::sys_pselect6), &[Int, Hex, Hex, Hex, Hex, Hex]);
-    271 ppoll = full(B(fs::sys_ppoll), &[Hex, Int, Hex, Hex, Int]);
+    257 openat = full(B(fs::file_ops::sys_openat), &[DirFd, Str, OpenFlags]);
+    258 mkdirat = full(S(fs::dir::sys_mkdirat), &[DirFd, Str, Oct]);
+    259 mknodat = partial(S(fs::dir::sys_mknodat), &[DirFd, Str, Oct, Hex], DEVICE_NODES);
+    260 fchownat = full(S(fs::stat::sys_fchownat), &[DirFd, Str, Int, Int, AtFlags]);
+    261 futimesat = full(S(fs::stat::sys_futimesat), &[DirFd, Str, Hex]);
+    262 newfstatat = full(S(fs::stat::sys_newfstatat), &[DirFd, Str, Hex, AtFlags]);
+    263 unlinkat = full(S(fs::dir::sys_unlinkat), &[DirFd, Str, Hex]);
+    264 renameat = full(S(fs::dir::sys_renameat), &[DirFd, Str, DirFd, Str]);
+    265 linkat = full(S(fs::dir::sys_linkat), &[DirFd, Str, DirFd, Str, AtFlags]);
+    266 symlinkat = full(S(fs::dir::sys_symlinkat), &[Str, DirFd, Str]);
+    267 readlinkat = full(S(fs::stat::sys_readlinkat), &[DirFd, Str, OutBuf]);
+    268 fchmodat = full(S(fs::stat::sys_fchmodat), &[DirFd, Str, Oct]);
+    269 faccessat = full(S(fs::stat::sys_faccessat), &[DirFd, Str, Oct]);
+    270 pselect6 = full(B(fs::poll::sys_pselect6), &[Int, Hex, Hex, Hex, Hex, Hex]);
+    271 ppoll = full(B(fs::poll::sys_ppoll), &[Hex, Int, Hex, Hex, Int]);
     272 unshare = missing(NOT_NEEDED);
     273 set_robust_list = full(S(thread::sys_set_robust_list), &[Hex, Int]);
     274 get_robust_list = full(S(thread::sys_get_robust_list), &[Int, Hex, Hex]);
@@ -364,27 +364,27 @@ table! {
         "between a pipe and a pipe, a file, a socket or the run's output, and from a \
             socket into a pipe; devices and /proc's files are EINVAL");
     276 tee = full(B(fs::splice::sys_tee), &[Fd, Fd, Int, Hex]);
-    277 sync_file_range = full(S(fs::sys_sync_file_range), &[Fd, Int, Int, Hex]);
+    277 sync_file_range = full(S(fs::file_ops::sys_sync_file_range), &[Fd, Int, Int, Hex]);
     278 vmsplice = missing(NOT_NEEDED);
     279 move_pages = missing(NOT_NEEDED);
-    280 utimensat = full(S(fs::sys_utimensat), &[DirFd, Str, Hex, AtFlags]);
+    280 utimensat = full(S(fs::stat::sys_utimensat), &[DirFd, Str, Hex, AtFlags]);
     281 epoll_pwait = full(B(fs::epoll::sys_epoll_pwait), &[Fd, Hex, Int, Int, Hex, Int]);
     282 signalfd = full(S(signal::signalfd::sys_signalfd), &[Fd, Hex, Int]);
     283 timerfd_create = full(S(fs::eventfd::sys_timerfd_create), &[Int, Hex]);
     284 eventfd = full(S(fs::eventfd::sys_eventfd), &[Int]);
-    285 fallocate = full(S(fs::sys_fallocate), &[Fd, Int, Int, Int]);
+    285 fallocate = full(S(fs::file_ops::sys_fallocate), &[Fd, Int, Int, Int]);
     286 timerfd_settime = full(S(fs::eventfd::sys_timerfd_settime), &[Fd, Hex, Hex, Hex]);
     287 timerfd_gettime = full(S(fs::eventfd::sys_timerfd_gettime), &[Fd, Hex]);
-    288 accept4 = full(B(net::sys_accept4), &[Fd, Hex, Hex, Hex]);
+    288 accept4 = full(B(net::calls::sys_accept4), &[Fd, Hex, Hex, Hex]);
     289 signalfd4 = full(S(signal::signalfd::sys_signalfd4), &[Fd, Hex, Int, Hex]);
     290 eventfd2 = full(S(fs::eventfd::sys_eventfd2), &[Int, Hex]);
     291 epoll_create1 = full(S(fs::epoll::sys_epoll_create1), &[Hex]);
-    292 dup3 = full(S(fs::sys_dup3), &[Fd, Fd, Hex]);
+    292 dup3 = full(S(fs::file_ops::descriptors::sys_dup3), &[Fd, Fd, Hex]);
     293 pipe2 = full(S(fs::pipe::sys_pipe2), &[Hex, Hex]);
     294 inotify_init1 = missing(NOT_NEEDED);
-    295 preadv = full(S(fs::sys_preadv), &[Fd, Hex, Int, Int]);
-    296 pwritev = full(S(fs::sys_pwritev), &[Fd, Hex, Int, Int]);
-    297 rt_tgsigqueueinfo = full(S(signal::sys_rt_tgsigqueueinfo), &[Int, Int, Signal, Hex]);
+    295 preadv = full(S(fs::file_ops::data::sys_preadv), &[Fd, Hex, Int, Int]);
+    296 pwritev = full(S(fs::file_ops::data::sys_pwritev), &[Fd, Hex, Int, Int]);
+    297 rt_tgsigqueueinfo = full(S(signal::calls::sys_rt_tgsigqueueinfo), &[Int, Int, Signal, Hex]);
     298 perf_event_open = missing(PRIVILEGED);
     299 recvmmsg = missing(ONE_MESSAGE);
     300 fanotify_init = missing(NOT_NEEDED);
@@ -393,7 +393,7 @@ table! {
     303 name_to_handle_at = missing(NOT_NEEDED);
     304 open_by_handle_at = missing(NOT_NEEDED);
     305 clock_adjtime = missing(PRIVILEGED);
-    306 syncfs = full(S(fs::sys_syncfs), &[Fd]);
+    306 syncfs = full(S(fs::file_ops::sys_syncfs), &[Fd]);
     307 sendmmsg = missing(ONE_MESSAGE);
     308 setns = missing(NOT_NEEDED);
     309 getcpu = full(S(sched::sys_getcpu), &[Hex, Hex, Hex]);
@@ -403,23 +403,23 @@ table! {
     313 finit_module = missing(PRIVILEGED);
     314 sched_setattr = missing(NOT_NEEDED);
     315 sched_getattr = missing(NOT_NEEDED);
-    316 renameat2 = full(S(fs::sys_renameat2), &[DirFd, Str, DirFd, Str, Hex]);
+    316 renameat2 = full(S(fs::dir::sys_renameat2), &[DirFd, Str, DirFd, Str, Hex]);
     317 seccomp = missing(NOT_NEEDED);
     318 getrandom = full(S(identity::sys_getrandom), &[Hex, Int, Hex]);
     319 memfd_create = missing(NOT_NEEDED);
     320 kexec_file_load = missing(PRIVILEGED);
     321 bpf = missing(PRIVILEGED);
-    322 execveat = partial(B(process::sys_execveat), &[DirFd, Str, Hex, Hex, AtFlags], EXEC);
+    322 execveat = partial(B(process::exec::sys_execveat), &[DirFd, Str, Hex, Hex, AtFlags], EXEC);
     323 userfaultfd = missing(NOT_NEEDED);
     324 membarrier = full(S(sched::sys_membarrier), &[Int, Hex, Int]);
-    325 mlock2 = full(S(mm::sys_mlock2), &[Hex, Int, Hex]);
-    326 copy_file_range = full(S(fs::sys_copy_file_range), &[Fd, Hex, Fd, Hex, Int, Hex]);
-    327 preadv2 = full(S(fs::sys_preadv2), &[Fd, Hex, Int, Int, Int, Hex]);
-    328 pwritev2 = full(S(fs::sys_pwritev2), &[Fd, Hex, Int, Int, Int, Hex]);
+    325 mlock2 = full(S(mm::calls::sys_mlock2), &[Hex, Int, Hex]);
+    326 copy_file_range = full(S(fs::file_ops::data::sys_copy_file_range), &[Fd, Hex, Fd, Hex, Int, Hex]);
+    327 preadv2 = full(S(fs::file_ops::data::sys_preadv2), &[Fd, Hex, Int, Int, Int, Hex]);
+    328 pwritev2 = full(S(fs::file_ops::data::sys_pwritev2), &[Fd, Hex, Int, Int, Int, Hex]);
     329 pkey_mprotect = missing(NOT_NEEDED);
     330 pkey_alloc = missing(NOT_NEEDED);
     331 pkey_free = missing(NOT_NEEDED);
-    332 statx = full(S(fs::sys_statx), &[DirFd, Str, AtFlags, Hex, Hex]);
+    332 statx = full(S(fs::stat::sys_statx), &[DirFd, Str, AtFlags, Hex, Hex]);
     333 io_pgetevents = missing(ASYNC_IO);
     334 rseq = missing(NOT_NEEDED);
     424 pidfd_send_signal = missing(NOT_NEEDED);
@@ -435,10 +435,10 @@ table! {
     434 pidfd_open = missing(NOT_NEEDED);
     435 clone3 = partial(B(thread::sys_clone3), &[Hex, Int],
         "as clone; no pidfds, set_tid or cgroups (EINVAL)");
-    436 close_range = full(S(fs::sys_close_range), &[Int, Int, Hex]);
-    437 openat2 = partial(B(fs::sys_openat2), &[DirFd, Str, Hex, Int], "ignores `resolve`");
+    436 close_range = full(S(fs::file_ops::descriptors::sys_close_range), &[Int, Int, Hex]);
+    437 openat2 = partial(B(fs::file_ops::sys_openat2), &[DirFd, Str, Hex, Int], "ignores `resolve`");
     438 pidfd_getfd = missing(NOT_NEEDED);
-    439 faccessat2 = full(S(fs::sys_faccessat2), &[DirFd, Str, Oct, AtFlags]);
+    439 faccessat2 = full(S(fs::stat::sys_faccessat2), &[DirFd, Str, Oct, AtFlags]);
     440 process_madvise = missing(NOT_NEEDED);
     441 epoll_pwait2 = full(B(fs::epoll::sys_epoll_pwait2), &[Fd, Hex, Int, Hex, Hex, Int]);
     442 mount_setattr = missing(NOT_NEEDED);

@@ -14,11 +14,9 @@ use super::*;
 use crate::kernel::syscalls::nr;
 use std::sync::Arc;
 
-mod data;
-mod descriptors;
+pub mod data;
+pub mod descriptors;
 use data::slice_at;
-pub use data::*;
-pub use descriptors::*;
 
 /// Most entries of one iovec array (IOV_MAX).
 const IOV_MAX: u64 = 1024;

@@ -30,9 +30,8 @@ use std::sync::Arc;
 
 mod host;
 mod image;
-mod resolve;
+pub mod resolve;
 use host::{read_host_dir, read_host_file, HostEntry};
-pub use resolve::*;
 
 pub type Ino = u64;
 

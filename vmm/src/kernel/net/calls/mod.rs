@@ -14,10 +14,8 @@ use super::cmsg::{self, SOL_SOCKET};
 use super::*;
 use crate::kernel::syscalls::nr;
 
-mod options;
-mod transfer;
-pub use options::*;
-pub use transfer::*;
+pub mod options;
+pub mod transfer;
 use transfer::{timeo, timeo_deadline};
 
 const SOCK_NONBLOCK: u64 = O_NONBLOCK as u64;

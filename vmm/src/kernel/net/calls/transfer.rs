@@ -598,7 +598,7 @@ pub fn sys_sendmsg(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (obj, d) = sock_fd(k, a[0])?;
     let m = read_msghdr(k, a[1])?;
     let domain = sock(k, obj)?.domain;
-    let bufs = crate::kernel::fs::file_ops::iovecs(k, m.iov, m.iovlen)?;
+    let bufs = crate::kernel::fs::file_ops::data::iovecs(k, m.iov, m.iovlen)?;
     let to = if m.name != 0 && m.namelen != 0 {
         Some(read_addr(k, m.name, m.namelen as u64, domain)?)
     } else {
@@ -618,7 +618,7 @@ pub fn sys_sendmsg(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
 pub fn sys_recvmsg(k: &mut Kernel, a: [u64; 6]) -> SysResult<Sys> {
     let (obj, d) = sock_fd(k, a[0])?;
     let m = read_msghdr(k, a[1])?;
-    let bufs = crate::kernel::fs::file_ops::iovecs(k, m.iov, m.iovlen)?;
+    let bufs = crate::kernel::fs::file_ops::data::iovecs(k, m.iov, m.iovlen)?;
     let nonblock = d.flags & O_NONBLOCK != 0;
     let want = io::total_len(&bufs);
     let mut put = |k: &mut Kernel, b: &[u8]| put_out(k, &bufs, b);
