@@ -29,14 +29,22 @@ const PORTFOLIO_CAP: u64 = 20_000;
 
 /// The default search (docs/design.md, "A portfolio by default"): the
 /// cheap system-call points' random schedules first in each round, then
-/// memory points' random, PCT of depths 2 and 3 and `bounded`.
-pub const PORTFOLIO: [Entry; 5] = [
+/// race-directed points' random, PCT of depths 2 and 3 and `bounded`; after
+/// two rounds, random and PCT depth 3 on memory points join, widening to
+/// every shared access (their schedule 0 is recorded only then).
+pub const PORTFOLIO: [Entry; 7] = [
     entry(Strategy::Random, 0, Points::Syscalls),
+    entry(Strategy::Random, 0, Points::Races),
+    entry(Strategy::Pct, 2, Points::Races),
+    entry(Strategy::Pct, 3, Points::Races),
+    entry(Strategy::Bounded, 0, Points::Races),
     entry(Strategy::Random, 0, Points::Memory),
-    entry(Strategy::Pct, 2, Points::Memory),
     entry(Strategy::Pct, 3, Points::Memory),
-    entry(Strategy::Bounded, 0, Points::Memory),
 ];
+
+/// The portfolio's own points: its schedule 0 (the report's) learns where
+/// races can be first.
+pub const PORTFOLIO_POINTS: Points = Points::Races;
 
 const fn entry(strategy: Strategy, depth: u32, points: Points) -> Entry {
     Entry {
@@ -136,6 +144,15 @@ fn properties(req: &CheckRequest) -> Result<Vec<Property>> {
     Ok(out)
 }
 
+/// Whether the request pins one search: anything that does pins it as
+/// before the portfolio.
+fn pinned(req: &CheckRequest) -> bool {
+    req.strategy.is_some()
+        || req.run.points.is_some()
+        || req.seeds.is_some()
+        || req.from_run.is_some()
+}
+
 /// What a check of this request runs; `stdin` gives standard input's
 /// bytes once the program is known to be runnable.
 pub fn spec(
@@ -174,7 +191,11 @@ pub fn spec(
             prepared.set_stdin(stdin());
             // Schedule 0 of a check is its base: the window is the check's.
             let mut inputs = prepared.inputs;
-            inputs.manifest.points = req.run.points.unwrap_or(DEFAULT_POINTS);
+            let own = match pinned(req) {
+                true => DEFAULT_POINTS,
+                false => PORTFOLIO_POINTS,
+            };
+            inputs.manifest.points = req.run.points.unwrap_or(own);
             inputs.manifest.schedule_from = None;
             inputs.manifest.schedule_until = None;
             (inputs, prepared.name, None)
@@ -184,12 +205,7 @@ pub fn spec(
         Some(_) => Strategy::Seeds,
         None => req.strategy.unwrap_or(DEFAULT_STRATEGY),
     };
-    // Anything that pins the search pins it as before the portfolio.
-    let pinned = req.strategy.is_some()
-        || req.run.points.is_some()
-        || req.seeds.is_some()
-        || req.from_run.is_some();
-    let (portfolio, schedules, budget) = match (pinned, req.seeds.or(req.schedules)) {
+    let (portfolio, schedules, budget) = match (pinned(req), req.seeds.or(req.schedules)) {
         (true, n) => (Vec::new(), n.unwrap_or(DEFAULT_SCHEDULES), req.budget),
         (false, Some(n)) => (PORTFOLIO.to_vec(), n, req.budget),
         (false, None) => (

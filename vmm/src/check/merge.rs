@@ -408,7 +408,7 @@ pub fn merge(
     store: &Store,
     progress: &mut dyn Progress,
 ) -> Result<Merged, ShardError> {
-    let checkers: Vec<Checker> = p
+    let mut checkers: Vec<Checker> = p
         .specs
         .iter()
         .zip(&p.bases)
@@ -416,6 +416,9 @@ pub fn merge(
             Checker::new(s, store).with_base(t.status, t.wall, t.steps, events)
         })
         .collect();
+    // What the shards' learning run learned: its pages are in schedule 0's
+    // inputs, so every schedule's; the report says it.
+    checkers[0].learned = p.shelf.bases.get(&0).and_then(|b| b.0.learned.clone());
     let bases: Vec<Tried> = p.bases.iter().map(|b| b.0.clone()).collect();
     let plan = Plan::of(&p.spec, &p.modes, &checkers, &bases);
     let (tried, missing) = gather(p, &plan)?;
@@ -433,12 +436,14 @@ pub fn merge(
             )
         })
         .collect();
-    for b in &bases {
-        progress.tried(b, 0, 0);
-    }
-    for (k, t) in tried.iter().enumerate() {
-        progress.tried(t, k as u64 + 1, plan.steps.len() as u64);
-    }
+    show(
+        p,
+        &checkers,
+        &bases,
+        &tried,
+        plan.steps.len() as u64,
+        progress,
+    );
     // Every candidate up to the first violation has its record: its index is its place.
     if let Some(k) = tried.iter().position(|t| t.violated()) {
         if let Some((r, dir)) = p.shelf.records.get(&(k as u64 + 1)) {
@@ -451,6 +456,35 @@ pub fn merge(
         notes,
         elsewhere: elsewhere.into_iter().filter(|r| !r.dir.exists()).collect(),
     })
+}
+
+/// Tells `progress` of the schedule 0s and the schedules in the order a
+/// check on one machine does: a widening schedule 0 after the rounds before
+/// the widening, and only when the schedules went past them.
+fn show(
+    p: &Prepared,
+    checkers: &[Checker],
+    bases: &[Tried],
+    tried: &[Tried],
+    total: u64,
+    progress: &mut dyn Progress,
+) {
+    let (shown, wide, prefix) = match p.spec.portfolio.is_empty() {
+        true => (bases.to_vec(), bases.len(), usize::MAX),
+        false => super::portfolio::shown(&p.spec, &p.modes, checkers, bases.to_vec(), tried),
+    };
+    let wide = wide.min(shown.len());
+    for b in &shown[..wide] {
+        progress.tried(b, 0, 0);
+    }
+    for (k, t) in tried.iter().enumerate() {
+        if k == prefix {
+            for b in &shown[wide..] {
+                progress.tried(b, 0, 0);
+            }
+        }
+        progress.tried(t, k as u64 + 1, total);
+    }
 }
 
 /// The runs the tried schedules made, as this store would hold them:

@@ -247,7 +247,7 @@ pub struct Report {
 type Recorded = (String, Outcome, Vec<Event>);
 
 /// A check's learning run (`--points races`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Learned {
     pub run: String,
     pub steps: u64,
@@ -668,13 +668,20 @@ impl<'a> Checker<'a> {
     /// SDK); returns it judged, called `label`. With `--points races` a
     /// learning run comes first (`learn`), and schedule 0 traps its pages.
     fn schedule0(&mut self, label: &str) -> Result<Tried, CheckError> {
+        let limits = self.spec.limits.clone();
+        self.schedule0_within(label, &limits)
+    }
+
+    /// `schedule0` within `limits` (a portfolio's widening schedule 0 ends
+    /// with its budget).
+    fn schedule0_within(&mut self, label: &str, limits: &Limits) -> Result<Tried, CheckError> {
         let learned = self.learn()?;
         let (learned, (id, o, events)) = match learned {
             Some((l, recorded)) if l.pages.is_empty() => (Some(l), recorded),
             l => {
                 let base_inputs = self.inputs_for(&Candidate::Explicit(Vec::new()));
                 let learned = l.map(|l| l.0);
-                (learned, self.record(&base_inputs, &self.spec.limits)?)
+                (learned, self.record(&base_inputs, limits)?)
             }
         };
         self.learned = learned;

@@ -251,8 +251,11 @@ pub struct Record {
     /// The replayable export of a violating run (and of schedule 0), a
     /// file name in the same directory.
     pub rwd: Option<String>,
-    /// Schedule 0's record says what the check is.
+    /// Schedule 0's record says what the check is...
     pub described: Option<Described>,
+    /// ...and what its learning run learned (race-directed points).
+    #[serde(default)]
+    pub learned: Option<super::Learned>,
 }
 
 impl Record {
@@ -361,7 +364,13 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    fn write(&self, at: At, t: &Tried, described: Option<Described>) -> Result<(), ShardError> {
+    fn write(
+        &self,
+        at: At,
+        t: &Tried,
+        described: Option<(Described, Option<super::Learned>)>,
+    ) -> Result<(), ShardError> {
+        let (described, learned) = described.unzip();
         let (index, base) = match at {
             At::Base(m) => (0, m),
             At::Schedule(i) => (i, 0),
@@ -388,6 +397,7 @@ impl Writer<'_> {
             duration: t.wall,
             rwd,
             described,
+            learned: learned.flatten(),
         };
         let json = serde_json::to_vec_pretty(&r).expect("a record serializes");
         write_atomic(self.dir, &format!("{}.json", at.stem()), &json)
@@ -514,7 +524,7 @@ impl Plan {
             let steps = cands.into_iter().map(|c| (0, c, None)).collect();
             return Plan { steps, bound };
         }
-        let planned = portfolio::plan_after(spec, modes, checkers, bases);
+        let planned = portfolio::plan_after(spec, modes, checkers, bases, true);
         let steps = planned
             .into_iter()
             .map(|(m, c, e)| (m, c, Some(e)))
@@ -550,7 +560,7 @@ impl Plan {
         progress: &mut dyn Progress,
     ) -> Result<Report, CheckError> {
         if !spec.portfolio.is_empty() {
-            return portfolio::report(modes, checkers, bases, tried, None, progress);
+            return portfolio::report(spec, modes, checkers, bases, tried, None, progress);
         }
         let base = bases.into_iter().next().expect("a check has a schedule 0");
         let report = checkers[0].report(base, tried, self.bound, self.steps.len());
@@ -587,7 +597,7 @@ pub fn run_shard(
     let mut bases = Vec::new();
     for (m, c) in checkers.iter_mut().enumerate() {
         let base = c.schedule0(&portfolio::base_label(&modes, m))?;
-        let described = (m == 0).then(|| described.clone());
+        let described = (m == 0).then(|| (described.clone(), c.learned.clone()));
         writer.write(At::Base(m as u32), &base, described)?;
         progress.tried(&base, 0, 0);
         bases.push(base);
