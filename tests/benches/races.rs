@@ -10,8 +10,11 @@
 //!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench races
 //!
 //! `REWIND_BENCH_SIZES` (comma-separated KB, default `200,1024`) and
-//! `REWIND_BENCH_EXAMPLES` (default `counter,flag,lockfree,twolocks`)
-//! change what is measured. Wall times fall with the host's load, which is
+//! `REWIND_BENCH_EXAMPLES` (comma-separated, default `handoff,counter
+//! 2500`: an example by name, or a guest program and its arguments, checked
+//! as `-- PROGRAM ARGS`) change what is measured. Schedules per second are
+//! the check's nine runs (schedule 0 and eight) over its time less the
+//! learning run's. Wall times fall with the host's load, which is
 //! printed: read the ratios. Nothing is replayed (the tests replay).
 
 use rewind_tests::{host_program, load_average, run_command_with_input, word_text, Home};
@@ -82,22 +85,28 @@ fn measure(label: &str, prog: &[&str], input: &[u8], memory_too: bool) {
     let (races, found, steps) = check("races");
     let schedule = races.saturating_sub(learning) / 9;
     println!(
-        "| {label} | {:.2} s | {:.2} s ({:.1}x) | {:.2} s ({:.1}x) | {:.2} s ({:.1}x one) | {steps} | {found} | {} |",
+        "| {label} | {:.2} s ({:.1}/s) | {:.2} s ({:.1}x) | {:.2} s ({:.1}x) | {:.2} s ({:.1}x, {:.1}/s) | {steps} | {found} | {} |",
         secs(nine),
+        9.0 / secs(nine),
         secs(races),
         secs(races) / secs(nine),
         secs(learning),
         secs(learning) / secs(one),
         secs(schedule),
         secs(schedule) / secs(one),
+        1.0 / secs(schedule),
         load_average(),
     );
     if memory_too {
         let (memory, found, steps) = check("memory");
+        let schedule = memory / 9;
         println!(
-            "| {label}, `--points memory` | | {:.2} s ({:.1}x) | | | {steps} | {found} | {} |",
+            "| {label}, `--points memory` | | {:.2} s ({:.1}x) | | {:.2} s ({:.1}x, {:.2}/s) | {steps} | {found} | {} |",
             secs(memory),
             secs(memory) / secs(nine),
+            secs(schedule),
+            secs(schedule) / secs(one),
+            1.0 / secs(schedule),
             load_average(),
         );
     }
@@ -105,14 +114,23 @@ fn measure(label: &str, prog: &[&str], input: &[u8], memory_too: bool) {
 
 fn main() {
     println!(
-        "| program | 9 syscall-point runs | check, races (x the 9) | learning run (x one run) | \
-         a schedule after it | schedule 0 steps | violating | load |"
+        "| program | 9 syscall-point runs (runs/s) | check, races (x the 9) | learning run (x one run) | \
+         a schedule after it (x one run, schedules/s) | schedule 0 steps | violating | load |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
-    let examples = std::env::var("REWIND_BENCH_EXAMPLES")
-        .unwrap_or_else(|_| "counter,flag,lockfree,twolocks".into());
+    let examples =
+        std::env::var("REWIND_BENCH_EXAMPLES").unwrap_or_else(|_| "handoff,counter 2500".into());
     for ex in examples.split(',').filter(|e| !e.is_empty()) {
-        measure(ex, &["--example", ex], &[], true);
+        match ex.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [name] => measure(ex, &["--example", name], &[], true),
+            [name, args @ ..] => {
+                let path = rewind_tests::guest_arg(name);
+                let mut prog = vec!["--", path.as_str()];
+                prog.extend_from_slice(args);
+                measure(ex, &prog, &[], true);
+            }
+            [] => {}
+        }
     }
     if host_program(PBZIP2, "pbzip2").is_none() {
         return;

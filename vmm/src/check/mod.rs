@@ -12,6 +12,7 @@ pub mod narrow;
 pub mod portfolio;
 pub mod property;
 pub mod race;
+mod resume;
 pub mod shard;
 pub mod window;
 
@@ -528,12 +529,24 @@ impl<'a> Checker<'a> {
 
     /// Records one run into the store and returns it with its events.
     pub fn record(&self, inputs: &RunInputs, limits: &Limits) -> Result<Recorded, CheckError> {
+        // A fork of the checked run: from its last keyframe before the fork.
+        let start = self.parent_keyframe(inputs)?;
+        self.record_from(inputs, limits, start)
+    }
+
+    /// `record`, from `start` when given: a keyframe of a run in the store
+    /// that is the same machine as `inputs`' up to its step.
+    fn record_from(
+        &self,
+        inputs: &RunInputs,
+        limits: &Limits,
+        start: Option<(crate::store::Run, Keyframe)>,
+    ) -> Result<Recorded, CheckError> {
         // A run already in the store is not the check's to drop (`Report::made`).
         let fresh = !self.store.runs_dir().join(inputs.manifest.id()).exists();
         let mut rec = self.store.begin(&inputs.manifest, &inputs.stdin)?;
         rec.set_echo(false);
-        let outcome = match self.parent_keyframe(inputs)? {
-            // A fork of the checked run: from its last keyframe before the fork.
+        let outcome = match start {
             Some((run, kf)) => run.run_fork(self.store, Some(&kf), inputs, limits, &mut rec)?,
             None => session::run(inputs, limits, &mut rec)?,
         };
@@ -782,7 +795,7 @@ impl<'a> Checker<'a> {
         if self.spec.narrow && !report.bases.iter().any(|b| b.violated()) {
             if let Some(bad) = report.first_violation().cloned() {
                 progress.phase("narrowing");
-                report.narrowed = Some(narrow::narrow(self, &bad)?);
+                report.narrowed = Some(narrow::narrow(self, &bad, &report.bases)?);
             }
         }
         self.hand_over(&mut report);
@@ -853,18 +866,6 @@ impl<'a> Checker<'a> {
                 (all, bound)
             }
         }
-    }
-
-    /// Tries candidates on `jobs` threads, and stops after the first in
-    /// candidate order that `stop` says is enough (`jobs::try_each`).
-    fn try_all(
-        &self,
-        cands: &[Candidate],
-        progress: &mut dyn Progress,
-        stop: &(dyn Fn(&Tried) -> bool + Sync),
-    ) -> Result<Vec<Tried>, CheckError> {
-        let one = |i: usize| self.try_one(&cands[i]);
-        Ok(jobs::try_each(cands.len(), self.spec.jobs, None, progress, stop, &one)?.0)
     }
 }
 

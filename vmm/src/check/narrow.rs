@@ -5,7 +5,8 @@
 //! a race and bounded:
 //!
 //! 1. the shortest prefix of the applied perturbations that still violates
-//!    (a bisection: about log2(n) runs); its last perturbation is the one
+//!    (the prefixes ending at the failing run's own lost updates first,
+//!    then a bisection: about log2(n) runs); its last perturbation is the one
 //!    that tips the run, and the prefix without it is a run that does not
 //!    violate and is the same machine until that step;
 //! 2. that last perturbation alone;
@@ -19,15 +20,16 @@
 //!    within the budget.
 //!
 //! Lists of single candidates run on the check's jobs, the first violating
-//! one in order winning, so the result does not depend on `--jobs`.
+//! one in order winning, so the result does not depend on `--jobs`. Every
+//! run starts where it parts from a run already recorded (`resume`).
 
 use super::label::{self, Judged, Label};
 use super::race::{self, Race};
+use super::resume::Donor;
 use super::{Candidate, CheckError, Checker, Narrowed, Progress, Side, Tried};
 use crate::record::diff::first_divergence;
 use crate::run::Limits;
-use crate::run::{Discard, Event, EventKind, Perturbation, Perturbed};
-use crate::session;
+use crate::run::{Access, Event, EventKind, Perturbation, Perturbed};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,6 +40,10 @@ const CONTEXT: usize = 3;
 const NEAR: u64 = 16;
 /// Single reschedules tried at schedule 0's steps of the same accesses.
 const SAME_ACCESS_TRIES: usize = 16;
+/// Prefixes ending at a lost update of the failing run tried before bisecting.
+const TIPS: usize = 2;
+/// Shorter prefixes tried below a tip that violates.
+const WALK: usize = 4;
 /// Runs narrowing makes after the prefix bisection, at most: when the
 /// budget runs out, the smallest set found so far is reported.
 const BUDGET: u64 = 96;
@@ -48,6 +54,9 @@ struct Search<'c, 'a> {
     runs: u64,
     /// Every explicit schedule run so far, and how it went.
     seen: HashMap<Vec<Perturbed>, Tried>,
+    /// Schedule 0 and the failing schedule: runs recorded before
+    /// narrowing that its runs can start from (`resume`).
+    recorded: Vec<Donor>,
 }
 
 /// Narrowing's runs are not listed as the check's schedules are.
@@ -69,9 +78,15 @@ impl Search<'_, '_> {
             return Ok(t.clone());
         }
         self.runs += 1;
-        let t = self.checker.try_one(&Candidate::Explicit(set.to_vec()))?;
+        let t = self.checker.try_resumed(set, &self.donors())?;
         self.seen.insert(set.to_vec(), t.clone());
         Ok(t)
+    }
+
+    /// Every run recorded so far, to start a run from where it parts from one.
+    fn donors(&self) -> Vec<Donor> {
+        let made = self.seen.values().map(Donor::of);
+        self.recorded.iter().cloned().chain(made).collect()
     }
 
     /// The run with exactly these perturbations, if it violates the property.
@@ -94,10 +109,12 @@ impl Search<'_, '_> {
             .collect();
         sets.dedup();
         sets.truncate(left);
-        let cands: Vec<Candidate> = sets.iter().cloned().map(Candidate::Explicit).collect();
         let property = self.property.clone();
         let hit = move |t: &Tried| t.violations.iter().any(|(p, _)| *p == property);
-        let tried = self.checker.try_all(&cands, &mut Quiet, &hit)?;
+        let donors = self.donors();
+        let one = |i: usize| self.checker.try_resumed(&sets[i], &donors);
+        let jobs = self.checker.spec.jobs;
+        let (tried, _) = super::jobs::try_each(sets.len(), jobs, None, &mut Quiet, &hit, &one)?;
         self.runs += tried.len() as u64;
         let mut found = None;
         for (set, t) in sets.into_iter().zip(tried) {
@@ -111,8 +128,28 @@ impl Search<'_, '_> {
 
     /// The shortest prefix of `applied` that violates, by bisection: the
     /// empty one (schedule 0) does not, the whole does (the schedule's own
-    /// run, `bad`). Its length, and its run.
+    /// run, `bad`). The failing run's own lost updates come first (`tips`):
+    /// a prefix ending at one that violates, and the prefixes up to `WALK`
+    /// shorter, until one passes: the prefix one longer is the answer in a
+    /// few runs; else bisection, as without them.
+    /// Its length, and its run.
     fn prefix(&mut self, applied: &[Perturbed], bad: &Tried) -> Result<(usize, Tried), CheckError> {
+        for h in self.tips(applied, bad)? {
+            if h >= applied.len() {
+                continue;
+            }
+            let Some(mut t) = self.fails(&applied[..h])? else {
+                continue;
+            };
+            // The racing thread's read may come a few perturbations before.
+            for k in (h.saturating_sub(WALK)..h).rev() {
+                match self.fails(&applied[..k])? {
+                    None => return Ok((k + 1, t)),
+                    Some(shorter) => t = shorter,
+                }
+            }
+            break;
+        }
         let (mut lo, mut hi) = (0, applied.len());
         let mut failing = bad.clone();
         while hi - lo > 1 {
@@ -126,6 +163,40 @@ impl Search<'_, '_> {
             }
         }
         Ok((hi, failing))
+    }
+
+    /// The lengths of the prefixes of `applied` that end with a
+    /// perturbation at which, in `bad`'s run, a thread was switched away
+    /// between its read and its write of bytes another thread then wrote
+    /// (none of them a locked instruction): a lost update, what most
+    /// races that end a run differently are. At most `TIPS`, in step order;
+    /// read from the run's events, no run made.
+    fn tips(&self, applied: &[Perturbed], bad: &Tried) -> Result<Vec<usize>, CheckError> {
+        let events = load(self.checker, &bad.id)?;
+        if !events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Access { .. }))
+        {
+            return Ok(Vec::new());
+        }
+        let switches = self.checker.store.resolve(&bad.id)?.switches()?;
+        let mut tips = Vec::new();
+        for (i, p) in applied.iter().enumerate() {
+            let Some(x) = race::exposed(&events, &switches, p.step, &|_| true) else {
+                continue;
+            };
+            let lost = x.before.is_some_and(|b| b.access == Access::Read)
+                && x.between.access == Access::Write
+                && x.after
+                    .is_some_and(|a| a.step == p.step && a.access == Access::Write);
+            if lost {
+                tips.push(i + 1);
+            }
+            if tips.len() == TIPS {
+                break;
+            }
+        }
+        Ok(tips)
     }
 
     /// When several perturbations together decide it, one reschedule at a
@@ -328,15 +399,33 @@ impl Search<'_, '_> {
     }
 }
 
-pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
+/// Narrows `bad`, a violating schedule of `checker`'s; `bases` are the
+/// check's schedule 0s (one a set of points), the one of this checker's
+/// not made again.
+pub fn narrow(checker: &Checker, bad: &Tried, bases: &[Tried]) -> Result<Narrowed, CheckError> {
     let started = Instant::now();
     let property = bad.violations[0].0.clone();
+    let base_id = checker
+        .inputs_for(&Candidate::Explicit(Vec::new()))
+        .manifest
+        .id();
     let mut s = Search {
         checker,
         property: property.clone(),
         runs: 0,
         seen: HashMap::new(),
+        recorded: vec![
+            Donor::of(bad),
+            Donor {
+                id: base_id.clone(),
+                applied: Vec::new(),
+            },
+        ],
     };
+    // Schedule 0 is the run with no perturbation.
+    if let Some(base) = bases.iter().find(|b| b.id == base_id) {
+        s.seen.insert(Vec::new(), base.clone());
+    }
     if bad.perturbed.is_empty() {
         // No schedule perturbation: another seed decides it. Compare with schedule 0.
         let base = checker.try_one(&Candidate::Explicit(Vec::new()))?;
@@ -392,7 +481,6 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
     // the interleaving's accesses made elsewhere (the Rust core's atomics).
     let (where_, callers) = match deciding.last() {
         Some(last) => {
-            let inputs = checker.inputs_for(&Candidate::Explicit(deciding.clone()));
             let limits = Limits {
                 where_at: Some(last.step),
                 places_at: exposed
@@ -401,7 +489,9 @@ pub fn narrow(checker: &Checker, bad: &Tried) -> Result<Narrowed, CheckError> {
                     .unwrap_or_default(),
                 ..checker.candidate_limits()
             };
-            let o = session::run(&inputs, &limits, &mut Discard)?;
+            let mut donors = s.donors();
+            donors.push(Donor::of(&failing));
+            let o = checker.notes_of(&deciding, &donors, &limits)?;
             names.mapped = o.symbols_at;
             (o.where_at, o.places_at)
         }
