@@ -10,7 +10,8 @@
 //!   debug adapter's variables tests) -> `values-rust`;
 //! - `hello.c` dynamically linked -> `hello-dynamic` (run with its interpreter and libc);
 //! - `where-procs.c` dynamically linked -> `where-procs-dynamic` (stacks through libc);
-//! - `guest/examples/bank.c` -> `bank`, so the benchmark can time it natively;
+//! - `guest/examples/bank.c` -> `bank`, so the benchmark can time it natively,
+//!   and `bank-fixed.c` -> `bank-fixed` (both builders' programs in tests/tests/nix.rs);
 //! - `guest/examples/pool.c` with a sleep where main yields -> `pool-sleep`;
 //! - `deadlock` and `long` with their debug info split off (`objcopy
 //!   --only-keep-debug`, then `--strip-debug`; the build id stays) ->
@@ -33,7 +34,7 @@ fn main() {
     let tests = root.join("guest/tests");
     let examples = root.join("guest/examples");
     println!("cargo:rerun-if-changed={}", tests.display());
-    for example in ["bank.c", "pool.c"] {
+    for example in ["bank.c", "bank-fixed.c", "pool.c"] {
         println!(
             "cargo:rerun-if-changed={}",
             examples.join(example).display()
@@ -97,12 +98,14 @@ fn main() {
         &tests.join("where-procs.c"),
         &out.join("where-procs-dynamic"),
     );
-    build(
-        "cc",
-        &["-static", "-O1", "-g", "-pthread"],
-        &examples.join("bank.c"),
-        &out.join("bank"),
-    );
+    for name in ["bank", "bank-fixed"] {
+        build(
+            "cc",
+            &["-static", "-O1", "-g", "-pthread"],
+            &examples.join(format!("{name}.c")),
+            &out.join(name),
+        );
+    }
     build(
         "cc",
         &[

@@ -198,6 +198,16 @@ impl Host {
         Ok(paths)
     }
 
+    /// Builds (or substitutes) a derivation's outputs on the host: their paths.
+    pub fn realise(&self, drv: &str) -> Result<Vec<String>, HostError> {
+        let out = self.run("nix-store", &["--realise", "--quiet", "--", drv])?;
+        Ok(out
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
     /// Every store path `paths` need, themselves included, sorted.
     pub fn closure(&self, paths: &[String]) -> Result<Vec<String>, HostError> {
         if paths.is_empty() {

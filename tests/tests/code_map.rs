@@ -17,7 +17,6 @@ const TOPS: &[&str] = &[
     "docs/",
     "guest/",
     "nixstore/",
-    "nixstore/",
     "nvim-plugin/",
     "scripts/",
     "symbols/",

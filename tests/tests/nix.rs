@@ -46,7 +46,7 @@ impl Nix {
         format!("file://{}", self.path().join("cache").display())
     }
 
-    /// Writes `derivations.nix`: an attribute set of `builtins.derivation`s
+    /// Writes `derivations.nix`: a recursive attribute set of `builtins.derivation`s
     /// with `bb` (the busybox directory) and `sh` (its shell) in scope.
     fn write(&self, attrs: &str) -> PathBuf {
         let file = self.path().join("derivations.nix");
@@ -55,7 +55,7 @@ impl Nix {
              sh = \"${{bb}}/bin/sh\";\n  \
              drv = name: script: derivation {{ inherit name; system = \"x86_64-linux\"; \
              builder = sh; args = [ \"-c\" script ]; PATH = \"${{bb}}/bin\"; }};\n\
-             in {{\n{attrs}\n}}\n"
+             in rec {{\n{attrs}\n}}\n"
         );
         std::fs::write(&file, text).unwrap();
         file
@@ -452,5 +452,228 @@ fn an_example_builds_with_the_host_toolchain_as_in_the_store_and_a_cache() {
                 "no `{line}... {verdict}` in:\n{out}"
             );
         }
+    }
+}
+
+/// `bank` and `bank-fixed` (built by build.rs from guest/examples) in
+/// `DIR/bank/bin`, for builders that run them as their check phase.
+fn with_bank_programs(nix: &Nix) {
+    let bin = nix.path().join("bank/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for name in ["bank", "bank-fixed"] {
+        std::fs::copy(rewind_tests::guest(name), bin.join(name)).unwrap();
+    }
+}
+
+/// A build whose check phase runs bank (`make check` that loses money), and
+/// its fixed twin's; each makes `$out` only when the check passed.
+const BANK_CHECKS: &str = r#"  progs = name: script: derivation { inherit name; system = "x86_64-linux";
+    builder = sh; args = [ "-e" "-c" script ];
+    PATH = "${bb}/bin:${builtins.path { path = ./bank; name = "bank-programs"; }}/bin"; };
+  bank = progs "bank-check" "bank; mkdir $out; echo ok > $out/passed";
+  bank-fixed = progs "bank-fixed-check" "bank-fixed; mkdir $out; echo ok > $out/passed";"#;
+
+#[test]
+fn check_of_a_derivation_finds_banks_lost_money_in_its_check_and_the_fixed_twin_passes() {
+    let Some(nix) = Nix::new() else { return };
+    with_bank_programs(&nix);
+    let file = nix.write(BANK_CHECKS);
+    let f = file.to_str().unwrap();
+    let home = Home::new();
+    // Random schedules on memory points (each build is about 300 steps)
+    // find bank's lost deposit, as they find it in `--example bank`.
+    let mut args = vec!["check", "--points", "memory", "--schedules", "64"];
+    args.extend(["--where", f, "-A", "bank"]);
+    let out = nix.rewind(&home, &args);
+    assert_eq!(out.code, 1, "{out}");
+    let text = &out.stdout;
+    assert!(
+        text.lines().any(|l| l.starts_with("schedule ")
+            && l.ends_with(
+                " violates ends-differently: ended exited:2 where schedule 0 ended exited:0"
+            )),
+        "{out}"
+    );
+    let decides = text
+        .lines()
+        .find(|l| l.contains(" decides it: "))
+        .unwrap_or_else(|| panic!("not narrowed:\n{out}"));
+    assert!(decides.contains("(bank.c:"), "{decides}");
+    let at = text
+        .find("where each thread was at step ")
+        .unwrap_or_else(|| panic!("no where:\n{out}"));
+    assert!(text[at..].contains("bank.c:"), "{out}");
+    // The runs are the derivation's builds, named after it.
+    let failing = rewind_tests::failing_run_in(&out);
+    let show = home.ok(&["show", &failing]);
+    assert!(show.stdout.contains("rewind nix "), "{show}");
+    assert!(home.ok(&["ls"]).stdout.contains("bank-check"));
+
+    let mut args = vec!["check", "--points", "memory", "--schedules", "64"];
+    args.extend([f, "-A", "bank-fixed"]);
+    let out = nix.rewind(&home, &args);
+    assert_eq!(out.code, 0, "{out}");
+    assert!(
+        out.stdout
+            .contains("0 of 64 perturbed schedules ended differently"),
+        "{out}"
+    );
+    // Home's drop replays every run the checks kept.
+}
+
+/// Two background writers appending to one file: the output is the order
+/// the schedule gave their writes.
+const WRITERS: &str = r#"  writers = drv "writers" "mkdir $out; (echo a1 >> $out/log; echo a2 >> $out/log) & (echo b1 >> $out/log; echo b2 >> $out/log) & wait";"#;
+
+#[test]
+fn check_finds_the_schedule_whose_output_differs_by_its_nar_hash() {
+    let Some(nix) = Nix::new() else { return };
+    let file = nix.write(WRITERS);
+    let f = file.to_str().unwrap();
+    let ours = &nix.build(&file, "writers")[0];
+    let home = Home::new();
+    let pinned = ["check", "--points", "syscalls", "--schedules", "16"];
+    // Against schedule 0's output: narrowed to the step that reorders them.
+    let mut args = pinned.to_vec();
+    args.extend(["--property", "same-outputs", f, "-A", "writers"]);
+    let out = nix.rewind(&home, &args);
+    assert_eq!(out.code, 1, "{out}");
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains(" violates same-outputs: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let why = format!(" violates same-outputs: {ours} is sha256:");
+    assert!(line.contains(&why), "{line}");
+    assert!(line.contains(" where schedule 0's is sha256:"), "{line}");
+    assert!(
+        line.contains(&format!(": {ours}/log differs from byte ")),
+        "{line}"
+    );
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.contains(" decides it: ") && l.ends_with(" violate same-outputs")),
+        "{out}"
+    );
+
+    // Against your store's: the schedule found is the one `rewind nix`
+    // reports as differing from your store.
+    let mut args = pinned.to_vec();
+    args.extend([
+        "--property",
+        "store-outputs",
+        "--no-narrow",
+        f,
+        "-A",
+        "writers",
+    ]);
+    let out = nix.rewind(&home, &args);
+    assert_eq!(out.code, 1, "{out}");
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains(" violates store-outputs: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains(" where your store's is sha256:"), "{line}");
+    let n = line
+        .strip_prefix("schedule")
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{line}"));
+    let again = nix.rewind(
+        &home,
+        &[
+            "nix",
+            "-q",
+            "--points",
+            "syscalls",
+            "--schedule",
+            n,
+            f,
+            "-A",
+            "writers",
+        ],
+    );
+    assert_eq!(again.code, 1, "{again}");
+    let theirs = line.rsplit(' ').next().unwrap();
+    assert!(
+        again
+            .stdout
+            .contains(&format!(" differs from your store (yours {theirs})")),
+        "{line}\n{again}"
+    );
+
+    // The outputs properties are a derivation's.
+    let out = nix.rewind(
+        &home,
+        &["check", "--property", "same-outputs", "--example", "bank"],
+    );
+    assert_eq!(out.code, 2, "{out}");
+    assert_eq!(out.stderr_lines().len(), 1, "{out}");
+}
+
+#[test]
+fn a_builds_environment_is_the_one_nix_gives_its_builder() {
+    let Some(nix) = Nix::new() else { return };
+    let file = nix.write(r#"  env = drv "env" "env | sort | tee $out";"#);
+    let f = file.to_str().unwrap();
+    let natively = std::fs::read_to_string(&nix.build(&file, "env")[0]).unwrap();
+    let names = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, _)| k.to_string())
+            .collect()
+    };
+    let home = Home::new();
+    // Nothing of the caller's environment reaches the build.
+    let out = home.rewind_env(
+        &["nix", f, "-A", "env"],
+        &[
+            ("NIX_CONFIG", &nix.config),
+            ("TERM", "dumb"),
+            ("REWIND_TEST_LEAK", "1"),
+        ],
+    );
+    // It differs from your store's: NIX_BUILD_TOP is /build in Rewind, as
+    // in a sandbox, and a directory under /tmp in this Nix without one.
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stderr.contains(" exited:0 after "), "{out}");
+    let logged = home.log(&run_id(&out));
+    assert_eq!(names(&logged), names(&natively), "{logged}\n{natively}");
+    // TERM is Nix's own, as in nix-build.
+    assert!(natively.contains("\nTERM=xterm-256color\n"), "{natively}");
+    assert!(logged.contains("\nTERM=xterm-256color\n"), "{logged}");
+}
+
+#[test]
+fn a_shell_with_a_store_path_or_a_derivation_has_its_bin_on_path() {
+    let Some(nix) = Nix::new() else { return };
+    let file = nix.write(
+        r#"  tool = drv "tool" "mkdir -p $out/bin; printf '#!${bb}/bin/sh\necho hello from $out\n' > $out/bin/hello-tool; chmod +x $out/bin/hello-tool";"#,
+    );
+    let f = file.to_str().unwrap();
+    let tool = nix.build(&file, "tool").remove(0);
+    let drv = nix.tool("nix-instantiate", &[f, "-A", "tool"]);
+    let home = Home::new();
+    let run = nix.rewind(&home, &["nix", "-q", f, "-A", "tool"]);
+    assert_eq!(run.code, 0, "{run}");
+    let id = run_id(&run);
+    // The tool is a script whose interpreter is busybox in its closure:
+    // both are at their /nix/store paths in the shell.
+    for with in [tool.as_str(), drv.trim()] {
+        let mut cmd = Command::new(rewind_tests::rewind_bin());
+        cmd.args(["shell", &id, "1", "--with", with])
+            .env("REWIND_HOME", home.path())
+            .env("NIX_CONFIG", &nix.config);
+        let out = rewind_tests::run_command_with_input(
+            cmd,
+            rewind_tests::DEADLINE,
+            b"hello-tool\nexit 3\n",
+        );
+        assert_eq!(out.code, 3, "--with {with}:\n{out}");
+        assert!(
+            out.stdout.contains(&format!("hello from {tool}")),
+            "--with {with}:\n{out}"
+        );
     }
 }

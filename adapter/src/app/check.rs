@@ -101,6 +101,9 @@ pub struct CheckRequest {
     pub from_run: Option<String>,
     /// Try the run's own randomness seed and N others.
     pub seeds: Option<u64>,
+    /// A Nix derivation's build instead of a program: INSTALLABLE and its
+    /// `-A ATTR` (`app::nix::installable_words`).
+    pub installable: Option<(String, Option<String>)>,
 }
 
 impl Default for CheckRequest {
@@ -120,6 +123,7 @@ impl Default for CheckRequest {
             check_seed: 0,
             from_run: None,
             seeds: None,
+            installable: None,
         }
     }
 }
@@ -153,6 +157,27 @@ fn pinned(req: &CheckRequest) -> bool {
         || req.from_run.is_some()
 }
 
+/// The outputs properties are a Nix build's: `store-outputs` is given
+/// your store's NAR hashes of `outputs`.
+fn outputs_properties(props: &mut [Property], nix: bool, outputs: &[String]) -> Result<()> {
+    for p in props.iter_mut() {
+        match p {
+            Property::SameOutputs | Property::StoreOutputs(_) if !nix => usage!(
+                "property {}: a Nix build's outputs, for `rewind check INSTALLABLE`",
+                p.name()
+            ),
+            Property::StoreOutputs(want) => {
+                *want = super::nix::store_digests(outputs)?;
+                if want.is_empty() {
+                    usage!("property store-outputs: your store has none of the outputs (nix-build it first)");
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// What a check of this request runs; `stdin` gives standard input's
 /// bytes once the program is known to be runnable.
 pub fn spec(
@@ -163,7 +188,7 @@ pub fn spec(
     if req.run.schedule != 0 || req.run.pct.is_some() {
         usage!("--schedule and --pct are for `rewind run`; `rewind check` tries schedules itself (--strategy)");
     }
-    let props = properties(req)?;
+    let mut props = properties(req)?;
     store.prepare()?;
     let (base, name, parent) = match &req.from_run {
         Some(spec) => {
@@ -187,8 +212,15 @@ pub fn spec(
             (inputs, run.meta.name.clone(), Some(parent))
         }
         None => {
-            let mut prepared = prepare(&req.run, store)?;
-            prepared.set_stdin(stdin());
+            let prepared = match &req.installable {
+                // A builder's standard input is /dev/null.
+                Some((i, attr)) => super::nix::prepare(i, attr.as_deref(), &req.run)?.prepared,
+                None => {
+                    let mut p = prepare(&req.run, store)?;
+                    p.set_stdin(stdin());
+                    p
+                }
+            };
             // Schedule 0 of a check is its base: the window is the check's.
             let mut inputs = prepared.inputs;
             let own = match pinned(req) {
@@ -214,13 +246,22 @@ pub fn spec(
             Some(req.budget.unwrap_or(DEFAULT_BUDGET)),
         ),
     };
+    // A Nix build's outputs are kept at its end, for the outputs properties.
+    let nix = matches!(base.image, vmm::image::Image::Store(_));
+    let keep = match nix {
+        true => super::nix::output_paths(&base.manifest.env),
+        false => Vec::new(),
+    };
+    outputs_properties(&mut props, nix, &keep)?;
     Ok(CheckSpec {
         base,
         name,
         limits: Limits {
             timeout: req.run.timeout,
+            keep,
             ..Default::default()
         },
+        digest: nix.then_some(super::nix::nar_digest as vmm::check::outputs::Digest),
         schedules,
         all: req.all,
         jobs: req

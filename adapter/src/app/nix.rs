@@ -25,6 +25,18 @@ pub struct NixBuild {
     pub prepared: Prepared,
 }
 
+/// INSTALLABLE and its `-A ATTR` when a command's words name a derivation
+/// (`X.drv`, `FILE.nix -A ATTR`, `FLAKE#ATTR`); None for a program.
+pub fn installable_words(words: &[String]) -> Option<(String, Option<String>)> {
+    match words {
+        [i] if i.ends_with(".drv") || i.contains('#') => Some((i.clone(), None)),
+        [i, a, attr] if i.ends_with(".nix") && (a == "-A" || a == "--attr") => {
+            Some((i.clone(), Some(attr.clone())))
+        }
+        _ => None,
+    }
+}
+
 /// Asks the host's Nix for the derivation `installable` (with `-A attr`)
 /// names, realises its inputs, and makes the run's inputs with `spec`'s
 /// options (its program, root, cwd and env are the derivation's).
@@ -79,6 +91,65 @@ impl NixBuild {
             ..Default::default()
         }
     }
+}
+
+/// What `rewind shell --with` brings of a store path or an installable:
+/// its outputs (whose `bin/` go on the shell's PATH) and their closure.
+pub struct WithStore {
+    pub outputs: Vec<String>,
+    pub closure: Vec<String>,
+}
+
+/// `word` as a store path (`/nix/store/HASH-NAME`, as it is) or an
+/// installable of one word (`X.drv`, `FLAKE#ATTR`, realised by the host's
+/// Nix); None for any other host path.
+pub fn with_store(word: &str) -> Result<Option<WithStore>> {
+    let top = word
+        .strip_prefix("/nix/store/")
+        .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'));
+    let outputs = match installable_words(&[word.to_string()]) {
+        Some((i, _)) => {
+            let host = Host::find()?;
+            let drv = host.derivation_path(&Installable::parse(&i, None))?;
+            host.realise(&drv)
+                .with_context(|| format!("--with {word}: cannot build it"))?
+        }
+        None if top => vec![word.trim_end_matches('/').to_string()],
+        None => return Ok(None),
+    };
+    let closure = Host::find()?.closure(&outputs)?;
+    Ok(Some(WithStore { outputs, closure }))
+}
+
+/// The paths a build's outputs are at, from its environment: `outputs`
+/// names them (`out` when it is not set), each its own variable.
+pub fn output_paths(env: &[String]) -> Vec<String> {
+    let var = |k: &str| {
+        env.iter()
+            .find_map(|e| e.strip_prefix(k)?.strip_prefix('='))
+            .map(str::to_string)
+    };
+    let names = var("outputs").unwrap_or_else(|| "out".to_string());
+    names
+        .split_whitespace()
+        .filter_map(var)
+        .filter(|p| p.starts_with("/nix/store/"))
+        .collect()
+}
+
+/// A kept tree's NAR hash, `sha256:...` (a check's outputs properties).
+pub fn nar_digest(tree: &FileTree) -> String {
+    nar::nar_hash(&nar_entry(tree)).to_nix()
+}
+
+/// Your store's NAR hash of each of `paths` it holds (`store-outputs`).
+pub fn store_digests(paths: &[String]) -> Result<BTreeMap<String, String>> {
+    let host = Host::find()?;
+    Ok(host
+        .nar_hashes(paths, None)?
+        .into_iter()
+        .filter_map(|(p, h)| Some((p, h?.to_nix())))
+        .collect())
 }
 
 /// What one side (the host's store, or a cache) says of an output.

@@ -29,11 +29,17 @@ pub struct NixArgs {
     pub json: bool,
 }
 
+/// Refuses the options a derivation gives itself, for `rewind VERB`.
+pub(crate) fn refuse_image_flags(args: &RunArgs, verb: &str) -> Result<()> {
+    if args.root.is_some() || args.example.is_some() || !args.env.is_empty() || args.cwd != "/" {
+        usage!("rewind {verb}: the derivation gives the image, environment and directory (no --root, --example, --env or --cwd)");
+    }
+    Ok(())
+}
+
 /// INSTALLABLE and its `-A ATTR`, from the words after the options.
 fn installable(args: &RunArgs) -> Result<(String, Option<String>)> {
-    if args.root.is_some() || args.example.is_some() || !args.env.is_empty() || args.cwd != "/" {
-        usage!("rewind nix: the derivation gives the image, environment and directory (no --root, --example, --env or --cwd)");
-    }
+    refuse_image_flags(args, "nix")?;
     match args.command.as_slice() {
         [i] => Ok((i.clone(), None)),
         [i, a, attr] if a == "-A" || a == "--attr" => Ok((i.clone(), Some(attr.clone()))),

@@ -28,8 +28,10 @@ pub struct ShellArgs {
     /// The process whose child the shell is [default: the one on the CPU].
     #[arg(long, value_name = "P")]
     pub pid: Option<u32>,
-    /// A host file or directory to put under /rewind/with/, on the shell's PATH.
-    #[arg(long = "with", value_name = "PATH")]
+    /// A host file or directory to put under /rewind/with/, on the shell's
+    /// PATH; or a Nix store path, DRV or FLAKE#ATTR (built by the host's
+    /// Nix): its closure at its /nix/store paths and its bin/ on PATH.
+    #[arg(long = "with", value_name = "PATH|INSTALLABLE")]
     pub with: Vec<PathBuf>,
     /// The busybox to run: a statically linked one [default: busybox on PATH].
     #[arg(long, value_name = "PATH")]
@@ -96,6 +98,11 @@ pub fn main(args: ShellArgs) -> Result<i32> {
     };
     let mut path = vec![WITH_DIR.to_string()];
     for w in &args.with {
+        if let Some(store) = crate::app::nix::with_store(&w.to_string_lossy())? {
+            add_store(&mut spec, &store)?;
+            path.extend(store.outputs.iter().map(|o| format!("{o}/bin")));
+            continue;
+        }
         let name = w
             .file_name()
             .and_then(|n| n.to_str())
@@ -161,6 +168,24 @@ fn applets(busybox: &Path) -> Result<Vec<String>> {
         .filter(|a| !a.is_empty() && !a.contains('/') && *a != "busybox")
         .map(str::to_string)
         .collect())
+}
+
+/// A store closure at its own paths.
+fn add_store(spec: &mut ShellSpec, store: &crate::app::nix::WithStore) -> Result<()> {
+    for p in &store.closure {
+        let host = Path::new(p);
+        match std::fs::symlink_metadata(host) {
+            Ok(m) if m.is_dir() => add_dir(spec, host, p)?,
+            Ok(m) if m.is_symlink() => {
+                let target = std::fs::read_link(host)?;
+                spec.links
+                    .push((p.clone(), target.to_string_lossy().into_owned()));
+            }
+            Ok(_) => spec.files.push((p.clone(), host.to_path_buf())),
+            Err(e) => bail!("--with: {p}: {e}"),
+        }
+    }
+    Ok(())
 }
 
 /// Every file and link under host directory `dir`, at `guest`.

@@ -9,6 +9,7 @@ pub mod jobs;
 pub mod label;
 pub mod merge;
 pub mod narrow;
+pub mod outputs;
 pub mod portfolio;
 pub mod property;
 pub mod race;
@@ -146,6 +147,8 @@ pub struct CheckSpec {
     pub portfolio: Vec<Entry>,
     /// No schedule starts after this long (schedules already running end).
     pub budget: Option<std::time::Duration>,
+    /// How the outputs properties name a kept tree (None: BLAKE3).
+    pub digest: Option<outputs::Digest>,
 }
 
 /// The recorded run a check starts from (`rewind check --run`).
@@ -322,6 +325,8 @@ pub struct Checker<'a> {
     race_pages: Vec<u64>,
     /// That learning run (`Report::learned`).
     learned: Option<Learned>,
+    /// The trees schedule 0 left at its kept paths (`same-outputs`).
+    base_kept: Option<std::collections::BTreeMap<String, crate::run::FileTree>>,
 }
 
 impl<'a> Checker<'a> {
@@ -339,6 +344,7 @@ impl<'a> Checker<'a> {
             window: None,
             race_pages: Vec::new(),
             learned: None,
+            base_kept: None,
         }
     }
 
@@ -581,6 +587,9 @@ impl<'a> Checker<'a> {
             events,
             writers: &o.writers,
             base_status,
+            kept: &o.kept,
+            base_kept: self.base_kept.as_ref(),
+            digest: self.spec.digest.unwrap_or(outputs::blake3_digest),
         };
         let mut violations = Vec::new();
         let mut broken = Vec::new();
@@ -701,6 +710,7 @@ impl<'a> Checker<'a> {
         self.base_status = Some(o.status);
         self.base_wall = o.wall;
         self.base_steps = o.steps;
+        self.base_kept = Some(o.kept.clone());
         self.window = Some(window::Window::of(&events, o.steps));
         self.add_sdk(&events);
         Ok(self.judge(label.into(), id, &o, &events))

@@ -1,6 +1,7 @@
 //! Properties a run must keep, and how a run is judged against them.
 
-use crate::run::{Event, EventKind, ExitStatus, SdkKind};
+use super::outputs::{self, Digest};
+use crate::run::{Event, EventKind, ExitStatus, FileTree, SdkKind};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -20,6 +21,12 @@ pub enum Property {
     /// The guest SDK's assertions: no `always` fails, and every `sometimes`
     /// holds in at least one run of the check.
     Sdk,
+    /// The trees left at the kept paths (a Nix build's outputs) are
+    /// schedule 0's.
+    SameOutputs,
+    /// The trees left at the kept paths have these digests (path to
+    /// digest: your store's NAR hashes, which the front end fills in).
+    StoreOutputs(BTreeMap<String, String>),
 }
 
 /// Names and meanings, for `rewind check --help`.
@@ -34,7 +41,9 @@ script=PATH       a host program gets the run id in $REWIND_RUN (read it with
                   `rewind log` and `rewind events --json`, docs/events.md); exit 0 for a correct
                   run, 1 with the reason on its first line
 sdk               no `always` of the guest SDK fails, and every `sometimes` holds
-                  in at least one run (added when schedule 0 calls the SDK)";
+                  in at least one run (added when schedule 0 calls the SDK)
+same-outputs      a Nix build's outputs are schedule 0's (told by NAR hash)
+store-outputs     a Nix build's outputs are your store's (its NAR hashes)";
 
 impl Property {
     /// Parses one property; `base` resolves relative script paths.
@@ -45,6 +54,8 @@ impl Property {
             "no-crash" => Property::NoCrash,
             "no-deadlock" => Property::NoDeadlock,
             "sdk" => Property::Sdk,
+            "same-outputs" => Property::SameOutputs,
+            "store-outputs" => Property::StoreOutputs(BTreeMap::new()),
             _ => {
                 if let Some(n) = s.strip_prefix("exit=") {
                     Property::Exit(
@@ -92,6 +103,8 @@ impl Property {
             Property::Script(p) => format!("script={}", p.display()),
             Property::Sdk => "sdk".into(),
             Property::SingleWriter(g) => format!("single-writer={g}"),
+            Property::SameOutputs => "same-outputs".into(),
+            Property::StoreOutputs(_) => "store-outputs".into(),
         }
     }
 }
@@ -105,6 +118,12 @@ pub struct Judged<'a> {
     pub writers: &'a BTreeMap<String, BTreeSet<(u32, u32)>>,
     /// Schedule 0's status (for ends-differently).
     pub base_status: ExitStatus,
+    /// The trees the run left at its kept paths.
+    pub kept: &'a BTreeMap<String, FileTree>,
+    /// Schedule 0's (None when this is schedule 0).
+    pub base_kept: Option<&'a BTreeMap<String, FileTree>>,
+    /// How a kept tree is named.
+    pub digest: Digest,
 }
 
 /// A property's verdict on one run.
@@ -134,6 +153,8 @@ impl Property {
                 Verdict::Violated(format!("ended {}, not exited:{n}", r.status))
             }
             Property::Script(path) => run_script(path, r.id),
+            Property::SameOutputs => outputs::same_outputs(r.kept, r.base_kept, r.digest),
+            Property::StoreOutputs(want) => outputs::store_outputs(r.kept, want, r.digest),
             Property::SingleWriter(glob) => {
                 let shared = r
                     .writers
@@ -341,6 +362,8 @@ mod tests {
             "exit=3",
             "single-writer=/tmp/*",
             "sdk",
+            "same-outputs",
+            "store-outputs",
         ] {
             assert_eq!(Property::parse(s, None).unwrap().name(), s);
         }

@@ -221,6 +221,7 @@ impl Described {
                 .map(|(id, applied)| Parent { id, applied }),
             portfolio,
             budget: None,
+            digest: None,
         })
     }
 }

@@ -42,7 +42,7 @@ pub enum KeepArg {
 
 #[derive(Args, Debug)]
 #[command(
-    override_usage = "rewind check [OPTIONS] -- PROG [ARGS]...\n       rewind check [OPTIONS] --example NAME\n       rewind check --run RUN --schedule-from STEP [OPTIONS]",
+    override_usage = "rewind check [OPTIONS] -- PROG [ARGS]...\n       rewind check [OPTIONS] --example NAME\n       rewind check [OPTIONS] DRV | FILE.nix -A ATTR | FLAKE#ATTR\n       rewind check --run RUN --schedule-from STEP [OPTIONS]",
     after_help = after_help(),
     mut_arg("points", |a| a.help(POINTS_HELP))
 )]
@@ -134,7 +134,17 @@ impl CheckArgs {
             check_seed: self.check_seed,
             from_run: self.from_run.clone(),
             seeds: self.seeds,
+            installable: self.installable(),
         }
+    }
+
+    /// The derivation the words after the options name, when they name
+    /// one and neither --example nor --root gives the program's image.
+    fn installable(&self) -> Option<(String, Option<String>)> {
+        if self.run.example.is_some() || self.run.root.is_some() || self.from_run.is_some() {
+            return None;
+        }
+        crate::app::nix::installable_words(&self.run.command)
     }
 }
 
@@ -213,8 +223,12 @@ pub fn main(args: CheckArgs) -> Result<i32> {
     if args.budget.is_some() && args.sharded() {
         usage!("--budget is a time, which runs out at another schedule on every machine: a sharded check plans --schedules N (default {})", crate::app::check::DEFAULT_SCHEDULES);
     }
+    let request = args.request();
+    if request.installable.is_some() {
+        super::nix::refuse_image_flags(&args.run, "check")?;
+    }
     let store = store()?;
-    let spec = spec(&args.request(), &store, read_stdin)?;
+    let spec = spec(&request, &store, read_stdin)?;
     if args.shards.shard.is_some() {
         return shard::shard(&args, &spec, &store);
     }
