@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 mod cache;
 mod linked;
+mod walk;
 pub use cache::FileHashes;
 pub use linked::{dyn_info, linked_files, DynInfo, LinkError};
 
@@ -172,12 +173,12 @@ impl Image {
     /// BLAKE3 over every file of the image: path, mode, contents (a root's
     /// files by their own BLAKE3), in path order.
     pub fn hash(&self) -> Result<String, EngineError> {
-        self.hash_with(&mut FileHashes::none())
+        self.hash_with(&FileHashes::none())
     }
 
     /// [`Image::hash`], a root's files' hashes taken from `cache` when
     /// they did not change (and kept in it when they did).
-    pub fn hash_with(&self, cache: &mut FileHashes) -> Result<String, EngineError> {
+    pub fn hash_with(&self, cache: &FileHashes) -> Result<String, EngineError> {
         let mut h = blake3::Hasher::new();
         match self {
             Image::Program {
@@ -194,7 +195,7 @@ impl Image {
                     }
                 }
             }
-            Image::Root { dir } => hash_tree(&mut h, cache, dir, "")?,
+            Image::Root { dir } => walk::hash_tree(&mut h, cache, dir)?,
             Image::Store(s) => {
                 h.update(b"nix store\0");
                 for p in std::iter::once(&s.drv).chain(&s.paths) {
@@ -309,66 +310,6 @@ pub fn resolve_links(
         }
     }
     Some(format!("/{}", done.join("/")))
-}
-
-/// The tree under `dir` into `h`, in name order, each file by its own hash
-/// (from `cache` when unchanged); what is removed while it is walked (a
-/// live tree) is left out.
-fn hash_tree(
-    h: &mut blake3::Hasher,
-    cache: &mut FileHashes,
-    dir: &Path,
-    guest: &str,
-) -> Result<(), EngineError> {
-    use std::os::unix::fs::PermissionsExt;
-    let Some(listing) = unless_gone(std::fs::read_dir(dir), dir)? else {
-        return Ok(());
-    };
-    let mut entries = Vec::new();
-    for e in listing {
-        entries.extend(unless_gone(e, dir)?);
-    }
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else {
-            continue; // the guest cannot name it
-        };
-        if guest.is_empty() && HIDDEN_TOP.contains(&name) {
-            continue;
-        }
-        let gpath = format!("{guest}/{name}");
-        let Some(ft) = unless_gone(e.file_type(), &e.path())? else {
-            continue;
-        };
-        if ft.is_dir() {
-            let Some(meta) = unless_gone(std::fs::symlink_metadata(e.path()), &e.path())? else {
-                continue;
-            };
-            h.update(gpath.as_bytes());
-            h.update(b"/\0");
-            h.update(&meta.permissions().mode().to_le_bytes());
-            hash_tree(h, cache, &e.path(), &gpath)?;
-        } else if ft.is_symlink() {
-            let Some(target) = unless_gone(std::fs::read_link(e.path()), &e.path())? else {
-                continue;
-            };
-            h.update(gpath.as_bytes());
-            h.update(b"@\0");
-            h.update(target.as_os_str().as_encoded_bytes());
-        } else if ft.is_file() {
-            let p = e.path();
-            let Some(meta) = unless_gone(std::fs::symlink_metadata(&p), &p)? else {
-                continue;
-            };
-            let Some(sum) = unless_gone(cache.hash(&p, &meta), &p)?.flatten() else {
-                continue;
-            };
-            hash_entry_head(h, &gpath, meta.permissions().mode());
-            h.update(&sum);
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

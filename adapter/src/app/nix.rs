@@ -78,7 +78,11 @@ pub fn prepare(installable: &str, attr: Option<&str>, spec: &RunSpec) -> Result<
     Ok(NixBuild {
         drv_path,
         drv,
-        prepared: Prepared { inputs, name },
+        prepared: Prepared {
+            inputs,
+            name,
+            hashing: None,
+        },
     })
 }
 

@@ -91,7 +91,13 @@ impl Default for RunSpec {
 pub struct Prepared {
     pub inputs: RunInputs,
     pub name: String,
+    /// A root image's hash being found beside the run (`prepare_beside`):
+    /// until it is given to the recorder, the manifest's is [`PENDING_IMAGE`].
+    pub hashing: Option<vmm::store::ImageHashing>,
 }
+
+/// The image hash of a manifest whose image is still being hashed.
+pub const PENDING_IMAGE: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 impl Prepared {
     /// Makes `stdin` the run's standard input (an input: it is hashed into the id).
@@ -199,6 +205,16 @@ fn file_program(spec: &RunSpec, cwd: &str, env: &[String]) -> Result<Program> {
 
 /// Builds the run's inputs, with an empty standard input.
 pub fn prepare(spec: &RunSpec, store: &Store) -> Result<Prepared> {
+    prepare_with(spec, store, false)
+}
+
+/// [`prepare`], but a root image (whose hash costs a walk of its tree) is
+/// hashed on a thread beside the run, which starts at once.
+pub fn prepare_beside(spec: &RunSpec, store: &Store) -> Result<Prepared> {
+    prepare_with(spec, store, true)
+}
+
+fn prepare_with(spec: &RunSpec, store: &Store, beside: bool) -> Result<Prepared> {
     if spec.example.is_none() && spec.command.is_empty() {
         usage!("no program: give -- PROG [ARGS]... or --example NAME");
     }
@@ -211,12 +227,22 @@ pub fn prepare(spec: &RunSpec, store: &Store) -> Result<Prepared> {
         Some(name) => example_program(spec, name, store)?,
         None => file_program(spec, &cwd, &env)?,
     };
-    let hash = store.image_hash(&image).context("cannot read the image")?;
+    let (hash, hashing) = match &image {
+        Image::Root { .. } if beside => (
+            PENDING_IMAGE.to_string(),
+            Some(store.image_hash_beside(&image)),
+        ),
+        _ => (
+            store.image_hash(&image).context("cannot read the image")?,
+            None,
+        ),
+    };
     let mut inputs = RunInputs::hashed(image, hash, program, argv);
     inputs.manifest = manifest(spec, inputs.manifest.clone(), env, cwd)?;
     Ok(Prepared {
         inputs,
         name: spec.name.clone().unwrap_or(default_name),
+        hashing,
     })
 }
 

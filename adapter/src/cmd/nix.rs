@@ -52,11 +52,11 @@ pub fn main(mut args: NixArgs) -> Result<i32> {
     let (inst, attr) = installable(&args.run)?;
     let store = store()?;
     store.prepare()?;
-    let build = prepare(&inst, attr.as_deref(), &args.run.spec())?;
+    let mut build = prepare(&inst, attr.as_deref(), &args.run.spec())?;
     let limits = build.limits(args.run.timeout);
     // JSON on stdout: the build's output is recorded, not shown.
     args.run.quiet |= args.json;
-    let (id, outcome) = record(&store, &build.prepared, &limits, &args.run)?;
+    let (id, outcome) = record(&store, &mut build.prepared, &limits, &args.run)?;
     let built = outcome.status == ExitStatus::Exited(0);
     let checks = if built {
         check_outputs(&build, &outcome)?

@@ -1,10 +1,10 @@
 //! `rewind run`: record a program's run.
 
-use crate::app::record::{prepare, summary, Prepared, RunSpec, DEFAULT_CORES, DEFAULT_CWD};
+use crate::app::record::{prepare_beside, summary, Prepared, RunSpec, DEFAULT_CORES, DEFAULT_CWD};
 use crate::app::{store, warn_all};
 use crate::examples;
 use crate::util::{parse_secs, parse_size};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Read;
 use std::path::PathBuf;
@@ -184,13 +184,13 @@ pub fn main(args: RunArgs) -> Result<i32> {
     // Fail early, before reading stdin or hashing, when runs cannot be written.
     store.prepare()?;
     // Check the program before waiting for standard input to end.
-    let mut prepared = prepare(&args.spec(), &store)?;
+    let mut prepared = prepare_beside(&args.spec(), &store)?;
     prepared.set_stdin(read_stdin());
     let limits = Limits {
         timeout: args.timeout,
         ..Default::default()
     };
-    let (_, outcome) = record(&store, &prepared, &limits, &args)?;
+    let (_, outcome) = record(&store, &mut prepared, &limits, &args)?;
     Ok(outcome.status.shell_code())
 }
 
@@ -200,16 +200,21 @@ pub fn main(args: RunArgs) -> Result<i32> {
 /// stuck, then the status line, always the last): its id and outcome.
 pub fn record(
     store: &Store,
-    prepared: &Prepared,
+    prepared: &mut Prepared,
     limits: &Limits,
     args: &RunArgs,
 ) -> Result<(String, Outcome)> {
+    let hashing = prepared.hashing.take();
     let inputs = &prepared.inputs;
     let mut rec = store.begin(&inputs.manifest, &inputs.stdin)?;
     let quiet = args.quiet;
     rec.set_echo(!quiet);
     rec.set_keyframes(!args.no_keyframes);
     let outcome = session::run(inputs, limits, &mut rec)?;
+    if let Some(hashing) = hashing {
+        let hash = hashing.wait().context("cannot read the image")?;
+        rec.set_image(hash)?;
+    }
     // Start the summary on its own line where the guest left one open.
     let newline = !quiet
         && match rec.unfinished_line() {

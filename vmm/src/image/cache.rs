@@ -20,6 +20,8 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 /// Changes this close to the read (or after it) leave a file uncached.
@@ -63,25 +65,55 @@ impl Stamp {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct Entry {
     stamp: Stamp,
     hash: [u8; 32],
     /// Looked up or made by this walk (written first).
-    used: bool,
+    used: AtomicBool,
 }
 
+/// Hashes a [`Key`] by mixing its words (SplitMix64's finalizer): inode
+/// numbers need no defence against chosen collisions, and a walk looks up
+/// hundreds of thousands.
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^ (h >> 31)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(29) ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type KeyMap<V> = HashMap<Key, V, std::hash::BuildHasherDefault<KeyHasher>>;
+
 /// File hashes by what `lstat` says, loaded from and saved to one file.
+/// Shared by the threads of a walk: what they look up is only read, what
+/// they hash is added beside it.
 #[derive(Debug, Default)]
 pub struct FileHashes {
     file: Option<PathBuf>,
-    entries: HashMap<Key, Entry>,
-    changed: bool,
+    entries: KeyMap<Entry>,
+    /// Hashed by this walk, to keep.
+    added: Mutex<Vec<(Key, Stamp, [u8; 32])>>,
     /// Changes this close to a read leave the file uncached.
     margin: Duration,
     /// Files read and hashed by this walk, and found in the cache.
-    pub hashed: u64,
-    pub reused: u64,
+    hashed: AtomicU64,
+    reused: AtomicU64,
 }
 
 impl FileHashes {
@@ -99,30 +131,34 @@ impl FileHashes {
         let entries = load(&file).unwrap_or_default();
         FileHashes {
             file: Some(file),
-            changed: false,
             margin: RACY_MARGIN,
             entries,
-            hashed: 0,
-            reused: 0,
+            ..FileHashes::default()
         }
+    }
+
+    /// Files read and hashed so far, and found in the cache.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.hashed.load(Relaxed), self.reused.load(Relaxed))
+    }
+
+    /// The kept BLAKE3 of the file whose `lstat` is `meta`, if its key is
+    /// unchanged.
+    pub fn known(&self, meta: &std::fs::Metadata) -> Option<[u8; 32]> {
+        let (key, stamp) = Stamp::of(meta);
+        let e = self.entries.get(&key).filter(|e| e.stamp == stamp)?;
+        e.used.store(true, Relaxed);
+        self.reused.fetch_add(1, Relaxed);
+        Some(e.hash)
     }
 
     /// The BLAKE3 of the regular file at `path`, whose `lstat` is `meta`:
     /// from the cache when its key is unchanged, else read (and kept when
     /// it did not change while read and is not racy). None when it was
     /// removed meanwhile or is no longer a regular file.
-    pub fn hash(
-        &mut self,
-        path: &Path,
-        meta: &std::fs::Metadata,
-    ) -> std::io::Result<Option<[u8; 32]>> {
-        let (key, stamp) = Stamp::of(meta);
-        if let Some(e) = self.entries.get_mut(&key) {
-            if e.stamp == stamp {
-                e.used = true;
-                self.reused += 1;
-                return Ok(Some(e.hash));
-            }
+    pub fn hash(&self, path: &Path, meta: &std::fs::Metadata) -> std::io::Result<Option<[u8; 32]>> {
+        if let Some(hash) = self.known(meta) {
+            return Ok(Some(hash));
         }
         let read_at = SystemTime::now();
         let mut f = match File::options()
@@ -140,19 +176,12 @@ impl FileHashes {
         let mut h = blake3::Hasher::new();
         h.update_reader(&mut f)?;
         let hash: [u8; 32] = h.finalize().into();
-        self.hashed += 1;
+        self.hashed.fetch_add(1, Relaxed);
         let (k1, s1) = Stamp::of(&before);
         let (k2, s2) = Stamp::of(&f.metadata()?);
         if k1 == k2 && s1 == s2 && !racy(s1, read_at, self.margin) && self.file.is_some() {
-            self.entries.insert(
-                k1,
-                Entry {
-                    stamp: s1,
-                    hash,
-                    used: true,
-                },
-            );
-            self.changed = true;
+            let mut added = self.added.lock().unwrap_or_else(|e| e.into_inner());
+            added.push((k1, s1, hash));
         }
         Ok(Some(hash))
     }
@@ -164,24 +193,35 @@ impl FileHashes {
         let Some(file) = &self.file else {
             return Ok(());
         };
-        if !self.changed {
+        let added = self.added.lock().unwrap_or_else(|e| e.into_inner());
+        if added.is_empty() {
             return Ok(());
         }
         let dir = file.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
-        let mut order: Vec<(&Key, &Entry)> = self.entries.iter().collect();
-        order.sort_by_key(|(_, e)| !e.used);
+        // The walk's own first: what it added, what it found, then the rest.
+        let mut order: Vec<(Key, Stamp, [u8; 32], bool)> =
+            added.iter().map(|&(k, s, h)| (k, s, h, true)).collect();
+        let mut seen: KeyMap<()> = order.iter().map(|e| (e.0, ())).collect();
+        let first = order.len();
+        order.extend(
+            self.entries
+                .iter()
+                .filter(|(k, _)| seen.insert(**k, ()).is_none())
+                .map(|(k, e)| (*k, e.stamp, e.hash, e.used.load(Relaxed))),
+        );
+        order[first..].sort_by_key(|e| !e.3);
         order.truncate(MAX_ENTRIES);
         let mut bytes = Vec::with_capacity(MAGIC.len() + order.len() * ENTRY + 32);
         bytes.extend_from_slice(MAGIC);
-        for (k, e) in order {
-            for w in [k.dev, k.ino, e.stamp.size] {
+        for (k, stamp, hash, _) in order {
+            for w in [k.dev, k.ino, stamp.size] {
                 bytes.extend_from_slice(&w.to_le_bytes());
             }
-            for w in [e.stamp.mtime_ns, e.stamp.ctime_ns] {
+            for w in [stamp.mtime_ns, stamp.ctime_ns] {
                 bytes.extend_from_slice(&w.to_le_bytes());
             }
-            bytes.extend_from_slice(&e.hash);
+            bytes.extend_from_slice(&hash);
         }
         let sum = blake3::hash(&bytes);
         bytes.extend_from_slice(sum.as_bytes());
@@ -222,7 +262,7 @@ fn racy(s: Stamp, read_at: SystemTime, margin: Duration) -> bool {
 
 /// The entries of a cache file this user alone could have written, whole
 /// and with its checksum; None otherwise.
-fn load(file: &Path) -> Option<HashMap<Key, Entry>> {
+fn load(file: &Path) -> Option<KeyMap<Entry>> {
     let f = File::options()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -254,7 +294,7 @@ fn load(file: &Path) -> Option<HashMap<Key, Entry>> {
         w.copy_from_slice(&c[i * 8..i * 8 + 8]);
         w
     };
-    let mut entries = HashMap::with_capacity(data.len() / ENTRY);
+    let mut entries = KeyMap::with_capacity_and_hasher(data.len() / ENTRY, Default::default());
     for c in data.chunks_exact(ENTRY) {
         let mut hash = [0; 32];
         hash.copy_from_slice(&c[40..]);
@@ -270,7 +310,7 @@ fn load(file: &Path) -> Option<HashMap<Key, Entry>> {
                     ctime_ns: i64::from_le_bytes(word(c, 4)),
                 },
                 hash,
-                used: false,
+                used: AtomicBool::new(false),
             },
         );
     }
@@ -282,7 +322,7 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
-    fn hash(c: &mut FileHashes, p: &Path) -> [u8; 32] {
+    fn hash(c: &FileHashes, p: &Path) -> [u8; 32] {
         let meta = std::fs::symlink_metadata(p).unwrap();
         c.hash(p, &meta).unwrap().unwrap()
     }
@@ -300,17 +340,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (f, cache) = (dir.path().join("f"), dir.path().join("cache"));
         std::fs::write(&f, b"one").unwrap();
-        let mut c = settled(&cache);
-        assert_eq!(hash(&mut c, &f), *blake3::hash(b"one").as_bytes());
+        let c = settled(&cache);
+        assert_eq!(hash(&c, &f), *blake3::hash(b"one").as_bytes());
         c.save().unwrap();
-        let mut c = settled(&cache);
-        assert_eq!(hash(&mut c, &f), *blake3::hash(b"one").as_bytes());
-        assert_eq!((c.hashed, c.reused), (0, 1));
+        let c = settled(&cache);
+        assert_eq!(hash(&c, &f), *blake3::hash(b"one").as_bytes());
+        assert_eq!(c.counts(), (0, 1));
         // Same size, a later time: read again.
         std::thread::sleep(Duration::from_millis(20));
         std::fs::write(&f, b"two").unwrap();
-        assert_eq!(hash(&mut c, &f), *blake3::hash(b"two").as_bytes());
-        assert_eq!(c.hashed, 1);
+        assert_eq!(hash(&c, &f), *blake3::hash(b"two").as_bytes());
+        assert_eq!(c.counts().0, 1);
     }
 
     #[test]
@@ -318,14 +358,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (f, cache) = (dir.path().join("f"), dir.path().join("cache"));
         std::fs::write(&f, b"one").unwrap();
-        let mut c = FileHashes::open(cache.clone());
-        hash(&mut c, &f);
+        let c = FileHashes::open(cache.clone());
+        hash(&c, &f);
         c.save().unwrap();
         // Racy: a write within the timestamps' granularity could keep its
         // stamp, so nothing was kept and the file is read again.
-        let mut c = FileHashes::open(cache);
-        hash(&mut c, &f);
-        assert_eq!((c.hashed, c.reused), (1, 0));
+        let c = FileHashes::open(cache);
+        hash(&c, &f);
+        assert_eq!(c.counts(), (1, 0));
     }
 
     #[test]
@@ -333,8 +373,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (f, cache) = (dir.path().join("f"), dir.path().join("cache"));
         std::fs::write(&f, b"one").unwrap();
-        let mut c = settled(&cache);
-        hash(&mut c, &f);
+        let c = settled(&cache);
+        hash(&c, &f);
         c.save().unwrap();
         let good = std::fs::read(&cache).unwrap();
         // A wrong hash for the file, with a checksum that fits.
@@ -353,9 +393,9 @@ mod tests {
         ] {
             std::fs::write(&cache, bytes).unwrap();
             std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(mode)).unwrap();
-            let mut c = settled(&cache);
-            assert_eq!(hash(&mut c, &f), *blake3::hash(b"one").as_bytes());
-            assert_eq!(c.reused, 0);
+            let c = settled(&cache);
+            assert_eq!(hash(&c, &f), *blake3::hash(b"one").as_bytes());
+            assert_eq!(c.counts().1, 0);
             // Written anew, whole, and this user's alone.
             c.save().unwrap();
             let mode = std::fs::metadata(&cache).unwrap().permissions().mode();
@@ -375,11 +415,11 @@ mod tests {
         let plain = image.hash().unwrap();
         let cache = dir.path().join("cache");
         for _ in 0..2 {
-            let mut c = settled(&cache);
-            assert_eq!(image.hash_with(&mut c).unwrap(), plain);
+            let c = settled(&cache);
+            assert_eq!(image.hash_with(&c).unwrap(), plain);
             c.save().unwrap();
         }
         std::fs::write(root.join("usr/bin/tool"), b"y").unwrap();
-        assert_ne!(image.hash_with(&mut settled(&cache)).unwrap(), plain);
+        assert_ne!(image.hash_with(&settled(&cache)).unwrap(), plain);
     }
 }

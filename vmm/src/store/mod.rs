@@ -183,11 +183,23 @@ fn image_hash_in(home: &Path, image: &crate::image::Image) -> Result<String, cra
     if !matches!(image, crate::image::Image::Root { .. }) {
         return image.hash();
     }
-    let mut cache = crate::image::FileHashes::open(home.join(FILE_HASHES));
-    let hash = image.hash_with(&mut cache)?;
+    let cache = crate::image::FileHashes::open(home.join(FILE_HASHES));
+    let hash = image.hash_with(&cache)?;
     // A cache that cannot be written costs the next run a read, nothing more.
     let _ = cache.save();
     Ok(hash)
+}
+
+/// An image's hash being found beside the run (`Store::image_hash_beside`).
+pub struct ImageHashing(std::thread::JoinHandle<Result<String, crate::EngineError>>);
+
+impl ImageHashing {
+    /// Waits for the hash.
+    pub fn wait(self) -> Result<String, crate::EngineError> {
+        self.0
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
 }
 
 /// Stale temporary directories older than this are removed.
@@ -228,6 +240,14 @@ impl Store {
     /// in [`FILE_HASHES`], so that only new and changed files are read.
     pub fn image_hash(&self, image: &crate::image::Image) -> Result<String, crate::EngineError> {
         image_hash_in(&self.home, image)
+    }
+
+    /// [`Store::image_hash`] on a thread of its own, for a run that starts
+    /// before its image's identity is known (its id is set when it ends:
+    /// [`StoreRecorder::set_image`]).
+    pub fn image_hash_beside(&self, image: &crate::image::Image) -> ImageHashing {
+        let (home, image) = (self.home.clone(), image.clone());
+        ImageHashing(std::thread::spawn(move || image_hash_in(&home, &image)))
     }
 
     pub fn pages(&self) -> pages::PageStore {

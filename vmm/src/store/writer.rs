@@ -133,6 +133,20 @@ impl StoreRecorder {
         &self.id
     }
 
+    /// Gives the run the image hash found beside it (`Store::image_hash_beside`):
+    /// its manifest, and so its id, are those of that image from now on.
+    pub fn set_image(&mut self, hash: String) -> Result<(), StoreError> {
+        self.manifest.image = hash;
+        self.id = self.manifest.id();
+        for w in &mut self.warnings {
+            if let StoreWarning::NoKeyframesKept { run, .. } = w {
+                run.clone_from(&self.id);
+            }
+        }
+        let json = serde_json::to_vec_pretty(&self.manifest).expect("a manifest serializes");
+        write_file(&self.tmp.join("manifest.json"), &json)
+    }
+
     /// The temporary directory being written.
     pub fn temp_dir(&self) -> &Path {
         &self.tmp
