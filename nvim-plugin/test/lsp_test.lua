@@ -91,13 +91,13 @@ local file = vim.api.nvim_buf_get_name(item.bufnr)
 if not file:match('/bank%.c$') then
   fail('the finding is in ' .. file)
 end
--- The deciding step is in teller: the thread switched away had read the
--- balance (bank.c:22) and not yet stored it (27). The Check lens checks with
--- check's default, the portfolio, whose system-call points find bank first
--- (random schedule 5), and narrowing lands on the write of line 26 (with
--- memory points pinned it lands on a memory access in bank.c:24's snprintf).
-if item.lnum ~= 26 then
-  fail('the finding is on line ' .. item.lnum .. ', not bank.c:26: ' .. item.text)
+-- The deciding step is in teller, between its read of the balance
+-- (bank.c:22) and its store (27): a switch anywhere there loses a deposit.
+-- Which line narrowing lands on follows the portfolio's find (the write of
+-- line 26 with system-call points, a memory access of line 24's snprintf
+-- with race-directed or memory points); each is a right answer.
+if item.lnum < 22 or item.lnum > 26 then
+  fail('the finding is on line ' .. item.lnum .. ', not in bank.c:22-26: ' .. item.text)
 end
 if not item.text:find('^a reschedule after this line lets thread 1000/100%d run: the run ends exited:2 instead of exited:0') then
   fail('the finding says: ' .. item.text)
