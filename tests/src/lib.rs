@@ -107,6 +107,16 @@ impl Output {
             .filter(|l| !l.trim().is_empty())
             .collect()
     }
+
+    /// The first line of stdout that contains `needle`; panics with the
+    /// whole output when none does.
+    #[track_caller]
+    pub fn stdout_line_with(&self, needle: &str) -> &str {
+        match self.stdout.lines().find(|l| l.contains(needle)) {
+            Some(line) => line,
+            None => panic!("no line with `{needle}` in:\n{self}"),
+        }
+    }
 }
 
 impl std::fmt::Display for Output {

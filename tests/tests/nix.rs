@@ -503,10 +503,7 @@ fn check_of_a_derivation_finds_banks_lost_money_in_its_check_and_the_fixed_twin_
             )),
         "{out}"
     );
-    let decides = text
-        .lines()
-        .find(|l| l.contains(" decides it: "))
-        .unwrap_or_else(|| panic!("not narrowed:\n{out}"));
+    let decides = out.stdout_line_with(" decides it: ");
     assert!(decides.contains("(bank.c:"), "{decides}");
     let at = text
         .find("where each thread was at step ")
@@ -547,11 +544,7 @@ fn check_finds_the_schedule_whose_output_differs_by_its_nar_hash() {
     args.extend(["--property", "same-outputs", f, "-A", "writers"]);
     let out = nix.rewind(&home, &args);
     assert_eq!(out.code, 1, "{out}");
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.contains(" violates same-outputs: "))
-        .unwrap_or_else(|| panic!("{out}"));
+    let line = out.stdout_line_with(" violates same-outputs: ");
     let why = format!(" violates same-outputs: {ours} is sha256:");
     assert!(line.contains(&why), "{line}");
     assert!(line.contains(" where schedule 0's is sha256:"), "{line}");
@@ -579,11 +572,7 @@ fn check_finds_the_schedule_whose_output_differs_by_its_nar_hash() {
     ]);
     let out = nix.rewind(&home, &args);
     assert_eq!(out.code, 1, "{out}");
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.contains(" violates store-outputs: "))
-        .unwrap_or_else(|| panic!("{out}"));
+    let line = out.stdout_line_with(" violates store-outputs: ");
     assert!(line.contains(" where your store's is sha256:"), "{line}");
     let n = line
         .strip_prefix("schedule")
