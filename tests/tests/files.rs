@@ -278,3 +278,30 @@ fn standard_input_is_read_by_the_guest_and_is_an_input_of_the_run() {
     assert_lines(&empty.out.stdout, &["stdin: 0 bytes"]);
     assert_ne!(empty.id, one.id);
 }
+
+/// The last step of a run (the `exit_group` that ended it) is where a user
+/// looks at what the program left: `cat` and `ps` there show the machine as
+/// that step's exit found it, not "no live process".
+#[test]
+fn cat_and_ps_at_the_step_that_ended_the_run() {
+    let Some(busybox) = host_program("/usr/bin/busybox", "busybox-static") else {
+        return;
+    };
+    let home = Home::new();
+    let script = "echo first > /tmp/out; echo last >> /tmp/out";
+    let run = home.run(&["--", &busybox, "sh", "-c", script]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    let last = run.steps.expect("a step count").to_string();
+    let out = home.rewind(&["cat", &run.id, &last, "/tmp/out"]);
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.stdout, "first\nlast\n");
+    let out = home.rewind(&["cat", &run.id, &last, "/tmp/never"]);
+    assert_eq!(out.code, 1, "a missing file is the answer no: {out}");
+    let out = home.rewind(&["ps", &run.id, "--at", &last]);
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stdout.contains("/usr/bin/busybox"), "{out}");
+    let past = (run.steps.unwrap() + 1).to_string();
+    let out = home.rewind(&["cat", &run.id, &past, "/tmp/out"]);
+    assert_eq!(out.code, 2, "a step past the end is trouble: {out}");
+    home.replay_identical(&run.id);
+}

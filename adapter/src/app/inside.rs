@@ -2,7 +2,7 @@
 //! usable keyframe at or before the step, then forward).
 
 use anyhow::{Context, Result};
-use vmm::inspect::{at_step, SeekError};
+use vmm::inspect::{at_exit, at_step, SeekError};
 use vmm::run::keyframe::Keyframe;
 use vmm::run::{Limits, RunInputs};
 use vmm::store::{Run, Store};
@@ -65,6 +65,8 @@ pub fn ended(run: &Run, step: u64, at: u64) -> anyhow::Error {
     )
 }
 
+/// Runs `run` to `step` (after that step was served) and hands the
+/// machine to `look`; an error when no process is left by then.
 pub fn seek<R>(
     run: &Run,
     step: u64,
@@ -82,6 +84,50 @@ pub fn seek<R>(
         look,
     ) {
         Ok(r) => Ok(r),
+        Err(SeekError::Ended(at)) => Err(ended(run, step, at)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `seek`, but at the step that ended the run (where no process is left
+/// after it) the machine is the one that step's exit found, before the
+/// monitor served it: files and processes as the program last saw them
+/// (`cat` and `ps` at a run's last step).
+pub fn seek_or_last<R>(
+    run: &Run,
+    step: u64,
+    look: impl FnOnce(&mut vmm::kernel::Kernel) -> R,
+) -> Result<R> {
+    within(run, step)?;
+    let inside = Inside::of(run, step)?;
+    let pages = inside.store.pages();
+    let mut look = Some(look);
+    let mut once = |k: &mut vmm::kernel::Kernel| look.take().map(|f| f(k));
+    let ended_at = match at_step(
+        &inside.inputs,
+        inside.keyframe(),
+        &pages,
+        step,
+        &inside.limits,
+        &mut once,
+    ) {
+        Ok(r) => return r.context("the look at the step ran twice"),
+        Err(SeekError::Ended(at)) => at,
+        Err(e) => return Err(e.into()),
+    };
+    if ended_at != step || step == 0 {
+        return Err(ended(run, step, ended_at));
+    }
+    let before = Inside::of(run, step - 1)?;
+    match at_exit(
+        &before.inputs,
+        before.keyframe(),
+        &pages,
+        step,
+        &before.limits,
+        &mut once,
+    ) {
+        Ok(r) => r.context("the look at the step ran twice"),
         Err(SeekError::Ended(at)) => Err(ended(run, step, at)),
         Err(e) => Err(e.into()),
     }

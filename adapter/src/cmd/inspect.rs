@@ -1,7 +1,7 @@
 //! `rewind cat` and `rewind ps`: the machine at a step of a run, reached by
 //! seeking (the last keyframe at or before the step, then forward).
 
-use crate::app::inside::{run_at, seek};
+use crate::app::inside::{run_at, seek_or_last};
 use anyhow::Result;
 use clap::Args;
 use std::io::Write;
@@ -34,7 +34,7 @@ pub struct PsArgs {
 pub fn cat(args: CatArgs) -> Result<i32> {
     let run = run_at(&args.run.spec, args.step)?;
     let path = args.path.clone();
-    match seek(&run, args.step, |k| k.file_contents(&path))? {
+    match seek_or_last(&run, args.step, |k| k.file_contents(&path))? {
         Some(bytes) => {
             std::io::stdout().write_all(&bytes)?;
             Ok(0)
@@ -51,7 +51,7 @@ pub fn cat(args: CatArgs) -> Result<i32> {
 
 pub fn ps(args: PsArgs) -> Result<i32> {
     let run = run_at(&args.run.spec, args.at)?;
-    for line in seek(&run, args.at, |k| k.process_lines())? {
+    for line in seek_or_last(&run, args.at, |k| k.process_lines())? {
         println!("{line}");
     }
     Ok(0)
