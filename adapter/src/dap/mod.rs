@@ -9,7 +9,6 @@
 
 mod backward;
 mod breakpoints;
-mod cond;
 mod conn;
 mod custom;
 mod dispatch;

@@ -2,8 +2,7 @@
 //! kind, stepping by line or instruction, gotoTargets, memory, disassembly,
 //! sources and modules. docs/dap.md says what each answers.
 
-use super::breakpoints::{self, Bp, On};
-use super::cond::{self, HitCond};
+use super::breakpoints::{self, Bp, HitCond, On};
 use super::live::Live;
 use super::moves::{Kind, GOTO_BASE, MAX_HITS};
 use super::session::Session;
@@ -357,7 +356,7 @@ impl Session {
         let (_, total) = self.line_hits(&addrs, |live, pos, tid| {
             let mut at = breakpoints::At { live, tid };
             if let Some(c) = &condition {
-                if matches!(cond::eval(c, &mut at), Ok(0)) {
+                if matches!(at.eval(c), Ok(0)) {
                     return false;
                 }
             }
@@ -366,7 +365,7 @@ impl Session {
                 return false;
             }
             if lines.len() < MAX_HITS {
-                let text = cond::interpolate(&msg, &mut at);
+                let text = at.interpolate(&msg);
                 let name = names.get(&tid).cloned().unwrap_or_default();
                 lines.push(format!("step {} {tid} {name}: {text}\n", pos.step));
             }
@@ -456,7 +455,7 @@ impl Session {
         };
         let live = self.live()?;
         let mut at = breakpoints::At { live, tid };
-        let addr = match cond::eval(expr, &mut at) {
+        let addr = match at.eval(expr) {
             Ok(v) => v as u64,
             Err(e) => {
                 return Ok(Some(json!({

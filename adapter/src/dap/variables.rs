@@ -326,6 +326,7 @@ impl Session {
             let env = Env {
                 vars: &vars,
                 register: &register,
+                machine: false,
             };
             expr::evaluate(text, &env, mem).map_err(|e| anyhow!("{e}"))
         })?;
