@@ -1,5 +1,9 @@
 /**
  * The shapes of the adapter's custom requests and events (docs/dap.md).
+ * The replies and events typed in adapter/src/dap/replies.rs have an
+ * interface of the same name here, which a test there
+ * (adapter/src/dap/protocol_ts.rs) checks against them: members, `?` or
+ * `| null` (may be missing), numbers, strings and booleans.
  */
 
 export interface RunEvent {
@@ -66,6 +70,22 @@ export interface CheckResult {
 	violations: { property: string; why: string }[];
 }
 
+/** The `rewind/checkResult` event. */
+export interface CheckResultEvent {
+	request: number;
+	result: CheckResult;
+}
+
+/** `rewind/check`'s reply. */
+export interface CheckReply {
+	run: string;
+	from: number;
+	results: CheckResult[];
+	violations: number;
+	cancelled: boolean;
+}
+
+/** `rewind/fork`'s reply and the `rewind/forked` event. */
 export interface Forked {
 	parent: string;
 	step: number;
@@ -87,6 +107,34 @@ export interface Comparison {
 	shared?: RunEvent[];
 	leftEvents?: RunEvent[];
 	rightEvents?: RunEvent[];
+}
+
+/** `rewind/cat`'s reply. */
+export interface CatReply {
+	path: string;
+	step: number;
+	exists: boolean;
+	size?: number;
+	utf8?: boolean;
+	text?: string;
+}
+
+/** `rewind/bookmark`'s reply. */
+export interface BookmarksReply {
+	added?: Bookmark;
+	removed?: number;
+	bookmarks: Bookmark[];
+}
+
+/** `rewind/events`' reply. */
+export interface EventsReply {
+	events: RunEvent[];
+	truncated: boolean;
+}
+
+/** `rewind/goto`'s reply. */
+export interface GotoReply {
+	step: number;
 }
 
 export interface RunInfo {

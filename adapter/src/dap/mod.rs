@@ -19,6 +19,9 @@ mod live;
 mod moves;
 mod open;
 mod profile;
+#[cfg(test)]
+mod protocol_ts;
+mod replies;
 mod requests;
 mod session;
 mod stack;

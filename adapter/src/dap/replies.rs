@@ -1,0 +1,188 @@
+//! The bodies of the custom requests' replies and events (`rewind/...`) as
+//! types: what docs/dap.md shows and vscode-extension/src/protocol.ts
+//! declares under the same names. `protocol_ts.rs`'s test reads the
+//! TypeScript and checks it against these, field by field.
+//!
+//! On the wire a `null` member is dropped (`wire::strip_nulls`), so an
+//! `Option` here is a member that may be missing: `?` or `| null` there.
+
+use serde::Serialize;
+use serde_json::Value;
+use vmm::record::fork::ForkWith;
+use vmm::store::bookmarks::Bookmark;
+
+/// A reply or event body as JSON.
+pub fn body(r: &impl Serialize) -> Value {
+    // Plain data with string keys: serializing it cannot fail.
+    serde_json::to_value(r).expect("a reply serializes")
+}
+
+/// An event of the run, as the timeline, the position and `rewind/events`
+/// show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunEvent {
+    pub step: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub kind: &'static str,
+    pub text: String,
+}
+
+/// `rewind/fork`'s reply and the `rewind/forked` event.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Forked {
+    pub parent: String,
+    pub step: u64,
+    pub run: String,
+    pub status: String,
+    pub steps: u64,
+    pub with: ForkedWith,
+    pub first_difference: Option<u64>,
+}
+
+/// What a fork changed: its schedule or its seed.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ForkedWith {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+impl From<ForkWith> for ForkedWith {
+    fn from(w: ForkWith) -> Self {
+        match w {
+            ForkWith::Schedule(n) => ForkedWith {
+                schedule: Some(n),
+                seed: None,
+            },
+            ForkWith::Seed(n) => ForkedWith {
+                schedule: None,
+                seed: Some(n),
+            },
+        }
+    }
+}
+
+/// One schedule of `rewind/check`, as it ends.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckResult {
+    pub index: u64,
+    pub label: String,
+    pub run: String,
+    pub status: String,
+    pub steps: u64,
+    pub same_end: bool,
+    pub violations: Vec<Violation>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Violation {
+    pub property: String,
+    pub why: String,
+}
+
+/// The `rewind/checkResult` event: a result of request `request`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckResultEvent {
+    pub request: i64,
+    pub result: CheckResult,
+}
+
+/// `rewind/check`'s reply.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReply {
+    pub run: String,
+    pub from: u64,
+    pub results: Vec<CheckResult>,
+    /// How many results violate a property.
+    pub violations: usize,
+    pub cancelled: bool,
+}
+
+/// `rewind/cat`'s reply: the file's size and text where it exists.
+#[derive(Debug, Clone, Serialize)]
+pub struct CatReply {
+    pub path: String,
+    pub step: u64,
+    pub exists: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub utf8: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// `rewind/compare`'s reply: `events` when the runs are identical, else
+/// where they first differ (`index` ... `rightEvents`).
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comparison {
+    pub left: String,
+    pub right: String,
+    pub identical: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_step: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub right_step: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared: Option<Vec<RunEvent>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_events: Option<Vec<RunEvent>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub right_events: Option<Vec<RunEvent>>,
+}
+
+/// `rewind/bookmark`'s reply: the run's bookmarks after the action.
+#[derive(Debug, Clone, Serialize)]
+pub struct BookmarksReply {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added: Option<Bookmark>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed: Option<usize>,
+    pub bookmarks: Vec<Bookmark>,
+}
+
+/// `rewind/events`' reply.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventsReply {
+    pub events: Vec<RunEvent>,
+    /// More matched than `limit`.
+    pub truncated: bool,
+}
+
+/// `rewind/lanes`' reply: each thread's stretches on the CPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct Lanes {
+    pub run: String,
+    pub from: u64,
+    pub to: u64,
+    /// Stretches were merged into buckets.
+    pub coarse: bool,
+    pub threads: Vec<LaneThread>,
+    /// The compared run's, over the same steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compare: Option<Box<Lanes>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LaneThread {
+    pub pid: u32,
+    pub tid: u32,
+    pub name: String,
+    /// First and last step of each stretch.
+    pub stretches: Vec<(u64, u64)>,
+}
+
+/// `rewind/goto`'s reply.
+#[derive(Debug, Clone, Serialize)]
+pub struct GotoReply {
+    pub step: u64,
+}
