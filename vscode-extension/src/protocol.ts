@@ -137,19 +137,26 @@ export interface GotoReply {
 	step: number;
 }
 
+/** A run, as `rewind/runs` and `rewind ls --json` give it. */
 export interface RunInfo {
 	id: string;
-	name: string | null;
+	name: string;
 	status: string;
-	exit_code: number | null;
+	exit_code: number;
 	steps: number;
 	virtual_ns: number;
+	wall_secs: number;
 	created: number;
 	events: number;
-	program: string | null;
+	program: string;
 	argv: string[];
 	fork_of: { parent: string; step: number } | null;
-	schedule: number | null;
+	schedule: number;
+}
+
+/** `rewind/runs`' reply. */
+export interface RunsReply {
+	runs: RunInfo[];
 }
 
 /** What the extension posts to the timeline webview. */

@@ -5,7 +5,7 @@ use super::launch::ForkBy;
 use super::open::Stop;
 use super::replies::{
     body, BookmarksReply, CatReply, CheckReply, CheckResult, CheckResultEvent, Comparison,
-    EventsReply, Forked, GotoReply, Violation,
+    EventsReply, Forked, GotoReply, RunsReply, Violation,
 };
 use super::session::Session;
 use super::view;
@@ -263,7 +263,8 @@ fn runs(_s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
     if let Some(n) = a.u64("limit")? {
         runs.truncate(n as usize);
     }
-    Ok(json!({"runs": runs.iter().map(crate::app::runs::run_json).collect::<Vec<_>>()}))
+    let runs = runs.iter().map(crate::app::runs::RunInfo::of).collect();
+    Ok(body(&RunsReply { runs }))
 }
 
 /// Typed access to a request's arguments; errors name the field.

@@ -346,6 +346,27 @@ fn lanes(compare: Option<Box<Lanes>>) -> Lanes {
     }
 }
 
+fn run_info(fork_of: Option<&str>) -> crate::app::runs::RunInfo {
+    crate::app::runs::RunInfo {
+        id: "b2".into(),
+        name: "bank".into(),
+        status: "exited:0".into(),
+        exit_code: 0,
+        steps: 40,
+        virtual_ns: 1_000_000,
+        wall_secs: 0.25,
+        created: 1_700_000_000,
+        events: 12,
+        program: "/bin/bank".into(),
+        argv: vec!["bank".into()],
+        fork_of: fork_of.map(|p| vmm::run::ForkOf {
+            parent: p.into(),
+            step: 3,
+        }),
+        schedule: 1,
+    }
+}
+
 /// Every typed reply under its name in protocol.ts, with samples of each
 /// of its shapes.
 fn samples() -> Vec<(&'static str, Vec<Value>)> {
@@ -420,6 +441,12 @@ fn samples() -> Vec<(&'static str, Vec<Value>)> {
             ],
         ),
         ("GotoReply", vec![body(&GotoReply { step: 4 })]),
+        (
+            "RunsReply",
+            vec![body(&RunsReply {
+                runs: vec![run_info(None), run_info(Some("a1"))],
+            })],
+        ),
     ]
 }
 

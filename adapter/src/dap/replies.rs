@@ -181,6 +181,12 @@ pub struct LaneThread {
     pub stretches: Vec<(u64, u64)>,
 }
 
+/// `rewind/runs`' reply: the store's runs, newest first.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunsReply {
+    pub runs: Vec<crate::app::runs::RunInfo>,
+}
+
 /// `rewind/goto`'s reply.
 #[derive(Debug, Clone, Serialize)]
 pub struct GotoReply {
