@@ -42,6 +42,7 @@ export interface Position {
 	virtualNs: number;
 	thread?: { pid: number; tid: number; name: string } | null;
 	events: RunEvent[];
+	inStep?: { step: number; pc: string; hit: number };
 }
 
 export interface LaneThread {

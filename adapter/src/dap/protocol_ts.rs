@@ -367,6 +367,61 @@ fn run_info(fork_of: Option<&str>) -> crate::app::runs::RunInfo {
     }
 }
 
+fn position(inside: bool) -> Position {
+    Position {
+        run: "a1".into(),
+        step: 4,
+        steps: 40,
+        state_step: 4,
+        virtual_ns: 1000,
+        thread: inside.then(|| PositionThread {
+            pid: 1,
+            tid: 1000,
+            name: "main".into(),
+        }),
+        events: vec![event(4)],
+        in_step: inside.then(|| InStep {
+            step: 4,
+            pc: "0x401000".into(),
+            hit: 2,
+        }),
+    }
+}
+
+/// A timeline, of a fork (`of`) or not, with a deciding step or not,
+/// compared with a run that differs at `compare` (0: is identical) or not.
+fn timeline(
+    of: Option<crate::app::runs::RunInfo>,
+    at: Option<u64>,
+    compare: Option<u64>,
+) -> Timeline {
+    Timeline {
+        run: "b2".into(),
+        name: "bank".into(),
+        status: "exited:1".into(),
+        steps: 40,
+        virtual_ns: 1000,
+        fork_of: of.and_then(|r| r.fork_of),
+        events: vec![event(1)],
+        bookmarks: vec![vmm::store::bookmarks::Bookmark {
+            step: 5,
+            note: "here".into(),
+            created: 1_700_000_000,
+        }],
+        perturbations: vec![Perturbation {
+            step: 3,
+            what: "a reschedule".into(),
+        }],
+        deciding: at,
+        compare: compare.map(|s| TimelineCompare {
+            run: "a1".into(),
+            identical: s == 0,
+            step: (s > 0).then_some(s),
+            other_step: (s > 0).then_some(s + 1),
+        }),
+    }
+}
+
 /// Every typed reply under its name in protocol.ts, with samples of each
 /// of its shapes.
 fn samples() -> Vec<(&'static str, Vec<Value>)> {
@@ -441,6 +496,18 @@ fn samples() -> Vec<(&'static str, Vec<Value>)> {
             ],
         ),
         ("GotoReply", vec![body(&GotoReply { step: 4 })]),
+        (
+            "Position",
+            vec![body(&position(true)), body(&position(false))],
+        ),
+        (
+            "Timeline",
+            vec![
+                body(&timeline(Some(run_info(Some("a1"))), Some(5), Some(5))),
+                body(&timeline(None, None, Some(0))),
+                body(&timeline(None, None, None)),
+            ],
+        ),
         (
             "RunsReply",
             vec![body(&RunsReply {

@@ -187,6 +187,75 @@ pub struct RunsReply {
     pub runs: Vec<crate::app::runs::RunInfo>,
 }
 
+/// The `rewind/position` event: where the session stands.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Position {
+    pub run: String,
+    pub step: u64,
+    pub steps: u64,
+    /// The step the registers are from (`View::state_step`).
+    pub state_step: u64,
+    pub virtual_ns: u64,
+    /// The focused thread.
+    pub thread: Option<PositionThread>,
+    /// The events of the step.
+    pub events: Vec<RunEvent>,
+    /// The place inside the step, when a move went inside one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_step: Option<InStep>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PositionThread {
+    pub pid: u32,
+    pub tid: u32,
+    pub name: String,
+}
+
+/// A place inside a step: the `hit`-th time `pc` ran in it.
+#[derive(Debug, Clone, Serialize)]
+pub struct InStep {
+    pub step: u64,
+    pub pc: String,
+    pub hit: u64,
+}
+
+/// The `rewind/timeline` event: the whole run, for the timeline.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeline {
+    pub run: String,
+    pub name: String,
+    pub status: String,
+    pub steps: u64,
+    pub virtual_ns: u64,
+    pub fork_of: Option<vmm::run::ForkOf>,
+    /// The events worth a mark (`view::of_interest`).
+    pub events: Vec<RunEvent>,
+    pub bookmarks: Vec<Bookmark>,
+    pub perturbations: Vec<Perturbation>,
+    /// The deciding step a check found, when the run is its finding.
+    pub deciding: Option<u64>,
+    /// Where the compared run first differs.
+    pub compare: Option<TimelineCompare>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Perturbation {
+    pub step: u64,
+    pub what: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineCompare {
+    pub run: String,
+    pub identical: bool,
+    pub step: Option<u64>,
+    pub other_step: Option<u64>,
+}
+
 /// `rewind/goto`'s reply.
 #[derive(Debug, Clone, Serialize)]
 pub struct GotoReply {

@@ -1,9 +1,8 @@
 //! What a session shows of a run: the machine at a step (by seeking, as
-//! `rewind ps` does), its events as JSON, and thread lanes.
+//! `rewind ps` does), its events and thread lanes as the replies show them.
 
 use super::replies::{LaneThread, Lanes, RunEvent};
 use anyhow::Result;
-use serde_json::Value;
 use vmm::inspect::ThreadAt;
 use vmm::record::switches::{stretches, Switch};
 use vmm::run::{Event, EventKind};
@@ -111,10 +110,6 @@ pub fn run_event(e: &Event) -> RunEvent {
         kind: kind_name(e),
         text: event_text(e),
     }
-}
-
-pub fn event_json(e: &Event) -> Value {
-    super::replies::body(&run_event(e))
 }
 
 /// Events worth a mark on a timeline: signals, exits, SDK calls, thread
