@@ -1,7 +1,9 @@
 //! The bodies of the custom requests' replies and events (`rewind/...`) as
 //! types: what docs/dap.md shows and vscode-extension/src/protocol.ts
 //! declares under the same names. `protocol_ts.rs`'s test reads the
-//! TypeScript and checks it against these, field by field.
+//! TypeScript and checks it against these, field by field. The standard
+//! replies use the `dap` crate's types, but for [`Breakpoint`] and
+//! [`Source`], whose members the crate names in snake case.
 //!
 //! On the wire a `null` member is dropped (`wire::strip_nulls`), so an
 //! `Option` here is a member that may be missing: `?` or `| null` there.
@@ -254,6 +256,56 @@ pub struct TimelineCompare {
     pub identical: bool,
     pub step: Option<u64>,
     pub other_step: Option<u64>,
+}
+
+/// A breakpoint as `setBreakpoints` and the other `set...Breakpoints`
+/// answer and the `breakpoint` event carries it. Not the `dap` crate's
+/// `Breakpoint` and `Source`: those name their members in snake case
+/// (`instruction_reference`, `source_reference`), which DAP does not.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Breakpoint {
+    pub id: i64,
+    pub verified: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instruction_reference: Option<String>,
+}
+
+/// The reply of the `set...Breakpoints` requests.
+#[derive(Debug, Clone, Serialize)]
+pub struct BreakpointsReply {
+    pub breakpoints: Vec<Breakpoint>,
+}
+
+/// A source file as DAP names it: a `sourceReference` (and where it comes
+/// from) when it is not on this host.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Source {
+    pub name: String,
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_reference: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+}
+
+impl Source {
+    /// A file of this host, named by its last component.
+    pub fn local(path: &str) -> Source {
+        Source {
+            name: path.rsplit('/').next().unwrap_or(path).to_string(),
+            path: path.to_string(),
+            source_reference: None,
+            origin: None,
+        }
+    }
 }
 
 /// `rewind/goto`'s reply.

@@ -5,6 +5,7 @@
 use super::breakpoints::{self, Bp, HitCond, On};
 use super::live::Live;
 use super::moves::{Kind, GOTO_BASE, MAX_HITS};
+use super::replies::{body, Breakpoint, BreakpointsReply, Source};
 use super::session::Session;
 use super::wire;
 use anyhow::{anyhow, bail, Result};
@@ -16,7 +17,11 @@ use dap::requests::{
     SetFunctionBreakpointsArguments, SetInstructionBreakpointsArguments, SourceArguments,
     WriteMemoryArguments,
 };
-use dap::types::SteppingGranularity;
+use dap::responses::{
+    DataBreakpointInfoResponse, ModulesResponse, ReadMemoryResponse, SourceResponse,
+    WriteMemoryResponse,
+};
+use dap::types::{DataBreakpointAccessType, Module, ModuleId, SteppingGranularity};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -156,7 +161,12 @@ impl Session {
                         log: None,
                     });
                 }
-                out.push(json!({"id": id, "verified": verified, "message": msg}));
+                out.push(Breakpoint {
+                    id,
+                    verified,
+                    message: msg,
+                    ..Default::default()
+                });
             } else {
                 let id = i as i64 + 1;
                 let hits = self.open.as_ref().map(|o| {
@@ -166,15 +176,17 @@ impl Session {
                         .count()
                 });
                 events.push((id, name.to_string()));
-                out.push(json!({"id": id, "verified": true,
-                    "message": hits.map(|h| format!("{h} events of the run match `{name}`"))}));
+                out.push(Breakpoint {
+                    id,
+                    verified: true,
+                    message: hits.map(|h| format!("{h} events of the run match `{name}`")),
+                    ..Default::default()
+                });
             }
         }
         self.set_event_breaks(events);
         self.bps.symbols = symbols;
-        let mut v = json!({ "breakpoints": out });
-        wire::strip_nulls(&mut v);
-        Ok(Some(v))
+        Ok(Some(body(&BreakpointsReply { breakpoints: out })))
     }
 
     /// The file a request's `source` names: its path, or the file behind its
@@ -227,8 +239,12 @@ impl Session {
                     hit: hit.unwrap_or(None),
                     log: nonempty(b.log_message.as_ref()),
                 });
-                out.push(json!({"id": id, "verified": false, "line": b.line,
-                    "message": "resolved when the run opens"}));
+                out.push(Breakpoint {
+                    id,
+                    line: Some(b.line),
+                    message: Some("resolved when the run opens".into()),
+                    ..Default::default()
+                });
                 continue;
             }
             let Some((at, addrs)) = found.filter(|_| hit.is_ok()) else {
@@ -240,7 +256,12 @@ impl Session {
                     }
                     _ => format!("no code at line {line} or the {LINE_SLACK} lines below it"),
                 };
-                out.push(json!({"id": id, "verified": false, "line": b.line, "message": why}));
+                out.push(Breakpoint {
+                    id,
+                    line: Some(b.line),
+                    message: Some(why),
+                    ..Default::default()
+                });
                 continue;
             };
             let bp = Bp {
@@ -260,11 +281,15 @@ impl Session {
             if bp.log.is_some() && !was_log {
                 new_logs.push(bp.clone());
             }
-            out.push(json!({
-                "id": id, "verified": true, "line": at,
-                "source": {"path": path, "name": path.rsplit('/').next()},
-                "message": format!("{} address{} at line {at}", addrs.len(), if addrs.len() == 1 { "" } else { "es" }),
-            }));
+            let plural = if addrs.len() == 1 { "" } else { "es" };
+            out.push(Breakpoint {
+                id,
+                verified: true,
+                line: Some(i64::from(at)),
+                source: Some(Source::local(&path)),
+                message: Some(format!("{} address{plural} at line {at}", addrs.len())),
+                ..Default::default()
+            });
             kept.push(bp);
         }
         if !kept.is_empty() {
@@ -273,7 +298,7 @@ impl Session {
         for lp in new_logs {
             self.list_logpoint(&lp)?;
         }
-        Ok(Some(json!({ "breakpoints": out })))
+        Ok(Some(body(&BreakpointsReply { breakpoints: out })))
     }
 
     /// Breakpoints set before the run opened, resolved now; each change
@@ -299,11 +324,22 @@ impl Session {
                         if b.log.is_some() {
                             logs.push(b.clone());
                         }
-                        json!({"id": b.id, "verified": true, "line": at,
-                               "source": {"path": path, "name": path.rsplit('/').next()}})
+                        Breakpoint {
+                            id: b.id,
+                            verified: true,
+                            line: Some(i64::from(*at)),
+                            source: Some(Source::local(path)),
+                            ..Default::default()
+                        }
                     }
-                    None => json!({"id": b.id, "verified": false, "line": line,
-                                   "message": format!("no code at line {line} or the {LINE_SLACK} lines below it")}),
+                    None => Breakpoint {
+                        id: b.id,
+                        line: Some(i64::from(line)),
+                        message: Some(format!(
+                            "no code at line {line} or the {LINE_SLACK} lines below it"
+                        )),
+                        ..Default::default()
+                    },
                 };
                 events.push(v);
             }
@@ -315,8 +351,15 @@ impl Session {
             if let Some(a) = addr {
                 resolved.push((b.id, a));
             }
-            events.push(json!({"id": b.id, "verified": addr.is_some(),
-                "message": addr.map_or_else(|| format!("no function `{name}` in the program's symbols"), |a| format!("function `{name}` at {a:#x}"))}));
+            events.push(Breakpoint {
+                id: b.id,
+                verified: addr.is_some(),
+                message: Some(addr.map_or_else(
+                    || format!("no function `{name}` in the program's symbols"),
+                    |a| format!("function `{name}` at {a:#x}"),
+                )),
+                ..Default::default()
+            });
         }
         let resolved: Vec<(i64, u64)> = match self.live() {
             Ok(live) => resolved
@@ -334,7 +377,7 @@ impl Session {
             self.later(wire::event(Event::Breakpoint(
                 dap::events::BreakpointEventBody {
                     reason: dap::types::BreakpointEventReason::Changed,
-                    breakpoint: serde_json::from_value(v).unwrap_or_default(),
+                    breakpoint: serde_json::from_value(body(&v)).unwrap_or_default(),
                 },
             )));
         }
@@ -407,12 +450,15 @@ impl Session {
                 hit,
                 log: None,
             });
-            out.push(
-                json!({"id": id, "verified": true, "instructionReference": format!("{addr:#x}")}),
-            );
+            out.push(Breakpoint {
+                id,
+                verified: true,
+                instruction_reference: Some(format!("{addr:#x}")),
+                ..Default::default()
+            });
         }
         self.bps.instructions = bps;
-        Ok(Some(json!({ "breakpoints": out })))
+        Ok(Some(body(&BreakpointsReply { breakpoints: out })))
     }
 
     pub fn data_breakpoint_info(
@@ -425,10 +471,10 @@ impl Session {
         if a.variables_reference.is_some_and(|r| r != 0) {
             return Ok(Some(match by_name? {
                 Some((addr, len)) => data_info(addr, len, &a.name),
-                None => json!({
-                    "dataId": null,
-                    "description": format!("`{}` is not in memory (a register or a constant)", a.name),
-                }),
+                None => no_data(format!(
+                    "`{}` is not in memory (a register or a constant)",
+                    a.name
+                )),
             }));
         }
         if let Ok(Some((addr, len))) = by_name {
@@ -458,10 +504,9 @@ impl Session {
         let addr = match at.eval(expr) {
             Ok(v) => v as u64,
             Err(e) => {
-                return Ok(Some(json!({
-                    "dataId": null,
-                    "description": format!("`name`: {e} (give an address: 0x4c6f80, or 0x4c6f80,4 for 4 bytes)"),
-                })))
+                return Ok(Some(no_data(format!(
+                    "`name`: {e} (give an address: 0x4c6f80, or 0x4c6f80,4 for 4 bytes)"
+                ))))
             }
         };
         Ok(Some(data_info(addr, len, &a.name)))
@@ -497,11 +542,16 @@ impl Session {
                 hit,
                 log: None,
             });
-            out.push(json!({"id": id, "verified": true,
-                "message": format!("{:?} of {} bytes at {:#x}", w.kind, w.len, w.addr).to_lowercase()}));
+            let what = format!("{:?} of {} bytes at {:#x}", w.kind, w.len, w.addr);
+            out.push(Breakpoint {
+                id,
+                verified: true,
+                message: Some(what.to_lowercase()),
+                ..Default::default()
+            });
         }
         self.bps.data = bps;
-        Ok(Some(json!({ "breakpoints": out })))
+        Ok(Some(body(&BreakpointsReply { breakpoints: out })))
     }
 
     pub fn goto_targets(&mut self, a: GotoTargetsArguments) -> Result<Option<Value>> {
@@ -553,10 +603,10 @@ impl Session {
         // As much as is readable from the start, page by page.
         let data = readable(live, addr, count);
         let unreadable = count - data.len() as u64;
-        Ok(Some(json!({
-            "address": format!("{addr:#x}"),
-            "data": base64::engine::general_purpose::STANDARD.encode(&data),
-            "unreadableBytes": unreadable,
+        Ok(Some(body(&ReadMemoryResponse {
+            address: format!("{addr:#x}"),
+            data: Some(base64::engine::general_purpose::STANDARD.encode(&data)),
+            unreadable_bytes: Some(unreadable as i64),
         })))
     }
 
@@ -596,7 +646,10 @@ impl Session {
                     .into(),
             ));
         }
-        Ok(Some(json!({"offset": 0, "bytesWritten": bytes.len()})))
+        Ok(Some(body(&WriteMemoryResponse {
+            offset: Some(0),
+            bytes_written: Some(bytes.len() as i64),
+        })))
     }
 
     pub fn disassemble(&mut self, a: DisassembleArguments) -> Result<Option<Value>> {
@@ -684,19 +737,19 @@ impl Session {
     /// The source files of the program's line tables.
     pub fn loaded_sources(&mut self) -> Result<Option<Value>> {
         let files: Vec<String> = self.live()?.lines.files().to_vec();
-        let sources: Vec<Value> = files.iter().map(|p| self.source_json(p)).collect();
+        let sources: Vec<Source> = files.iter().map(|p| self.source_of(p)).collect();
         Ok(Some(json!({ "sources": sources })))
     }
 
-    /// `{"name", "path"}`, with a `sourceReference` when the file is not on
-    /// this host (the client then asks `source` for it).
-    pub fn source_json(&mut self, path: &str) -> Value {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        if std::path::Path::new(path).exists() {
-            return json!({"name": name, "path": path});
+    /// `path` as DAP names it, with a `sourceReference` when the file is
+    /// not on this host (the client then asks `source` for it).
+    pub fn source_of(&mut self, path: &str) -> Source {
+        let mut s = Source::local(path);
+        if !std::path::Path::new(path).exists() {
+            s.source_reference = Some(self.source_ref(path));
+            s.origin = Some("from the run's image or debuginfod".into());
         }
-        let r = self.source_ref(path);
-        json!({"name": name, "path": path, "sourceReference": r, "origin": "from the run's image or debuginfod"})
+        s
     }
 
     pub fn source(&mut self, a: SourceArguments) -> Result<Option<Value>> {
@@ -716,15 +769,21 @@ impl Session {
         let src = sym
             .source(&path, None, &mut image)
             .map_err(|e| anyhow!("`source`: {e}"))?;
-        Ok(Some(json!({"content": src.text, "mimeType": "text/x-c"})))
+        Ok(Some(body(&SourceResponse {
+            content: src.text,
+            mime_type: Some("text/x-c".into()),
+        })))
     }
 
     pub fn modules(&mut self, a: ModulesArguments) -> Result<Option<Value>> {
         let live = self.live()?;
         let Some(sym) = live.sym.clone() else {
-            return Ok(Some(json!({"modules": [], "totalModules": 0})));
+            return Ok(Some(body(&ModulesResponse {
+                modules: Vec::new(),
+                total_modules: Some(0),
+            })));
         };
-        let all: Vec<Value> = sym
+        let all: Vec<Module> = sym
             .modules()
             .iter()
             .map(|m| {
@@ -743,18 +802,18 @@ impl Session {
                     }
                     _ => None,
                 };
-                let mut v = json!({
-                    "id": m.module.build_id_hex().unwrap_or_else(|| m.path.clone()),
-                    "name": m.path.rsplit('/').next().unwrap_or(&m.path),
-                    "path": m.path,
-                    "isUserCode": true,
-                    "symbolStatus": status,
-                    "addressRange": format!("{:#x}-{:#x}", m.start, m.end),
-                });
-                if let Some(f) = file {
-                    v["symbolFilePath"] = json!(f);
+                Module {
+                    id: ModuleId::String(m.module.build_id_hex().unwrap_or_else(|| m.path.clone())),
+                    name: m.path.rsplit('/').next().unwrap_or(&m.path).to_string(),
+                    path: Some(m.path.clone()),
+                    is_optimized: None,
+                    is_user_code: Some(true),
+                    version: None,
+                    symbol_status: Some(status),
+                    symbol_file_path: file,
+                    date_time_stamp: None,
+                    address_range: Some(format!("{:#x}-{:#x}", m.start, m.end)),
                 }
-                v
             })
             .collect();
         let total = all.len();
@@ -763,8 +822,11 @@ impl Session {
             .module_count
             .filter(|c| *c > 0)
             .map_or(usize::MAX, |c| c as usize);
-        let modules: Vec<Value> = all.into_iter().skip(start).take(count).collect();
-        Ok(Some(json!({"modules": modules, "totalModules": total})))
+        let modules = all.into_iter().skip(start).take(count).collect();
+        Ok(Some(body(&ModulesResponse {
+            modules,
+            total_modules: Some(total as i64),
+        })))
     }
 }
 
@@ -789,11 +851,26 @@ fn readable(live: &mut Live, addr: u64, len: u64) -> Vec<u8> {
     out
 }
 
+/// dataBreakpointInfo's answer where no data breakpoint can be set
+/// (`dataId` null), and why.
+fn no_data(description: String) -> Value {
+    body(&DataBreakpointInfoResponse {
+        data_id: None,
+        description,
+        access_types: None,
+        can_persist: None,
+    })
+}
+
 fn data_info(addr: u64, len: u64, name: &str) -> Value {
-    json!({
-        "dataId": breakpoints::data_id(addr, len),
-        "description": format!("{len} bytes at {addr:#x} ({name})"),
-        "accessTypes": ["write", "read", "readWrite"],
-        "canPersist": false,
+    body(&DataBreakpointInfoResponse {
+        data_id: Some(breakpoints::data_id(addr, len)),
+        description: format!("{len} bytes at {addr:#x} ({name})"),
+        access_types: Some(vec![
+            DataBreakpointAccessType::Write,
+            DataBreakpointAccessType::Read,
+            DataBreakpointAccessType::ReadWrite,
+        ]),
+        can_persist: Some(false),
     })
 }
