@@ -277,6 +277,18 @@ pub struct Breakpoint {
     pub instruction_reference: Option<String>,
 }
 
+impl Breakpoint {
+    /// A breakpoint not set (yet) at `line`, and why.
+    pub fn unverified(id: i64, line: i64, message: String) -> Breakpoint {
+        Breakpoint {
+            id,
+            line: Some(line),
+            message: Some(message),
+            ..Default::default()
+        }
+    }
+}
+
 /// The reply of the `set...Breakpoints` requests.
 #[derive(Debug, Clone, Serialize)]
 pub struct BreakpointsReply {
@@ -306,6 +318,45 @@ impl Source {
             origin: None,
         }
     }
+}
+
+/// `loadedSources`' reply (of [`Source`]s).
+#[derive(Debug, Clone, Serialize)]
+pub struct SourcesReply {
+    pub sources: Vec<Source>,
+}
+
+/// `gotoTargets`' reply, with how many times the line ran in all (DAP's
+/// has the targets alone).
+#[derive(Debug, Clone, Serialize)]
+pub struct GotoTargetsReply {
+    pub targets: Vec<dap::types::GotoTarget>,
+    pub total: usize,
+}
+
+/// An instruction of `disassemble`'s reply: the `dap` crate's
+/// `DisassembledInstruction` has no `presentationHint`.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Instruction {
+    pub address: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instruction_bytes: Option<String>,
+    pub instruction: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<Source>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<i64>,
+    /// `invalid` where there is no instruction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presentation_hint: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InstructionsReply {
+    pub instructions: Vec<Instruction>,
 }
 
 /// `rewind/goto`'s reply.

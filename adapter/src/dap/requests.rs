@@ -5,7 +5,10 @@
 use super::breakpoints::{self, Bp, HitCond, On};
 use super::live::Live;
 use super::moves::{Kind, GOTO_BASE, MAX_HITS};
-use super::replies::{body, Breakpoint, BreakpointsReply, Source};
+use super::replies::{
+    body, Breakpoint, BreakpointsReply, GotoTargetsReply, Instruction, InstructionsReply, Source,
+    SourcesReply,
+};
 use super::session::Session;
 use super::wire;
 use anyhow::{anyhow, bail, Result};
@@ -21,8 +24,8 @@ use dap::responses::{
     DataBreakpointInfoResponse, ModulesResponse, ReadMemoryResponse, SourceResponse,
     WriteMemoryResponse,
 };
-use dap::types::{DataBreakpointAccessType, Module, ModuleId, SteppingGranularity};
-use serde_json::{json, Value};
+use dap::types::{DataBreakpointAccessType, GotoTarget, Module, ModuleId, SteppingGranularity};
+use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// At most this many bytes a readMemory or writeMemory.
@@ -239,12 +242,8 @@ impl Session {
                     hit: hit.unwrap_or(None),
                     log: nonempty(b.log_message.as_ref()),
                 });
-                out.push(Breakpoint {
-                    id,
-                    line: Some(b.line),
-                    message: Some("resolved when the run opens".into()),
-                    ..Default::default()
-                });
+                let why = "resolved when the run opens".to_string();
+                out.push(Breakpoint::unverified(id, b.line, why));
                 continue;
             }
             let Some((at, addrs)) = found.filter(|_| hit.is_ok()) else {
@@ -256,12 +255,7 @@ impl Session {
                     }
                     _ => format!("no code at line {line} or the {LINE_SLACK} lines below it"),
                 };
-                out.push(Breakpoint {
-                    id,
-                    line: Some(b.line),
-                    message: Some(why),
-                    ..Default::default()
-                });
+                out.push(Breakpoint::unverified(id, b.line, why));
                 continue;
             };
             let bp = Bp {
@@ -332,14 +326,11 @@ impl Session {
                             ..Default::default()
                         }
                     }
-                    None => Breakpoint {
-                        id: b.id,
-                        line: Some(i64::from(line)),
-                        message: Some(format!(
-                            "no code at line {line} or the {LINE_SLACK} lines below it"
-                        )),
-                        ..Default::default()
-                    },
+                    None => Breakpoint::unverified(
+                        b.id,
+                        i64::from(line),
+                        format!("no code at line {line} or the {LINE_SLACK} lines below it"),
+                    ),
                 };
                 events.push(v);
             }
@@ -571,17 +562,18 @@ impl Session {
         let o = self.open.as_mut().expect("open");
         o.goto_targets = hits.clone();
         let n = hits.len();
-        let targets: Vec<Value> = hits
+        let targets = hits
             .iter()
             .enumerate()
             .map(|(i, (p, tid))| {
                 let name = names.get(tid).cloned().unwrap_or_default();
-                json!({
-                    "id": GOTO_BASE + i as i64,
-                    "label": format!("step {} · {tid} {name} · {} of {total}", p.step, i + 1),
-                    "line": at,
-                    "instructionPointerReference": format!("{:#x}", p.pc),
-                })
+                GotoTarget {
+                    id: GOTO_BASE + i as i64,
+                    label: format!("step {} · {tid} {name} · {} of {total}", p.step, i + 1),
+                    line: i64::from(at),
+                    instruction_pointer_reference: Some(format!("{:#x}", p.pc)),
+                    ..Default::default()
+                }
             })
             .collect();
         if total > n {
@@ -590,7 +582,7 @@ impl Session {
             )));
         }
         // The machine went through the whole run: back to the position.
-        Ok(Some(json!({ "targets": targets, "total": total })))
+        Ok(Some(body(&GotoTargetsReply { targets, total })))
     }
 
     pub fn read_memory(&mut self, a: ReadMemoryArguments) -> Result<Option<Value>> {
@@ -635,10 +627,11 @@ impl Session {
                 ..Default::default()
             },
         )));
-        self.later(wire::custom_event(
-            "memory",
-            json!({"memoryReference": format!("{addr:#x}"), "offset": 0, "count": bytes.len()}),
-        ));
+        self.later(wire::event(Event::Memory(dap::events::MemoryEventBody {
+            memory_reference: format!("{addr:#x}"),
+            offset: 0,
+            count: bytes.len() as i64,
+        })));
         if diverged {
             self.later(wire::output(
                 "rewind: memory was written: the session is no longer the recording; it goes \
@@ -701,25 +694,22 @@ impl Session {
                 .and_then(|i| decoded.get(i))
             {
                 Some((ip, bytes, text)) => {
-                    let mut v = json!({
-                        "address": format!("{ip:#x}"),
-                        "instructionBytes": bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" "),
-                        "instruction": text,
-                    });
+                    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                    let mut v = Instruction {
+                        address: format!("{ip:#x}"),
+                        instruction_bytes: Some(hex.join(" ")),
+                        instruction: text.clone(),
+                        ..Default::default()
+                    };
                     if symbols {
-                        if let Some(s) = live.sym.as_ref() {
-                            if let Some(fr) = s.frames_at(*ip).into_iter().last() {
-                                if let Some(sym) = fr.symbol {
-                                    v["symbol"] = json!(sym);
-                                }
-                            }
-                        }
+                        v.symbol = live.sym.as_ref().and_then(|s| {
+                            s.frames_at(*ip).into_iter().last().and_then(|fr| fr.symbol)
+                        });
                     }
                     if let Some(r) = live.lines.at(*ip) {
                         if live.lines.is_stmt_start(*ip) {
-                            let p = live.lines.file(r.file).to_string();
-                            v["location"] = json!({"path": p, "name": p.rsplit('/').next()});
-                            v["line"] = json!(r.line);
+                            v.location = Some(Source::local(live.lines.file(r.file)));
+                            v.line = Some(i64::from(r.line));
                         }
                     }
                     out.push(v);
@@ -727,18 +717,23 @@ impl Session {
                 None => {
                     let ip =
                         idx.map_or(addr, |i| addr.wrapping_add((i - first.unwrap_or(0)) as u64));
-                    out.push(json!({"address": format!("{ip:#x}"), "instruction": "??", "presentationHint": "invalid"}));
+                    out.push(Instruction {
+                        address: format!("{ip:#x}"),
+                        instruction: "??".into(),
+                        presentation_hint: Some("invalid"),
+                        ..Default::default()
+                    });
                 }
             }
         }
-        Ok(Some(json!({ "instructions": out })))
+        Ok(Some(body(&InstructionsReply { instructions: out })))
     }
 
     /// The source files of the program's line tables.
     pub fn loaded_sources(&mut self) -> Result<Option<Value>> {
         let files: Vec<String> = self.live()?.lines.files().to_vec();
         let sources: Vec<Source> = files.iter().map(|p| self.source_of(p)).collect();
-        Ok(Some(json!({ "sources": sources })))
+        Ok(Some(body(&SourcesReply { sources })))
     }
 
     /// `path` as DAP names it, with a `sourceReference` when the file is
