@@ -220,6 +220,7 @@ fn eval(stopped: &Stopped, f: &Frame, text: &str) -> Result<String, String> {
     let env = Env {
         vars: &f.vars,
         register: &reg,
+        machine: false,
     };
     let mut mem = stopped.memory();
     evaluate(text, &env, &mut mem)
@@ -545,6 +546,7 @@ fn hostile_dwarf_shows_as_text() {
             let env = Env {
                 vars: &vars,
                 register: &reg,
+                machine: false,
             };
             for text in ["head->next->value", "squares[2]", "*first", "counter", "&b"] {
                 let _ = evaluate(text, &env, &mut mem).map(|e| e.show(&mut mem));

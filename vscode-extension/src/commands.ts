@@ -5,7 +5,7 @@
  */
 import * as vscode from 'vscode';
 import type { CompareViewProvider } from './compareView';
-import type { Bookmark, CheckResult, Comparison, Forked } from './protocol';
+import type { BookmarksReply, CheckReply, Comparison, Forked } from './protocol';
 import { describeRun, listRuns, runCliOk } from './rewind';
 import { RunItem, type RunsProvider } from './runsView';
 import type { RewindState } from './state';
@@ -122,7 +122,7 @@ export class Commands {
 					}
 				});
 				try {
-					return (await session.customRequest('rewind/check', { from, schedules })) as { results: CheckResult[]; violations: number; cancelled: boolean };
+					return (await session.customRequest('rewind/check', { from, schedules })) as CheckReply;
 				} finally {
 					sub.dispose();
 				}
@@ -211,7 +211,7 @@ export class Commands {
 		if (!note) {
 			return;
 		}
-		const r = (await session.customRequest('rewind/bookmark', { action: 'add', step, note })) as { bookmarks: Bookmark[] };
+		const r = (await session.customRequest('rewind/bookmark', { action: 'add', step, note })) as BookmarksReply;
 		this.state.setBookmarks(r.bookmarks);
 	}
 

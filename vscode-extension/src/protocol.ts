@@ -1,5 +1,9 @@
 /**
  * The shapes of the adapter's custom requests and events (docs/dap.md).
+ * The replies and events typed in adapter/src/dap/replies.rs have an
+ * interface of the same name here, which a test there
+ * (adapter/src/dap/protocol_ts.rs) checks against them: members, `?` or
+ * `| null` (may be missing), numbers, strings and booleans.
  */
 
 export interface RunEvent {
@@ -38,6 +42,7 @@ export interface Position {
 	virtualNs: number;
 	thread?: { pid: number; tid: number; name: string } | null;
 	events: RunEvent[];
+	inStep?: { step: number; pc: string; hit: number };
 }
 
 export interface LaneThread {
@@ -66,6 +71,22 @@ export interface CheckResult {
 	violations: { property: string; why: string }[];
 }
 
+/** The `rewind/checkResult` event. */
+export interface CheckResultEvent {
+	request: number;
+	result: CheckResult;
+}
+
+/** `rewind/check`'s reply. */
+export interface CheckReply {
+	run: string;
+	from: number;
+	results: CheckResult[];
+	violations: number;
+	cancelled: boolean;
+}
+
+/** `rewind/fork`'s reply and the `rewind/forked` event. */
 export interface Forked {
 	parent: string;
 	step: number;
@@ -89,19 +110,54 @@ export interface Comparison {
 	rightEvents?: RunEvent[];
 }
 
+/** `rewind/cat`'s reply. */
+export interface CatReply {
+	path: string;
+	step: number;
+	exists: boolean;
+	size?: number;
+	utf8?: boolean;
+	text?: string;
+}
+
+/** `rewind/bookmark`'s reply. */
+export interface BookmarksReply {
+	added?: Bookmark;
+	removed?: number;
+	bookmarks: Bookmark[];
+}
+
+/** `rewind/events`' reply. */
+export interface EventsReply {
+	events: RunEvent[];
+	truncated: boolean;
+}
+
+/** `rewind/goto`'s reply. */
+export interface GotoReply {
+	step: number;
+}
+
+/** A run, as `rewind/runs` and `rewind ls --json` give it. */
 export interface RunInfo {
 	id: string;
-	name: string | null;
+	name: string;
 	status: string;
-	exit_code: number | null;
+	exit_code: number;
 	steps: number;
 	virtual_ns: number;
+	wall_secs: number;
 	created: number;
 	events: number;
-	program: string | null;
+	program: string;
 	argv: string[];
 	fork_of: { parent: string; step: number } | null;
-	schedule: number | null;
+	schedule: number;
+}
+
+/** `rewind/runs`' reply. */
+export interface RunsReply {
+	runs: RunInfo[];
 }
 
 /** What the extension posts to the timeline webview. */

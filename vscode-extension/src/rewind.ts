@@ -5,7 +5,7 @@
  */
 import * as cp from 'child_process';
 import * as vscode from 'vscode';
-import type { RunInfo } from './protocol';
+import type { RunInfo, RunsReply } from './protocol';
 
 /**
  * Thrown instead of starting `rewind` in an untrusted workspace: a launch
@@ -130,7 +130,7 @@ export function queryAdapter<T>(command: string, args: object, timeoutMs = 15000
 
 /** Recorded runs, newest first. */
 export async function listRuns(limit = 200): Promise<RunInfo[]> {
-	const body = await queryAdapter<{ runs: RunInfo[] }>('rewind/runs', { limit });
+	const body = await queryAdapter<RunsReply>('rewind/runs', { limit });
 	return body.runs;
 }
 

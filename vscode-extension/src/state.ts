@@ -4,7 +4,7 @@
  * the adapter's custom events so a view opened later still shows them.
  */
 import * as vscode from 'vscode';
-import type { Bookmark, CheckResult, Forked, Lanes, Position, Timeline } from './protocol';
+import type { Bookmark, CheckResult, CheckResultEvent, Forked, Lanes, Position, Timeline } from './protocol';
 
 export class RewindState implements vscode.Disposable {
 	session: vscode.DebugSession | undefined;
@@ -82,7 +82,7 @@ export class RewindState implements vscode.Disposable {
 				this.changed.fire('position');
 				break;
 			case 'rewind/checkResult': {
-				const r = (e.body as { result: CheckResult }).result;
+				const r = (e.body as CheckResultEvent).result;
 				if (this.check && !this.check.done) {
 					this.check.results.push(r);
 					this.changed.fire('check');

@@ -274,10 +274,7 @@ impl Session {
                     logged.extend(lines.into_iter().map(|l| (hits.len(), l)));
                     for b in bps.at(pc) {
                         let mut at = At { live, tid };
-                        let holds = b
-                            .condition
-                            .as_ref()
-                            .is_none_or(|c| super::cond::eval(c, &mut at) != Ok(0));
+                        let holds = b.condition.as_ref().is_none_or(|c| at.eval(c) != Ok(0));
                         if holds {
                             let place = live
                                 .sym

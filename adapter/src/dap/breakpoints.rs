@@ -3,9 +3,10 @@
 //! and judges a stop against them. Event-name function breakpoints
 //! (`write`, `SIGSEGV`, `threadStart`) stay step granular (session.rs).
 
-use super::cond::{self, Context, HitCond};
-use super::live::Live;
+use super::live::{register_of, CoreMemory, Live};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use symbols::values::cond;
+use symbols::ValueError;
 use vmm::debug::{Watch, WatchKind};
 
 /// What a breakpoint is on.
@@ -90,11 +91,11 @@ impl Breakpoints {
             .filter_map(|b| {
                 let msg = b.log.as_ref()?;
                 if let Some(c) = &b.condition {
-                    if matches!(cond::eval(c, at), Ok(0)) {
+                    if matches!(at.eval(c), Ok(0)) {
                         return None;
                     }
                 }
-                let text = cond::interpolate(msg, at);
+                let text = at.interpolate(msg);
                 Some(format!("step {step} {tid} {name}: {text}\n"))
             })
             .collect()
@@ -133,18 +134,29 @@ pub struct At<'a> {
     pub tid: u32,
 }
 
-impl Context for At<'_> {
-    fn register(&mut self, name: &str) -> Option<u64> {
-        let t = self.live.core.registers(self.tid).ok()?;
-        super::live::register_of(&t, self.tid, name)
+impl At<'_> {
+    /// `f` over what a condition reads here: the innermost frame's
+    /// variables (where there is debug info), the registers, the memory.
+    fn read<R>(&mut self, f: impl FnOnce(&cond::Stop, &mut CoreMemory) -> R) -> R {
+        let tid = self.tid;
+        let regs = self.live.core.registers(tid).ok();
+        let register = |name: &str| regs.as_ref().and_then(|t| register_of(t, tid, name));
+        let vars = self.live.stop_variables(tid);
+        let stop = cond::Stop {
+            vars: vars.as_ref(),
+            register: &register,
+        };
+        f(&stop, &mut CoreMemory(&mut self.live.core))
     }
 
-    fn memory(&mut self, addr: u64, len: usize) -> Option<Vec<u8>> {
-        self.live.core.read_memory(addr, len).ok()
+    /// A condition or an address as an integer (symbols' `cond`).
+    pub fn eval(&mut self, expr: &str) -> Result<i128, ValueError> {
+        self.read(|stop, mem| stop.eval(expr, mem))
     }
 
-    fn program(&mut self, expr: &str) -> Option<Result<(Option<i128>, String), String>> {
-        self.live.evaluate(self.tid, expr)
+    /// A logpoint's message with its `{expressions}` evaluated.
+    pub fn interpolate(&mut self, msg: &str) -> String {
+        self.read(|stop, mem| stop.interpolate(msg, mem))
     }
 }
 
@@ -154,7 +166,7 @@ impl Context for At<'_> {
 pub fn judge(b: &Bp, at: &mut At, counts: &mut Counts) -> Option<Option<String>> {
     let mut note = None;
     if let Some(c) = &b.condition {
-        match cond::eval(c, at) {
+        match at.eval(c) {
             Ok(0) => return None,
             Ok(_) => {}
             Err(e) => note = Some(format!("condition `{c}`: {e}")),
@@ -204,4 +216,61 @@ pub fn watch_of(data_id: &str, access: Option<&str>) -> Result<Watch, String> {
         }
     };
     Ok(Watch { addr, len, kind })
+}
+
+/// A hit condition: `N` or `>= N` (from the N-th hit on), `== N`, `> N`,
+/// `% N` (every N-th).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HitCond {
+    AtLeast(u64),
+    Exactly(u64),
+    Every(u64),
+}
+
+impl HitCond {
+    pub fn parse(s: &str) -> Result<HitCond, String> {
+        let s = s.trim();
+        let num = |t: &str| -> Result<u64, String> {
+            t.trim()
+                .parse()
+                .map_err(|_| format!("`{s}` is not a hit count (N, >= N, == N, > N, % N)"))
+        };
+        Ok(if let Some(t) = s.strip_prefix(">=") {
+            HitCond::AtLeast(num(t)?)
+        } else if let Some(t) = s.strip_prefix("==") {
+            HitCond::Exactly(num(t)?)
+        } else if let Some(t) = s.strip_prefix('>') {
+            HitCond::AtLeast(num(t)? + 1)
+        } else if let Some(t) = s.strip_prefix('%') {
+            let n = num(t)?;
+            if n == 0 {
+                return Err("`% 0` never matches".into());
+            }
+            HitCond::Every(n)
+        } else {
+            HitCond::AtLeast(num(s)?)
+        })
+    }
+
+    /// Whether the `n`-th hit (1 is the first) stops.
+    pub fn fires(&self, n: u64) -> bool {
+        match *self {
+            HitCond::AtLeast(k) => n >= k,
+            HitCond::Exactly(k) => n == k,
+            HitCond::Every(k) => n.is_multiple_of(k),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HitCond;
+
+    #[test]
+    fn hit_conditions() {
+        assert!(HitCond::parse("3").unwrap().fires(3));
+        assert!(!HitCond::parse("== 3").unwrap().fires(4));
+        assert!(HitCond::parse("%2").unwrap().fires(4));
+        assert!(HitCond::parse("x").is_err());
+    }
 }

@@ -3,6 +3,10 @@
 
 use super::launch::ForkBy;
 use super::open::Stop;
+use super::replies::{
+    body, BookmarksReply, CatReply, CheckReply, CheckResult, CheckResultEvent, Comparison,
+    EventsReply, Forked, GotoReply, RunsReply, Violation,
+};
 use super::session::Session;
 use super::view;
 use super::wire;
@@ -59,7 +63,7 @@ fn goto(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
         step,
         Stop::new(StoppedEventReason::Goto, format!("step {step}")),
     )?;
-    Ok(json!({"step": step}))
+    Ok(body(&GotoReply { step }))
 }
 
 /// `rewind/reverseStepIn`: back into the call that returned.
@@ -88,7 +92,7 @@ fn lanes(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
     }
     let max = a.u64("max")?.unwrap_or(500).clamp(1, 10_000) as usize;
     let mut v = view::lanes(&o.switches, end, from, to, max, &o.run.meta.thread_names);
-    v["run"] = json!(o.run.id);
+    v.run = o.run.id.clone();
     if let Some(c) = &o.compare {
         let sw = c.switches()?;
         let mut cv = view::lanes(
@@ -99,10 +103,10 @@ fn lanes(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
             max,
             &c.meta.thread_names,
         );
-        cv["run"] = json!(c.id);
-        v["compare"] = cv;
+        cv.run = c.id.clone();
+        v.compare = Some(Box::new(cv));
     }
-    Ok(v)
+    Ok(body(&v))
 }
 
 /// `rewind/events`: the run's events, filtered.
@@ -125,9 +129,9 @@ fn events(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
                 .is_none_or(|k| k.iter().any(|k| k == view::kind_name(e)))
         })
         .filter(|e| text.is_none_or(|t| view::event_text(e).contains(t)));
-    let events: Vec<Value> = matched.by_ref().take(limit).map(view::event_json).collect();
-    let more = matched.next().is_some();
-    Ok(json!({"events": events, "truncated": more}))
+    let events = matched.by_ref().take(limit).map(view::run_event).collect();
+    let truncated = matched.next().is_some();
+    Ok(body(&EventsReply { events, truncated }))
 }
 
 /// `rewind/fork`: a fork at a step, opened or not.
@@ -144,7 +148,7 @@ fn fork_request(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
         continued(s);
         fork_and_switch(s, step, with)
     } else {
-        fork(s, step, with)
+        fork(s, step, with).map(|v| body(&v))
     }
 }
 
@@ -162,29 +166,43 @@ fn compare(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
     let context = a.u64("context")?.unwrap_or(5).min(1000) as usize;
     let other = c.events()?;
     let d = vmm::record::diff::first_divergence(&o.events, &other, context);
-    let evs = |l: &[vmm::run::Event]| l.iter().map(view::event_json).collect::<Vec<_>>();
-    Ok(match d {
-        None => {
-            json!({"left": o.run.id, "right": c.id, "identical": true, "events": o.events.len()})
-        }
-        Some(d) => json!({
-            "left": o.run.id,
-            "right": c.id,
-            "identical": false,
-            "index": d.index,
-            "leftStep": d.left_step(),
-            "rightStep": d.right_step(),
-            "shared": evs(&d.shared),
-            "leftEvents": evs(&d.left),
-            "rightEvents": evs(&d.right),
-        }),
-    })
+    let evs = |l: &[vmm::run::Event]| Some(l.iter().map(view::run_event).collect());
+    let (left, right) = (o.run.id.clone(), c.id.clone());
+    Ok(body(&match d {
+        None => Comparison {
+            left,
+            right,
+            identical: true,
+            events: Some(o.events.len()),
+            ..Default::default()
+        },
+        Some(d) => Comparison {
+            left,
+            right,
+            identical: false,
+            events: None,
+            index: Some(d.index),
+            left_step: d.left_step(),
+            right_step: d.right_step(),
+            shared: evs(&d.shared),
+            left_events: evs(&d.left),
+            right_events: evs(&d.right),
+        },
+    }))
 }
 
 /// `rewind/bookmark`: add, list or remove the run's bookmarks.
 fn bookmark(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
     let o = s.open.as_ref().expect("checked");
     let action = a.str("action")?.unwrap_or("list");
+    let reply = |added, removed| -> Result<Value> {
+        let bookmarks = o.run.bookmarks()?;
+        Ok(body(&BookmarksReply {
+            added,
+            removed,
+            bookmarks,
+        }))
+    };
     match action {
         "add" => {
             let step = a.u64("step")?.unwrap_or(o.pos);
@@ -195,14 +213,14 @@ fn bookmark(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
                 .str("note")?
                 .ok_or_else(|| anyhow!("`note` is required to add a bookmark"))?;
             let b = o.store.add_bookmark(&o.run, step, note)?;
-            Ok(json!({"added": b, "bookmarks": o.run.bookmarks()?}))
+            reply(Some(b), None)
         }
         "remove" => {
             let step = a.u64_req("step")?;
             let n = o.store.remove_bookmarks(&o.run, step, a.str("note")?)?;
-            Ok(json!({"removed": n, "bookmarks": o.run.bookmarks()?}))
+            reply(None, Some(n))
         }
-        "list" => Ok(json!({"bookmarks": o.run.bookmarks()?})),
+        "list" => reply(None, None),
         other => bail!("`action`: `{other}` is not add, list or remove"),
     }
 }
@@ -216,17 +234,16 @@ fn cat(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
         .to_string();
     let step = a.u64("step")?.unwrap_or(o.pos);
     let got = crate::app::inside::seek(&o.run, step, |k| k.file_contents(&path))?;
-    Ok(match got {
-        None => json!({"path": path, "step": step, "exists": false}),
-        Some(b) => json!({
-            "path": path,
-            "step": step,
-            "exists": true,
-            "size": b.len(),
-            "utf8": std::str::from_utf8(&b).is_ok(),
-            "text": String::from_utf8_lossy(&b),
-        }),
-    })
+    Ok(body(&CatReply {
+        path,
+        step,
+        exists: got.is_some(),
+        size: got.as_ref().map(|b| b.len()),
+        utf8: got.as_ref().map(|b| std::str::from_utf8(b).is_ok()),
+        text: got
+            .as_ref()
+            .map(|b| String::from_utf8_lossy(b).into_owned()),
+    }))
 }
 
 /// `rewind/runs`: the store's runs, newest first.
@@ -246,7 +263,8 @@ fn runs(_s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
     if let Some(n) = a.u64("limit")? {
         runs.truncate(n as usize);
     }
-    Ok(json!({"runs": runs.iter().map(crate::app::runs::run_json).collect::<Vec<_>>()}))
+    let runs = runs.iter().map(crate::app::runs::RunInfo::of).collect();
+    Ok(body(&RunsReply { runs }))
 }
 
 /// Typed access to a request's arguments; errors name the field.
@@ -328,7 +346,7 @@ fn next_unused(s: &Session, step: u64) -> Result<ForkWith> {
     bail!("no unused {what} below 10000 at step {step}")
 }
 
-fn fork(s: &mut Session, step: u64, with: Option<ForkWith>) -> Result<Value> {
+fn fork(s: &mut Session, step: u64, with: Option<ForkWith>) -> Result<Forked> {
     let with = match with {
         Some(w) => w,
         None => next_unused(s, step)?,
@@ -338,16 +356,16 @@ fn fork(s: &mut Session, step: u64, with: Option<ForkWith>) -> Result<Value> {
         let _recording = super::conn::recording();
         crate::app::fork::fork(&o.store, &o.run, step, with, crate::app::fork::Shown::Quiet)?
     };
-    let v = json!({
-        "parent": o.run.id,
-        "step": step,
-        "run": f.run.id,
-        "status": f.run.meta.status,
-        "steps": f.run.meta.steps,
-        "with": match with { ForkWith::Schedule(n) => json!({"schedule": n}), ForkWith::Seed(n) => json!({"seed": n}) },
-        "firstDifference": f.first_difference,
-    });
-    s.later(wire::custom_event("rewind/forked", v.clone()));
+    let v = Forked {
+        parent: o.run.id.clone(),
+        step,
+        run: f.run.id.clone(),
+        status: f.run.meta.status.clone(),
+        steps: f.run.meta.steps,
+        with: with.into(),
+        first_difference: f.first_difference,
+    };
+    s.later(wire::custom_event("rewind/forked", body(&v)));
     Ok(v)
 }
 
@@ -372,19 +390,15 @@ fn continued(s: &mut Session) {
 /// and continues the session in the fork at the same step.
 pub fn fork_and_switch(s: &mut Session, step: u64, with: Option<ForkWith>) -> Result<Value> {
     let v = fork(s, step, with)?;
-    let id = v["run"].as_str().unwrap_or_default().to_string();
     let store = crate::app::store()?;
-    let run = store.resolve(&id)?;
+    let run = store.resolve(&v.run)?;
     let step = step.min(run.meta.steps);
     let stop = Stop::new(
         StoppedEventReason::String("restart".into()),
-        format!(
-            "fork {id} of {} at step {step}",
-            v["parent"].as_str().unwrap_or_default()
-        ),
+        format!("fork {} of {} at step {step}", v.run, v.parent),
     );
     s.switch_to(run, step, stop)?;
-    Ok(v)
+    Ok(body(&v))
 }
 
 /// `rewind/check`: schedules forked from the open run at a step, one at a
@@ -433,18 +447,28 @@ fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
                 return Err(e.into());
             }
         };
-        let r = json!({
-            "index": i,
-            "label": t.label.trim(),
-            "run": t.id,
-            "status": t.status.to_string(),
-            "steps": t.steps,
-            "sameEnd": t.status == o.run.meta.exit,
-            "violations": t.violations.iter().map(|(p, w)| json!({"property": p, "why": w})).collect::<Vec<_>>(),
-        });
+        let r = CheckResult {
+            index: i,
+            label: t.label.trim().to_string(),
+            run: t.id.clone(),
+            status: t.status.to_string(),
+            steps: t.steps,
+            same_end: t.status == o.run.meta.exit,
+            violations: t
+                .violations
+                .iter()
+                .map(|(property, why)| Violation {
+                    property: property.clone(),
+                    why: why.clone(),
+                })
+                .collect(),
+        };
         out.send(wire::custom_event(
             "rewind/checkResult",
-            json!({"request": seq, "result": r}),
+            body(&CheckResultEvent {
+                request: seq,
+                result: r.clone(),
+            }),
         ));
         out.send(wire::event(Event::ProgressUpdate(
             ProgressUpdateEventBody {
@@ -455,10 +479,7 @@ fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
         )));
         results.push(r);
     }
-    let violating = results
-        .iter()
-        .filter(|r| !r["violations"].as_array().is_none_or(|v| v.is_empty()))
-        .count();
+    let violating = results.iter().filter(|r| !r.violations.is_empty()).count();
     out.send(wire::event(Event::ProgressEnd(ProgressEndEventBody {
         progress_id: progress,
         message: Some(if cancelled {
@@ -467,11 +488,11 @@ fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
             format!("{violating} of {} schedules violate", results.len())
         }),
     })));
-    Ok(json!({
-        "run": o.run.id,
-        "from": from,
-        "results": results,
-        "violations": violating,
-        "cancelled": cancelled,
+    Ok(body(&CheckReply {
+        run: o.run.id.clone(),
+        from,
+        results,
+        violations: violating,
+        cancelled,
     }))
 }

@@ -8,7 +8,7 @@ use anyhow::{anyhow, Result};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use symbols::lines::LineTable;
-use symbols::values::expr::{self, Env, Evaluated};
+use symbols::values::FrameVariables;
 use symbols::Symbolizer;
 use vmm::debug::{DebugError, Origin, Position, Session as Core, Stop as CoreStop, Watch};
 use vmm::store::{Run, Store};
@@ -295,44 +295,14 @@ pub fn register_of(t: &vmm::debug::ThreadRegs, tid: u32, name: &str) -> Option<u
     })
 }
 
-/// `text` over the variables of thread `tid`'s innermost frame where a scan
-/// stopped (a breakpoint's condition, a logpoint's `{expression}`): None
-/// without debug info there; else its integer value when it is one, and
-/// its text as shown, or why it could not be evaluated.
-fn at_stop(
-    live: &mut Live,
-    tid: u32,
-    text: &str,
-) -> Option<Result<(Option<i128>, String), String>> {
-    let sym = live.sym_of(tid)?;
-    let t = live.core.registers(tid).ok()?;
-    let bt = live.core.kernel().backtrace(tid)?;
-    let mut mem = CoreMemory(&mut live.core);
-    let vars = sym.variables(&bt, 0, &mut mem).ok()?;
-    let register = |name: &str| register_of(&t, tid, name);
-    let env = Env {
-        vars: &vars,
-        register: &register,
-    };
-    Some(match expr::evaluate(text, &env, &mut mem) {
-        Ok(e) => {
-            let n = match &e {
-                Evaluated::Int { value, .. } => Some(*value),
-                Evaluated::Value(v) => v.as_int(&mut mem).ok(),
-            };
-            Ok((n, e.show(&mut mem).value))
-        }
-        Err(e) => Err(e.to_string()),
-    })
-}
-
 impl Live {
-    /// `text` evaluated where thread `tid` stopped (`at_stop`).
-    pub fn evaluate(
-        &mut self,
-        tid: u32,
-        text: &str,
-    ) -> Option<Result<(Option<i128>, String), String>> {
-        at_stop(self, tid, text)
+    /// The variables of thread `tid`'s innermost frame where a scan stopped
+    /// (for a breakpoint's condition, a logpoint's `{expression}`): None
+    /// without debug info there.
+    pub fn stop_variables(&mut self, tid: u32) -> Option<FrameVariables> {
+        let sym = self.sym_of(tid)?;
+        self.core.registers(tid).ok()?;
+        let bt = self.core.kernel().backtrace(tid)?;
+        sym.variables(&bt, 0, &mut CoreMemory(&mut self.core)).ok()
     }
 }

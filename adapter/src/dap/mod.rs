@@ -9,7 +9,6 @@
 
 mod backward;
 mod breakpoints;
-mod cond;
 mod conn;
 mod custom;
 mod dispatch;
@@ -20,6 +19,9 @@ mod live;
 mod moves;
 mod open;
 mod profile;
+#[cfg(test)]
+mod protocol_ts;
+mod replies;
 mod requests;
 mod session;
 mod stack;

@@ -3,10 +3,13 @@
 //! there, and the debug core that reached it.
 
 use super::live::Live;
+use super::replies::{
+    body, InStep, Perturbation, Position, PositionThread, Timeline, TimelineCompare,
+};
 use super::view::{self, View};
 use anyhow::{bail, Result};
 use dap::types::StoppedEventReason;
-use serde_json::{json, Value};
+use serde_json::Value;
 use vmm::record::switches::Switch;
 use vmm::run::Event as RunEvent;
 use vmm::store::{Run, Store};
@@ -163,53 +166,65 @@ impl Open {
 
     /// `rewind/position`.
     pub fn position(&self) -> Value {
-        let thread = self.focus().map(|(pid, tid)| {
-            json!({"pid": pid, "tid": tid, "name": view::thread_label(pid, tid, &self.thread_name(tid))})
+        let thread = self.focus().map(|(pid, tid)| PositionThread {
+            pid,
+            tid,
+            name: view::thread_label(pid, tid, &self.thread_name(tid)),
         });
-        let mut v = self.position_of_step(thread);
-        if let Some(p) = self.at {
-            v["inStep"] = json!({"step": p.step, "pc": format!("{:#x}", p.pc), "hit": p.hit});
-        }
-        v
-    }
-
-    fn position_of_step(&self, thread: Option<Value>) -> Value {
-        json!({
-            "run": self.run.id,
-            "step": self.pos,
-            "steps": self.run.meta.steps,
-            "stateStep": self.view.state_step,
-            "virtualNs": self.view.virtual_ns,
-            "thread": thread,
-            "events": self.events_at(self.pos).iter().map(view::event_json).collect::<Vec<_>>(),
+        body(&Position {
+            run: self.run.id.clone(),
+            step: self.pos,
+            steps: self.run.meta.steps,
+            state_step: self.view.state_step,
+            virtual_ns: self.view.virtual_ns,
+            thread,
+            events: self
+                .events_at(self.pos)
+                .iter()
+                .map(view::run_event)
+                .collect(),
+            in_step: self.at.map(|p| InStep {
+                step: p.step,
+                pc: format!("{:#x}", p.pc),
+                hit: p.hit,
+            }),
         })
     }
 
     /// `rewind/timeline`.
     pub fn timeline(&self) -> Value {
         let bookmarks = self.run.bookmarks().unwrap_or_default();
-        let divergence = self.compare.as_ref().map(|c| {
+        let compare = self.compare.as_ref().map(|c| {
             let other = c.events().unwrap_or_default();
             let d = vmm::record::diff::first_divergence(&self.events, &other, 1);
-            json!({
-                "run": c.id,
-                "identical": d.is_none(),
-                "step": d.as_ref().and_then(|d| d.left_step().or(d.right_step())),
-                "otherStep": d.as_ref().and_then(|d| d.right_step()),
-            })
+            TimelineCompare {
+                run: c.id.clone(),
+                identical: d.is_none(),
+                step: d.as_ref().and_then(|d| d.left_step().or(d.right_step())),
+                other_step: d.as_ref().and_then(|d| d.right_step()),
+            }
         });
-        json!({
-            "run": self.run.id,
-            "name": self.run.meta.name,
-            "status": self.run.meta.status,
-            "steps": self.run.meta.steps,
-            "virtualNs": self.run.meta.virtual_ns,
-            "forkOf": self.run.manifest.fork_of,
-            "events": self.events.iter().filter(|e| view::of_interest(e)).map(view::event_json).collect::<Vec<_>>(),
-            "bookmarks": bookmarks,
-            "perturbations": self.run.meta.perturbed.iter().map(|p| json!({"step": p.step, "what": p.what.to_string()})).collect::<Vec<_>>(),
-            "deciding": self.deciding,
-            "compare": divergence,
+        let perturbations = self.run.meta.perturbed.iter().map(|p| Perturbation {
+            step: p.step,
+            what: p.what.to_string(),
+        });
+        body(&Timeline {
+            run: self.run.id.clone(),
+            name: self.run.meta.name.clone(),
+            status: self.run.meta.status.clone(),
+            steps: self.run.meta.steps,
+            virtual_ns: self.run.meta.virtual_ns,
+            fork_of: self.run.manifest.fork_of.clone(),
+            events: self
+                .events
+                .iter()
+                .filter(|e| view::of_interest(e))
+                .map(view::run_event)
+                .collect(),
+            bookmarks,
+            perturbations: perturbations.collect(),
+            deciding: self.deciding,
+            compare,
         })
     }
 }

@@ -2,10 +2,13 @@
 //! kind, stepping by line or instruction, gotoTargets, memory, disassembly,
 //! sources and modules. docs/dap.md says what each answers.
 
-use super::breakpoints::{self, Bp, On};
-use super::cond::{self, HitCond};
+use super::breakpoints::{self, Bp, HitCond, On};
 use super::live::Live;
 use super::moves::{Kind, GOTO_BASE, MAX_HITS};
+use super::replies::{
+    body, Breakpoint, BreakpointsReply, GotoTargetsReply, Instruction, InstructionsReply, Source,
+    SourcesReply,
+};
 use super::session::Session;
 use super::wire;
 use anyhow::{anyhow, bail, Result};
@@ -17,8 +20,12 @@ use dap::requests::{
     SetFunctionBreakpointsArguments, SetInstructionBreakpointsArguments, SourceArguments,
     WriteMemoryArguments,
 };
-use dap::types::SteppingGranularity;
-use serde_json::{json, Value};
+use dap::responses::{
+    DataBreakpointInfoResponse, ModulesResponse, ReadMemoryResponse, SourceResponse,
+    WriteMemoryResponse,
+};
+use dap::types::{DataBreakpointAccessType, GotoTarget, Module, ModuleId, SteppingGranularity};
+use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// At most this many bytes a readMemory or writeMemory.
@@ -157,7 +164,12 @@ impl Session {
                         log: None,
                     });
                 }
-                out.push(json!({"id": id, "verified": verified, "message": msg}));
+                out.push(Breakpoint {
+                    id,
+                    verified,
+                    message: msg,
+                    ..Default::default()
+                });
             } else {
                 let id = i as i64 + 1;
                 let hits = self.open.as_ref().map(|o| {
@@ -167,15 +179,17 @@ impl Session {
                         .count()
                 });
                 events.push((id, name.to_string()));
-                out.push(json!({"id": id, "verified": true,
-                    "message": hits.map(|h| format!("{h} events of the run match `{name}`"))}));
+                out.push(Breakpoint {
+                    id,
+                    verified: true,
+                    message: hits.map(|h| format!("{h} events of the run match `{name}`")),
+                    ..Default::default()
+                });
             }
         }
         self.set_event_breaks(events);
         self.bps.symbols = symbols;
-        let mut v = json!({ "breakpoints": out });
-        wire::strip_nulls(&mut v);
-        Ok(Some(v))
+        Ok(Some(body(&BreakpointsReply { breakpoints: out })))
     }
 
     /// The file a request's `source` names: its path, or the file behind its
@@ -228,8 +242,8 @@ impl Session {
                     hit: hit.unwrap_or(None),
                     log: nonempty(b.log_message.as_ref()),
                 });
-                out.push(json!({"id": id, "verified": false, "line": b.line,
-                    "message": "resolved when the run opens"}));
+                let why = "resolved when the run opens".to_string();
+                out.push(Breakpoint::unverified(id, b.line, why));
                 continue;
             }
             let Some((at, addrs)) = found.filter(|_| hit.is_ok()) else {
@@ -241,7 +255,7 @@ impl Session {
                     }
                     _ => format!("no code at line {line} or the {LINE_SLACK} lines below it"),
                 };
-                out.push(json!({"id": id, "verified": false, "line": b.line, "message": why}));
+                out.push(Breakpoint::unverified(id, b.line, why));
                 continue;
             };
             let bp = Bp {
@@ -261,11 +275,15 @@ impl Session {
             if bp.log.is_some() && !was_log {
                 new_logs.push(bp.clone());
             }
-            out.push(json!({
-                "id": id, "verified": true, "line": at,
-                "source": {"path": path, "name": path.rsplit('/').next()},
-                "message": format!("{} address{} at line {at}", addrs.len(), if addrs.len() == 1 { "" } else { "es" }),
-            }));
+            let plural = if addrs.len() == 1 { "" } else { "es" };
+            out.push(Breakpoint {
+                id,
+                verified: true,
+                line: Some(i64::from(at)),
+                source: Some(Source::local(&path)),
+                message: Some(format!("{} address{plural} at line {at}", addrs.len())),
+                ..Default::default()
+            });
             kept.push(bp);
         }
         if !kept.is_empty() {
@@ -274,7 +292,7 @@ impl Session {
         for lp in new_logs {
             self.list_logpoint(&lp)?;
         }
-        Ok(Some(json!({ "breakpoints": out })))
+        Ok(Some(body(&BreakpointsReply { breakpoints: out })))
     }
 
     /// Breakpoints set before the run opened, resolved now; each change
@@ -300,11 +318,19 @@ impl Session {
                         if b.log.is_some() {
                             logs.push(b.clone());
                         }
-                        json!({"id": b.id, "verified": true, "line": at,
-                               "source": {"path": path, "name": path.rsplit('/').next()}})
+                        Breakpoint {
+                            id: b.id,
+                            verified: true,
+                            line: Some(i64::from(*at)),
+                            source: Some(Source::local(path)),
+                            ..Default::default()
+                        }
                     }
-                    None => json!({"id": b.id, "verified": false, "line": line,
-                                   "message": format!("no code at line {line} or the {LINE_SLACK} lines below it")}),
+                    None => Breakpoint::unverified(
+                        b.id,
+                        i64::from(line),
+                        format!("no code at line {line} or the {LINE_SLACK} lines below it"),
+                    ),
                 };
                 events.push(v);
             }
@@ -316,8 +342,15 @@ impl Session {
             if let Some(a) = addr {
                 resolved.push((b.id, a));
             }
-            events.push(json!({"id": b.id, "verified": addr.is_some(),
-                "message": addr.map_or_else(|| format!("no function `{name}` in the program's symbols"), |a| format!("function `{name}` at {a:#x}"))}));
+            events.push(Breakpoint {
+                id: b.id,
+                verified: addr.is_some(),
+                message: Some(addr.map_or_else(
+                    || format!("no function `{name}` in the program's symbols"),
+                    |a| format!("function `{name}` at {a:#x}"),
+                )),
+                ..Default::default()
+            });
         }
         let resolved: Vec<(i64, u64)> = match self.live() {
             Ok(live) => resolved
@@ -335,7 +368,7 @@ impl Session {
             self.later(wire::event(Event::Breakpoint(
                 dap::events::BreakpointEventBody {
                     reason: dap::types::BreakpointEventReason::Changed,
-                    breakpoint: serde_json::from_value(v).unwrap_or_default(),
+                    breakpoint: serde_json::from_value(body(&v)).unwrap_or_default(),
                 },
             )));
         }
@@ -357,7 +390,7 @@ impl Session {
         let (_, total) = self.line_hits(&addrs, |live, pos, tid| {
             let mut at = breakpoints::At { live, tid };
             if let Some(c) = &condition {
-                if matches!(cond::eval(c, &mut at), Ok(0)) {
+                if matches!(at.eval(c), Ok(0)) {
                     return false;
                 }
             }
@@ -366,7 +399,7 @@ impl Session {
                 return false;
             }
             if lines.len() < MAX_HITS {
-                let text = cond::interpolate(&msg, &mut at);
+                let text = at.interpolate(&msg);
                 let name = names.get(&tid).cloned().unwrap_or_default();
                 lines.push(format!("step {} {tid} {name}: {text}\n", pos.step));
             }
@@ -408,12 +441,15 @@ impl Session {
                 hit,
                 log: None,
             });
-            out.push(
-                json!({"id": id, "verified": true, "instructionReference": format!("{addr:#x}")}),
-            );
+            out.push(Breakpoint {
+                id,
+                verified: true,
+                instruction_reference: Some(format!("{addr:#x}")),
+                ..Default::default()
+            });
         }
         self.bps.instructions = bps;
-        Ok(Some(json!({ "breakpoints": out })))
+        Ok(Some(body(&BreakpointsReply { breakpoints: out })))
     }
 
     pub fn data_breakpoint_info(
@@ -426,10 +462,10 @@ impl Session {
         if a.variables_reference.is_some_and(|r| r != 0) {
             return Ok(Some(match by_name? {
                 Some((addr, len)) => data_info(addr, len, &a.name),
-                None => json!({
-                    "dataId": null,
-                    "description": format!("`{}` is not in memory (a register or a constant)", a.name),
-                }),
+                None => no_data(format!(
+                    "`{}` is not in memory (a register or a constant)",
+                    a.name
+                )),
             }));
         }
         if let Ok(Some((addr, len))) = by_name {
@@ -456,13 +492,12 @@ impl Session {
         };
         let live = self.live()?;
         let mut at = breakpoints::At { live, tid };
-        let addr = match cond::eval(expr, &mut at) {
+        let addr = match at.eval(expr) {
             Ok(v) => v as u64,
             Err(e) => {
-                return Ok(Some(json!({
-                    "dataId": null,
-                    "description": format!("`name`: {e} (give an address: 0x4c6f80, or 0x4c6f80,4 for 4 bytes)"),
-                })))
+                return Ok(Some(no_data(format!(
+                    "`name`: {e} (give an address: 0x4c6f80, or 0x4c6f80,4 for 4 bytes)"
+                ))))
             }
         };
         Ok(Some(data_info(addr, len, &a.name)))
@@ -498,11 +533,16 @@ impl Session {
                 hit,
                 log: None,
             });
-            out.push(json!({"id": id, "verified": true,
-                "message": format!("{:?} of {} bytes at {:#x}", w.kind, w.len, w.addr).to_lowercase()}));
+            let what = format!("{:?} of {} bytes at {:#x}", w.kind, w.len, w.addr);
+            out.push(Breakpoint {
+                id,
+                verified: true,
+                message: Some(what.to_lowercase()),
+                ..Default::default()
+            });
         }
         self.bps.data = bps;
-        Ok(Some(json!({ "breakpoints": out })))
+        Ok(Some(body(&BreakpointsReply { breakpoints: out })))
     }
 
     pub fn goto_targets(&mut self, a: GotoTargetsArguments) -> Result<Option<Value>> {
@@ -522,17 +562,18 @@ impl Session {
         let o = self.open.as_mut().expect("open");
         o.goto_targets = hits.clone();
         let n = hits.len();
-        let targets: Vec<Value> = hits
+        let targets = hits
             .iter()
             .enumerate()
             .map(|(i, (p, tid))| {
                 let name = names.get(tid).cloned().unwrap_or_default();
-                json!({
-                    "id": GOTO_BASE + i as i64,
-                    "label": format!("step {} · {tid} {name} · {} of {total}", p.step, i + 1),
-                    "line": at,
-                    "instructionPointerReference": format!("{:#x}", p.pc),
-                })
+                GotoTarget {
+                    id: GOTO_BASE + i as i64,
+                    label: format!("step {} · {tid} {name} · {} of {total}", p.step, i + 1),
+                    line: i64::from(at),
+                    instruction_pointer_reference: Some(format!("{:#x}", p.pc)),
+                    ..Default::default()
+                }
             })
             .collect();
         if total > n {
@@ -541,7 +582,7 @@ impl Session {
             )));
         }
         // The machine went through the whole run: back to the position.
-        Ok(Some(json!({ "targets": targets, "total": total })))
+        Ok(Some(body(&GotoTargetsReply { targets, total })))
     }
 
     pub fn read_memory(&mut self, a: ReadMemoryArguments) -> Result<Option<Value>> {
@@ -554,10 +595,10 @@ impl Session {
         // As much as is readable from the start, page by page.
         let data = readable(live, addr, count);
         let unreadable = count - data.len() as u64;
-        Ok(Some(json!({
-            "address": format!("{addr:#x}"),
-            "data": base64::engine::general_purpose::STANDARD.encode(&data),
-            "unreadableBytes": unreadable,
+        Ok(Some(body(&ReadMemoryResponse {
+            address: format!("{addr:#x}"),
+            data: Some(base64::engine::general_purpose::STANDARD.encode(&data)),
+            unreadable_bytes: Some(unreadable as i64),
         })))
     }
 
@@ -586,10 +627,11 @@ impl Session {
                 ..Default::default()
             },
         )));
-        self.later(wire::custom_event(
-            "memory",
-            json!({"memoryReference": format!("{addr:#x}"), "offset": 0, "count": bytes.len()}),
-        ));
+        self.later(wire::event(Event::Memory(dap::events::MemoryEventBody {
+            memory_reference: format!("{addr:#x}"),
+            offset: 0,
+            count: bytes.len() as i64,
+        })));
         if diverged {
             self.later(wire::output(
                 "rewind: memory was written: the session is no longer the recording; it goes \
@@ -597,7 +639,10 @@ impl Session {
                     .into(),
             ));
         }
-        Ok(Some(json!({"offset": 0, "bytesWritten": bytes.len()})))
+        Ok(Some(body(&WriteMemoryResponse {
+            offset: Some(0),
+            bytes_written: Some(bytes.len() as i64),
+        })))
     }
 
     pub fn disassemble(&mut self, a: DisassembleArguments) -> Result<Option<Value>> {
@@ -649,25 +694,22 @@ impl Session {
                 .and_then(|i| decoded.get(i))
             {
                 Some((ip, bytes, text)) => {
-                    let mut v = json!({
-                        "address": format!("{ip:#x}"),
-                        "instructionBytes": bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" "),
-                        "instruction": text,
-                    });
+                    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                    let mut v = Instruction {
+                        address: format!("{ip:#x}"),
+                        instruction_bytes: Some(hex.join(" ")),
+                        instruction: text.clone(),
+                        ..Default::default()
+                    };
                     if symbols {
-                        if let Some(s) = live.sym.as_ref() {
-                            if let Some(fr) = s.frames_at(*ip).into_iter().last() {
-                                if let Some(sym) = fr.symbol {
-                                    v["symbol"] = json!(sym);
-                                }
-                            }
-                        }
+                        v.symbol = live.sym.as_ref().and_then(|s| {
+                            s.frames_at(*ip).into_iter().last().and_then(|fr| fr.symbol)
+                        });
                     }
                     if let Some(r) = live.lines.at(*ip) {
                         if live.lines.is_stmt_start(*ip) {
-                            let p = live.lines.file(r.file).to_string();
-                            v["location"] = json!({"path": p, "name": p.rsplit('/').next()});
-                            v["line"] = json!(r.line);
+                            v.location = Some(Source::local(live.lines.file(r.file)));
+                            v.line = Some(i64::from(r.line));
                         }
                     }
                     out.push(v);
@@ -675,29 +717,34 @@ impl Session {
                 None => {
                     let ip =
                         idx.map_or(addr, |i| addr.wrapping_add((i - first.unwrap_or(0)) as u64));
-                    out.push(json!({"address": format!("{ip:#x}"), "instruction": "??", "presentationHint": "invalid"}));
+                    out.push(Instruction {
+                        address: format!("{ip:#x}"),
+                        instruction: "??".into(),
+                        presentation_hint: Some("invalid"),
+                        ..Default::default()
+                    });
                 }
             }
         }
-        Ok(Some(json!({ "instructions": out })))
+        Ok(Some(body(&InstructionsReply { instructions: out })))
     }
 
     /// The source files of the program's line tables.
     pub fn loaded_sources(&mut self) -> Result<Option<Value>> {
         let files: Vec<String> = self.live()?.lines.files().to_vec();
-        let sources: Vec<Value> = files.iter().map(|p| self.source_json(p)).collect();
-        Ok(Some(json!({ "sources": sources })))
+        let sources: Vec<Source> = files.iter().map(|p| self.source_of(p)).collect();
+        Ok(Some(body(&SourcesReply { sources })))
     }
 
-    /// `{"name", "path"}`, with a `sourceReference` when the file is not on
-    /// this host (the client then asks `source` for it).
-    pub fn source_json(&mut self, path: &str) -> Value {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        if std::path::Path::new(path).exists() {
-            return json!({"name": name, "path": path});
+    /// `path` as DAP names it, with a `sourceReference` when the file is
+    /// not on this host (the client then asks `source` for it).
+    pub fn source_of(&mut self, path: &str) -> Source {
+        let mut s = Source::local(path);
+        if !std::path::Path::new(path).exists() {
+            s.source_reference = Some(self.source_ref(path));
+            s.origin = Some("from the run's image or debuginfod".into());
         }
-        let r = self.source_ref(path);
-        json!({"name": name, "path": path, "sourceReference": r, "origin": "from the run's image or debuginfod"})
+        s
     }
 
     pub fn source(&mut self, a: SourceArguments) -> Result<Option<Value>> {
@@ -717,15 +764,21 @@ impl Session {
         let src = sym
             .source(&path, None, &mut image)
             .map_err(|e| anyhow!("`source`: {e}"))?;
-        Ok(Some(json!({"content": src.text, "mimeType": "text/x-c"})))
+        Ok(Some(body(&SourceResponse {
+            content: src.text,
+            mime_type: Some("text/x-c".into()),
+        })))
     }
 
     pub fn modules(&mut self, a: ModulesArguments) -> Result<Option<Value>> {
         let live = self.live()?;
         let Some(sym) = live.sym.clone() else {
-            return Ok(Some(json!({"modules": [], "totalModules": 0})));
+            return Ok(Some(body(&ModulesResponse {
+                modules: Vec::new(),
+                total_modules: Some(0),
+            })));
         };
-        let all: Vec<Value> = sym
+        let all: Vec<Module> = sym
             .modules()
             .iter()
             .map(|m| {
@@ -744,18 +797,18 @@ impl Session {
                     }
                     _ => None,
                 };
-                let mut v = json!({
-                    "id": m.module.build_id_hex().unwrap_or_else(|| m.path.clone()),
-                    "name": m.path.rsplit('/').next().unwrap_or(&m.path),
-                    "path": m.path,
-                    "isUserCode": true,
-                    "symbolStatus": status,
-                    "addressRange": format!("{:#x}-{:#x}", m.start, m.end),
-                });
-                if let Some(f) = file {
-                    v["symbolFilePath"] = json!(f);
+                Module {
+                    id: ModuleId::String(m.module.build_id_hex().unwrap_or_else(|| m.path.clone())),
+                    name: m.path.rsplit('/').next().unwrap_or(&m.path).to_string(),
+                    path: Some(m.path.clone()),
+                    is_optimized: None,
+                    is_user_code: Some(true),
+                    version: None,
+                    symbol_status: Some(status),
+                    symbol_file_path: file,
+                    date_time_stamp: None,
+                    address_range: Some(format!("{:#x}-{:#x}", m.start, m.end)),
                 }
-                v
             })
             .collect();
         let total = all.len();
@@ -764,8 +817,11 @@ impl Session {
             .module_count
             .filter(|c| *c > 0)
             .map_or(usize::MAX, |c| c as usize);
-        let modules: Vec<Value> = all.into_iter().skip(start).take(count).collect();
-        Ok(Some(json!({"modules": modules, "totalModules": total})))
+        let modules = all.into_iter().skip(start).take(count).collect();
+        Ok(Some(body(&ModulesResponse {
+            modules,
+            total_modules: Some(total as i64),
+        })))
     }
 }
 
@@ -790,11 +846,26 @@ fn readable(live: &mut Live, addr: u64, len: u64) -> Vec<u8> {
     out
 }
 
+/// dataBreakpointInfo's answer where no data breakpoint can be set
+/// (`dataId` null), and why.
+fn no_data(description: String) -> Value {
+    body(&DataBreakpointInfoResponse {
+        data_id: None,
+        description,
+        access_types: None,
+        can_persist: None,
+    })
+}
+
 fn data_info(addr: u64, len: u64, name: &str) -> Value {
-    json!({
-        "dataId": breakpoints::data_id(addr, len),
-        "description": format!("{len} bytes at {addr:#x} ({name})"),
-        "accessTypes": ["write", "read", "readWrite"],
-        "canPersist": false,
+    body(&DataBreakpointInfoResponse {
+        data_id: Some(breakpoints::data_id(addr, len)),
+        description: format!("{len} bytes at {addr:#x} ({name})"),
+        access_types: Some(vec![
+            DataBreakpointAccessType::Write,
+            DataBreakpointAccessType::Read,
+            DataBreakpointAccessType::ReadWrite,
+        ]),
+        can_persist: Some(false),
     })
 }

@@ -10,12 +10,14 @@
 
 use super::handles::{Node, ARGUMENTS, GLOBALS, KIND, LOCALS, VALUE};
 use super::live::CoreMemory;
+use super::replies::body;
 use super::session::Session;
 use super::wire;
 use anyhow::{anyhow, bail, Result};
 use dap::requests::{EvaluateArguments, SetVariableArguments, VariablesArguments};
+use dap::responses::{EvaluateResponse, SetVariableResponse, VariablesResponse};
 use dap::types::{Scope, ScopePresentationhint, Variable, VariablesArgumentsFilter};
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 use std::sync::Arc;
 use symbols::values::expr::{self, Env, Evaluated};
 use symbols::{Backtrace, FrameVariables, Shown, Value};
@@ -256,7 +258,7 @@ impl Session {
                 variable(name, Some(evaluate_name), &shown, reference)
             })
             .collect();
-        Ok(Some(json!({ "variables": variables })))
+        Ok(Some(body(&VariablesResponse { variables })))
     }
 
     /// `evaluate`: an expression in a frame (the focused thread's chosen
@@ -283,13 +285,14 @@ impl Session {
             }
             _ => 0,
         };
-        Ok(Some(json!({
-            "result": shown.value,
-            "type": shown.type_name,
-            "variablesReference": reference,
-            "namedVariables": (shown.named > 0).then_some(shown.named),
-            "indexedVariables": (shown.indexed > 0).then_some(shown.indexed),
-            "memoryReference": shown.address.map(|a| format!("{a:#x}")),
+        Ok(Some(body(&EvaluateResponse {
+            result: shown.value,
+            type_field: Some(shown.type_name),
+            presentation_hint: None,
+            variables_reference: reference,
+            named_variables: (shown.named > 0).then_some(shown.named as i64),
+            indexed_variables: (shown.indexed > 0).then_some(shown.indexed as i64),
+            memory_reference: shown.address.map(|a| format!("{a:#x}")),
         })))
     }
 
@@ -326,6 +329,7 @@ impl Session {
             let env = Env {
                 vars: &vars,
                 register: &register,
+                machine: false,
             };
             expr::evaluate(text, &env, mem).map_err(|e| anyhow!("{e}"))
         })?;
@@ -364,10 +368,12 @@ impl Session {
                 },
             )));
         }
-        Ok(Some(json!({
-            "value": shown.value,
-            "type": shown.type_name,
-            "variablesReference": 0,
+        Ok(Some(body(&SetVariableResponse {
+            value: shown.value,
+            type_field: Some(shown.type_name),
+            variables_reference: Some(0),
+            named_variables: None,
+            indexed_variables: None,
         })))
     }
 

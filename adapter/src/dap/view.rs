@@ -1,8 +1,8 @@
 //! What a session shows of a run: the machine at a step (by seeking, as
-//! `rewind ps` does), its events as JSON, and thread lanes.
+//! `rewind ps` does), its events and thread lanes as the replies show them.
 
+use super::replies::{LaneThread, Lanes, RunEvent};
 use anyhow::Result;
-use serde_json::{json, Value};
 use vmm::inspect::ThreadAt;
 use vmm::record::switches::{stretches, Switch};
 use vmm::run::{Event, EventKind};
@@ -102,14 +102,14 @@ pub fn event_text(e: &Event) -> String {
     }
 }
 
-pub fn event_json(e: &Event) -> Value {
-    json!({
-        "step": e.step,
-        "pid": e.pid,
-        "tid": e.tid,
-        "kind": kind_name(e),
-        "text": event_text(e),
-    })
+pub fn run_event(e: &Event) -> RunEvent {
+    RunEvent {
+        step: e.step,
+        pid: e.pid,
+        tid: e.tid,
+        kind: kind_name(e),
+        text: event_text(e),
+    }
 }
 
 /// Events worth a mark on a timeline: signals, exits, SDK calls, thread
@@ -128,7 +128,7 @@ pub fn lanes(
     to: u64,
     max: usize,
     names: &std::collections::BTreeMap<u32, String>,
-) -> Value {
+) -> Lanes {
     let max = max.max(1);
     let all = stretches(switches, end, from, to);
     let mut by: std::collections::BTreeMap<(u32, u32), Vec<(u64, u64)>> = Default::default();
@@ -138,7 +138,7 @@ pub fn lanes(
     let width = to.saturating_sub(from) + 1;
     let bucket = width.div_ceil(max as u64).max(1);
     let mut coarse = false;
-    let threads: Vec<Value> = by
+    let threads: Vec<LaneThread> = by
         .into_iter()
         .map(|((pid, tid), list)| {
             let list = if list.len() > max {
@@ -148,15 +148,22 @@ pub fn lanes(
                 list
             };
             let name = names.get(&tid).cloned().unwrap_or_default();
-            json!({
-                "pid": pid,
-                "tid": tid,
-                "name": thread_label(pid, tid, &name),
-                "stretches": list.iter().map(|(a, b)| json!([a, b])).collect::<Vec<_>>(),
-            })
+            LaneThread {
+                pid,
+                tid,
+                name: thread_label(pid, tid, &name),
+                stretches: list,
+            }
         })
         .collect();
-    json!({"from": from, "to": to, "coarse": coarse, "threads": threads})
+    Lanes {
+        run: String::new(),
+        from,
+        to,
+        coarse,
+        threads,
+        compare: None,
+    }
 }
 
 /// Stretches widened to whole buckets and merged where they touch.
@@ -214,12 +221,12 @@ mod tests {
         let s: Vec<Switch> = (0..1000).map(|i| sw(i, 1 + (i % 2) as u32)).collect();
         let names = Default::default();
         let v = lanes(&s, 999, 0, 999, 10, &names);
-        assert_eq!(v["coarse"], true);
-        for t in v["threads"].as_array().unwrap() {
-            assert!(t["stretches"].as_array().unwrap().len() <= 10);
+        assert!(v.coarse);
+        for t in &v.threads {
+            assert!(t.stretches.len() <= 10);
         }
         let v = lanes(&s, 999, 10, 13, 10, &names);
-        assert_eq!(v["coarse"], false);
-        assert_eq!(v["threads"][0]["stretches"], json!([[10, 10], [12, 12]]));
+        assert!(!v.coarse);
+        assert_eq!(v.threads[0].stretches, [(10, 10), (12, 12)]);
     }
 }

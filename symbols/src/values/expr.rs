@@ -1,9 +1,15 @@
 //! The expressions a debugger's hover, watch and REPL take, over a frame's
 //! variables: `name`, `a.b`, `a->b`, `a[i]`, `*p`, `&x`, registers (`$rip`),
-//! integer literals, `+ - * / %`, comparisons, `&&`, `||`, `!` and
-//! parentheses, casts to C's integer types and pointers to them
-//! (`(char)x`, `*(int *)p`, `(void *)a`) and `sizeof` of a type or a value.
-//! Pointer arithmetic scales by the pointee's size.
+//! integer literals, `+ - * / %`, comparisons, `&&`, `||`, `!`, the bitwise
+//! `& | ^ ~ << >>` and parentheses, casts to C's integer types and pointers
+//! to them (`(char)x`, `*(int *)p`, `(void *)a`) and `sizeof` of a type or a
+//! value. Pointer arithmetic scales by the pointee's size.
+//!
+//! With [`Env::machine`] names reach the machine too, for a breakpoint's
+//! condition where no variable has the name: bare registers (`rax`, `eax`
+//! for the low half), memory at a number (`*ADDR` reads 8 bytes,
+//! `*(int *)ADDR` or `*(u32 *)ADDR` the type's, `[ADDR]` 8) and the casts
+//! `u8`..`u64`, `i8`..`i64`.
 
 use super::format::parse_int;
 use super::types::{Kind, Ty, TypeRef};
@@ -26,6 +32,9 @@ pub struct Env<'a> {
     pub vars: &'a FrameVariables,
     /// A register by name (`rip`, `rsp`, `fs_base`), without the `$`.
     pub register: &'a dyn Fn(&str) -> Option<u64>,
+    /// Machine-level names: a name no variable has is a register, and a
+    /// number can be read as an address (the module's doc).
+    pub machine: bool,
 }
 
 /// Evaluates `text` in the frame.
@@ -41,7 +50,7 @@ pub fn evaluate(text: &str, env: &Env, mem: &mut dyn Memory) -> Result<Evaluated
         mem,
         depth: 0,
     };
-    let v = p.or()?;
+    let v = p.binary(0)?;
     match p.tokens.get(p.at) {
         None => Ok(v),
         Some(t) => Err(err(format!("unexpected `{}`", t.text()))),
@@ -71,9 +80,24 @@ impl Tok {
     }
 }
 
-const OPS: [&str; 20] = [
-    "->", "==", "!=", "<=", ">=", "&&", "||", "+", "-", "*", "/", "%", "(", ")", "[", "]", ".",
-    "&", "<", ">",
+/// Longest first where one begins another.
+const OPS: [&str; 25] = [
+    "->", "==", "!=", "<=", ">=", "<<", ">>", "&&", "||", "+", "-", "*", "/", "%", "(", ")", "[",
+    "]", ".", "&", "<", ">", "|", "^", "~",
+];
+
+/// The binary operators by C's precedence, loosest first.
+const LEVELS: &[&[&str]] = &[
+    &["||"],
+    &["&&"],
+    &["|"],
+    &["^"],
+    &["&"],
+    &["==", "!="],
+    &["<", "<=", ">", ">="],
+    &["<<", ">>"],
+    &["+", "-"],
+    &["*", "/", "%"],
 ];
 
 /// Longest expression accepted, in bytes.
@@ -179,65 +203,51 @@ impl Parser<'_, '_> {
         }
     }
 
-    fn or(&mut self) -> Result<Evaluated, ValueError> {
-        let mut l = self.and()?;
-        while self.eat("||") {
-            let r = self.and()?;
-            let v = self.int(&l)? != 0 || self.int(&r)? != 0;
-            l = bool_val(v);
+    /// The operators of `LEVELS[level]` and tighter ones.
+    fn binary(&mut self, level: usize) -> Result<Evaluated, ValueError> {
+        if level == LEVELS.len() {
+            return self.unary();
+        }
+        let mut l = self.binary(level + 1)?;
+        while let Some(op) = self.peek_op().filter(|o| LEVELS[level].contains(o)) {
+            self.at += 1;
+            let r = self.binary(level + 1)?;
+            l = self.apply(op, l, r)?;
         }
         Ok(l)
     }
 
-    fn and(&mut self) -> Result<Evaluated, ValueError> {
-        let mut l = self.cmp()?;
-        while self.eat("&&") {
-            let r = self.cmp()?;
-            let v = self.int(&l)? != 0 && self.int(&r)? != 0;
-            l = bool_val(v);
+    fn apply(&mut self, op: &str, l: Evaluated, r: Evaluated) -> Result<Evaluated, ValueError> {
+        if ["+", "-", "*", "/", "%"].contains(&op) {
+            return self.arith(op, l, r);
         }
-        Ok(l)
-    }
-
-    fn cmp(&mut self) -> Result<Evaluated, ValueError> {
-        let l = self.add()?;
-        let Some(op) = self
-            .peek_op()
-            .filter(|o| ["==", "!=", "<", ">", "<=", ">="].contains(o))
-        else {
-            return Ok(l);
-        };
-        self.at += 1;
-        let r = self.add()?;
+        let hex = matches!(l, Evaluated::Int { hex: true, .. });
         let (a, b) = (self.int(&l)?, self.int(&r)?);
-        Ok(bool_val(match op {
-            "==" => a == b,
-            "!=" => a != b,
-            "<" => a < b,
-            ">" => a > b,
-            "<=" => a <= b,
-            _ => a >= b,
-        }))
-    }
-
-    fn add(&mut self) -> Result<Evaluated, ValueError> {
-        let mut l = self.mul()?;
-        while let Some(op) = self.peek_op().filter(|o| *o == "+" || *o == "-") {
-            self.at += 1;
-            let r = self.mul()?;
-            l = self.arith(op, l, r)?;
-        }
-        Ok(l)
-    }
-
-    fn mul(&mut self) -> Result<Evaluated, ValueError> {
-        let mut l = self.unary()?;
-        while let Some(op) = self.peek_op().filter(|o| ["*", "/", "%"].contains(o)) {
-            self.at += 1;
-            let r = self.unary()?;
-            l = self.arith(op, l, r)?;
-        }
-        Ok(l)
+        let value = match op {
+            "||" => return Ok(bool_val(a != 0 || b != 0)),
+            "&&" => return Ok(bool_val(a != 0 && b != 0)),
+            "==" => return Ok(bool_val(a == b)),
+            "!=" => return Ok(bool_val(a != b)),
+            "<" => return Ok(bool_val(a < b)),
+            ">" => return Ok(bool_val(a > b)),
+            "<=" => return Ok(bool_val(a <= b)),
+            ">=" => return Ok(bool_val(a >= b)),
+            "|" => a | b,
+            "^" => a ^ b,
+            "&" => a & b,
+            _ => {
+                let shift = u32::try_from(b).ok().filter(|s| *s < 128);
+                let shifted = if op == "<<" {
+                    shift.and_then(|s| a.checked_shl(s))
+                } else {
+                    shift.and_then(|s| a.checked_shr(s))
+                };
+                shifted.ok_or_else(|| {
+                    err(format!("{a} {op} {b} has no value (a shift of 0 to 127)"))
+                })?
+            }
+        };
+        Ok(Evaluated::Int { value, hex })
     }
 
     fn arith(&mut self, op: &str, l: Evaluated, r: Evaluated) -> Result<Evaluated, ValueError> {
@@ -299,12 +309,16 @@ impl Parser<'_, '_> {
             let v = self.unary()?;
             return Ok(bool_val(self.int(&v)? == 0));
         }
-        if self.eat("*") {
+        if self.eat("~") {
             let v = self.unary()?;
-            return match v {
-                Evaluated::Value(v) => Ok(Evaluated::Value(v.deref(self.mem)?)),
-                Evaluated::Int { .. } => Err(err("a number has no type to dereference")),
-            };
+            let n = self.int(&v)?;
+            return Ok(Evaluated::Int {
+                value: !n,
+                hex: false,
+            });
+        }
+        if self.eat("*") {
+            return self.deref();
         }
         if self.eat("&") {
             let v = self.unary()?;
@@ -314,6 +328,64 @@ impl Parser<'_, '_> {
             };
         }
         self.postfix()
+    }
+
+    /// `*v`: the value pointed to; with [`Env::machine`] a number is an
+    /// address, read as `*(T *)`'s `T` (8 bytes unsigned without a cast).
+    fn deref(&mut self) -> Result<Evaluated, ValueError> {
+        let cast = self.cast_at(self.at);
+        if let Some((_, len)) = &cast {
+            self.at += len;
+        }
+        let mut v = self.unary()?;
+        if let Some((ty, _)) = cast {
+            if let (true, Evaluated::Int { value, .. }) = (self.env.machine, &v) {
+                if let Some(width) = pointee_width(&ty) {
+                    return self.read(*value, width);
+                }
+            }
+            v = self.cast(v, ty)?;
+        }
+        match v {
+            Evaluated::Value(v) => Ok(Evaluated::Value(v.deref(self.mem)?)),
+            Evaluated::Int { value, .. } if self.env.machine => self.read(value, (8, false)),
+            Evaluated::Int { .. } => Err(err("a number has no type to dereference")),
+        }
+    }
+
+    /// `len` bytes at `addr` as an integer, signed or not.
+    fn read(&mut self, addr: i128, (len, signed): (usize, bool)) -> Result<Evaluated, ValueError> {
+        let a = addr as u64;
+        let mut buf = [0u8; 8];
+        if !self.mem.read(a, &mut buf[..len]) {
+            return Err(err(format!("cannot read {len} bytes at {a:#x}")));
+        }
+        let u = u64::from_le_bytes(buf);
+        let shift = 64 - 8 * len as u32;
+        let value = if signed {
+            i128::from(((u << shift) as i64) >> shift)
+        } else {
+            i128::from(u)
+        };
+        Ok(Evaluated::Int { value, hex: false })
+    }
+
+    /// A register by the name a condition gives it: any case, `$` or not,
+    /// `eax` and `r8d` for the low 32 bits of `rax` and `r8`.
+    fn machine_register(&self, name: &str) -> Option<Evaluated> {
+        let n = name.to_ascii_lowercase();
+        let low = |full: &str| (self.env.register)(full).map(|v| v & 0xffff_ffff);
+        let v = (self.env.register)(&n).or_else(|| {
+            if let Some(r) = n.strip_suffix('d').filter(|r| r.starts_with('r')) {
+                low(r)
+            } else {
+                low(&format!("r{}", n.strip_prefix('e')?))
+            }
+        })?;
+        Some(Evaluated::Int {
+            value: i128::from(v),
+            hex: true,
+        })
     }
 
     /// A C type in parentheses at token `i` (`(unsigned long)`, `(int *)`,
@@ -328,7 +400,7 @@ impl Parser<'_, '_> {
             words.push(w.as_str());
             j += 1;
         }
-        let mut ty = c_type(&words)?;
+        let mut ty = c_type(&words, self.env.machine)?;
         while matches!(self.tokens.get(j), Some(Tok::Op("*"))) {
             let target = match ty.kind {
                 Kind::Void => TypeRef::Void,
@@ -404,7 +476,7 @@ impl Parser<'_, '_> {
                     Evaluated::Int { .. } => return Err(err("a number has no members")),
                 };
             } else if self.eat("[") {
-                let i = self.or()?;
+                let i = self.binary(0)?;
                 if !self.eat("]") {
                     return Err(err("`]` expected"));
                 }
@@ -431,6 +503,9 @@ impl Parser<'_, '_> {
                 value: n,
                 hex: false,
             }),
+            Tok::Reg(r) if self.env.machine => self
+                .machine_register(&r)
+                .ok_or_else(|| err(format!("no register `${r}`"))),
             Tok::Reg(r) => (self.env.register)(&r)
                 .map(|v| Evaluated::Int {
                     value: v as i128,
@@ -444,6 +519,15 @@ impl Parser<'_, '_> {
                 if let Some(v) = self.env.vars.global(&name, self.mem) {
                     return Ok(Evaluated::Value(v));
                 }
+                if self.env.machine {
+                    return self.machine_register(&name).ok_or_else(|| {
+                        err(format!(
+                            "`{name}` is not a register (conditions without debug-info \
+                             variables read registers and memory: `rax == 3`, \
+                             `*(int*)(rbp-4) > 2`)"
+                        ))
+                    });
+                }
                 match name.as_str() {
                     "true" => Ok(bool_val(true)),
                     "false" => Ok(bool_val(false)),
@@ -452,23 +536,40 @@ impl Parser<'_, '_> {
                 }
             }
             Tok::Op("(") => {
-                let v = self.or()?;
+                let v = self.binary(0)?;
                 if !self.eat(")") {
                     return Err(err("`)` expected"));
                 }
                 Ok(v)
+            }
+            Tok::Op("[") if self.env.machine => {
+                let a = self.binary(0)?;
+                if !self.eat("]") {
+                    return Err(err("`]` expected"));
+                }
+                let a = self.int(&a)?;
+                self.read(a, (8, false))
             }
             Tok::Op(o) => Err(err(format!("unexpected `{o}`"))),
         }
     }
 }
 
-/// A C type by its words (`unsigned long`, `char`, `int64_t`, `void`).
-fn c_type(words: &[&str]) -> Option<Arc<Ty>> {
+/// A C type by its words (`unsigned long`, `char`, `int64_t`, `void`);
+/// `machine` adds `u8`..`u64` and `i8`..`i64`.
+fn c_type(words: &[&str], machine: bool) -> Option<Arc<Ty>> {
     use gimli::{
         DW_ATE_boolean, DW_ATE_signed, DW_ATE_signed_char, DW_ATE_unsigned, DW_ATE_unsigned_char,
     };
     let (name, size, enc) = match words {
+        ["u8"] if machine => ("unsigned char", 1, DW_ATE_unsigned_char),
+        ["i8"] if machine => ("signed char", 1, DW_ATE_signed_char),
+        ["u16"] if machine => ("unsigned short", 2, DW_ATE_unsigned),
+        ["i16"] if machine => ("short", 2, DW_ATE_signed),
+        ["u32"] if machine => ("unsigned int", 4, DW_ATE_unsigned),
+        ["i32"] if machine => ("int", 4, DW_ATE_signed),
+        ["u64"] if machine => ("unsigned long", 8, DW_ATE_unsigned),
+        ["i64"] if machine => ("long", 8, DW_ATE_signed),
         ["void"] => return Some(Ty::synth("void", None, Kind::Void)),
         ["_Bool"] | ["bool"] => ("_Bool", 1, DW_ATE_boolean),
         ["char"] | ["signed", "char"] => ("char", 1, DW_ATE_signed_char),
@@ -496,6 +597,24 @@ fn c_type(words: &[&str]) -> Option<Arc<Ty>> {
         _ => return None,
     };
     Some(Ty::synth(name, Some(size), Kind::Base(enc)))
+}
+
+/// What `*(T *)` reads: `T`'s size (8 for `void`) and signedness.
+fn pointee_width(ty: &Ty) -> Option<(usize, bool)> {
+    match &ty.kind {
+        Kind::Pointer {
+            target: TypeRef::Void,
+            ..
+        } => Some((8, false)),
+        Kind::Pointer {
+            target: TypeRef::Synth(t),
+            ..
+        } => match t.size {
+            Some(n @ (1 | 2 | 4 | 8)) => Some((n as usize, t.is_signed())),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn bool_val(b: bool) -> Evaluated {
@@ -586,6 +705,7 @@ mod tests {
         let env = Env {
             vars: &vars,
             register: &register,
+            machine: false,
         };
         let mut mem = |_a: u64, _b: &mut [u8]| false;
         evaluate(text, &env, &mut mem)

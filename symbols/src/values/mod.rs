@@ -9,7 +9,9 @@
 //! - [`types`]: what its bytes mean (DWARF types, one level at a time);
 //! - [`format`]: a value's one-line summary and its children (C and Rust:
 //!   strings, `Vec`, `String`, `&str`, slices, enums with data, `Option`);
-//! - [`expr`]: the expressions a debugger's hover, watch and REPL take.
+//! - [`expr`]: the expressions a debugger's hover, watch and REPL take;
+//! - [`cond`]: the same as a breakpoint's condition or a logpoint's
+//!   `{expression}`, over variables or else registers and memory.
 //!
 //! Every read is bounded (element, depth and byte caps) and every failure is
 //! a value (`<unreadable 0x...>`, `<optimized out>`), so hostile DWARF or
@@ -25,6 +27,7 @@
 //! # }
 //! ```
 
+pub mod cond;
 pub mod expr;
 pub mod format;
 pub mod location;
