@@ -84,10 +84,9 @@ pub fn add_package(root: &Path, package: &str) {
         if path.starts_with("/usr/share/") || !path.starts_with('/') {
             continue;
         }
-        let Ok(md) = std::fs::symlink_metadata(path) else {
-            continue; // a diverted or removed file
-        };
-        if md.is_dir() {
+        // A directory, or a link to one (`/lib64` in a merged /usr): it
+        // comes with the files under it, and only with them.
+        if std::fs::metadata(path).is_ok_and(|md| md.is_dir()) {
             continue;
         }
         let Some(real) = mirror_path(root, path) else {
