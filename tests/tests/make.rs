@@ -3,8 +3,8 @@
 //! with `ar`, a program and a test linked against the archive, the test
 //! run by `check`) with Debian's gcc, over a `--root` tree made of the
 //! installed packages' own files, builds object files, an archive and
-//! binaries byte-identical to the same build run natively, and the run
-//! replays identically.
+//! binaries byte-identical to the same build run natively, with two
+//! compilers alive at once as `-j2` asks, and the run replays identically.
 
 use rewind_tests::roots::{add_package, add_program, missing_packages, new_root};
 use rewind_tests::*;
@@ -70,6 +70,24 @@ fn cat_bytes(home: &Home, run: &str, step: u64, path: &str) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
+}
+
+/// The most `cc` processes of the run alive at one step (from the
+/// execve that made each to its exit_group): `-j2`'s two jobs at a time.
+fn most_compilers_at_once(home: &Home, run: &str) -> usize {
+    let mut live = std::collections::BTreeSet::new();
+    let mut most = 0;
+    for e in home.events_json(run) {
+        let text = e["text"].as_str().unwrap_or("");
+        let pid = e["pid"].as_u64();
+        if text.starts_with("execve(\"/usr/bin/cc\"") && e["ret"] == 0 {
+            live.insert(pid);
+            most = most.max(live.len());
+        } else if e["name"] == "exit_group" {
+            live.remove(&pid);
+        }
+    }
+    most
 }
 
 #[test]
@@ -142,6 +160,7 @@ fn make_j2_builds_a_c_project_byte_identical_to_native() {
             native.len()
         );
     }
+    assert_eq!(most_compilers_at_once(&home, &run.id), 2, "make -j2");
     home.replay_identical(&run.id);
     // The figures of the README's table, on the test's stderr (not timed
     // assertions: what this machine gave).
