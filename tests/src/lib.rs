@@ -9,6 +9,7 @@
 pub mod dap;
 pub mod debuginfod;
 pub mod lsp;
+pub mod roots;
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;

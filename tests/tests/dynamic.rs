@@ -6,6 +6,7 @@
 //! bad interpreter is one line of error. Every recorded run is replayed and
 //! must be identical (`Home` does it when dropped).
 
+use rewind_tests::roots::root_with;
 use rewind_tests::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -115,47 +116,6 @@ fn ls_lists_the_image_root() {
     ] {
         assert!(run.out.stdout.contains(name), "no{name}in:\n{}", run.out);
     }
-}
-
-/// Copies the regular file or link at host path `p` into `root` at the same path.
-fn copy_in(root: &Path, p: &str, kind: &DepKind) {
-    let to = root.join(p.trim_start_matches('/'));
-    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-    match kind {
-        DepKind::File { host } => {
-            std::fs::copy(host, &to).unwrap();
-        }
-        DepKind::Symlink { target } => std::os::unix::fs::symlink(target, &to).unwrap(),
-    }
-}
-
-/// A root directory holding the host programs `progs` with everything the
-/// image of each would hold (interpreter, libraries, links on the way).
-fn root_with(progs: &[&str]) -> tempfile::TempDir {
-    let root = tempfile::Builder::new()
-        .prefix("rewind-dyn-root-")
-        .tempdir()
-        .unwrap();
-    for prog in progs {
-        let real = std::fs::canonicalize(prog).unwrap();
-        let Image::Program { deps, .. } = Image::program(real.clone()).unwrap() else {
-            unreachable!()
-        };
-        let real = real.to_str().unwrap();
-        copy_in(
-            root.path(),
-            real,
-            &DepKind::File {
-                host: PathBuf::from(real),
-            },
-        );
-        for Dep { guest, kind } in deps {
-            if !root.path().join(guest.trim_start_matches('/')).exists() {
-                copy_in(root.path(), &guest, &kind);
-            }
-        }
-    }
-    root
 }
 
 /// Sets a file's times (not following links) to `secs` since the epoch.

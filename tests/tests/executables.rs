@@ -8,6 +8,7 @@
 //! /etc/alternatives whose loader finds `$ORIGIN/../lib` from
 //! /proc/self/exe, runs. Every recorded run is replayed (`Home` at drop).
 
+use rewind_tests::roots::{mirror, mirror_path};
 use rewind_tests::*;
 use std::os::unix::fs::symlink;
 use std::path::Path;
@@ -107,45 +108,6 @@ fn proc_exe_and_execfn_are_as_linux_gives_them() {
         "{}",
         run.out
     );
-}
-
-/// Copies the host tree at `from` into `root` at the same path, symbolic
-/// links as they are, leaving what is there already. (Copies, never hard
-/// links: a copy onto a hard link would write into the host's file.)
-fn mirror(root: &Path, from: &Path) {
-    let to = root.join(from.strip_prefix("/").unwrap());
-    let md = std::fs::symlink_metadata(from).unwrap();
-    if md.is_dir() {
-        for e in std::fs::read_dir(from).unwrap() {
-            mirror(root, &e.unwrap().path());
-        }
-        return;
-    }
-    if std::fs::symlink_metadata(&to).is_ok() {
-        return;
-    }
-    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-    if md.file_type().is_symlink() {
-        symlink(std::fs::read_link(from).unwrap(), &to).unwrap();
-    } else {
-        std::fs::copy(from, &to).unwrap();
-    }
-}
-
-/// Mirrors the host file at absolute `path` into `root`, with every
-/// symbolic link on the way to it.
-fn mirror_path(root: &Path, path: &str) {
-    let real = vmm::image::resolve_links(path, |p| {
-        let host = Path::new(p);
-        if !host.is_symlink() {
-            return Ok(None);
-        }
-        mirror(root, host);
-        let target = std::fs::read_link(host).map_err(|_| ())?;
-        Ok(Some(target.to_str().ok_or(())?.to_string()))
-    })
-    .expect("no link loop");
-    mirror(root, Path::new(&real));
 }
 
 #[test]
