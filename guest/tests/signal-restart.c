@@ -37,9 +37,10 @@
 
 #include "check.h"
 
-// Long enough natively for the caller to be blocked; inside Rewind, time
+// Long enough natively for the caller to be blocked, under a loaded test
+// machine too (40 ms was not, at load 10); inside Rewind, time
 // is virtual and the order is the schedule's.
-#define DELAY_MS 40
+#define DELAY_MS 80
 
 static void nap(int ms) {
     struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
