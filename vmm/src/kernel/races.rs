@@ -515,7 +515,16 @@ impl Kernel<'_> {
         let Some(r) = self.points.race.as_mut() else {
             return false;
         };
-        let prior = r.written(pid, page, now.as_deref());
+        let mut prior = r.written(pid, page, now.as_deref());
+        // A running owner's later points on the page are judged as they
+        // come; what it wrote before is not counted, since its release of
+        // a lock on a page it owned made no point (main filling a buffer,
+        // then unlocking the mutex a consumer takes on a page the consumer
+        // takes in order first). An ended owner makes no more points: its
+        // writes are all there is to judge the page's next accesses by.
+        if self.threads.contains_key(&owner) {
+            prior.clear();
+        }
         let u = super::races::Unordered {
             atomic: false,
             write,
