@@ -21,6 +21,9 @@ thread_local! {
     static TRAPPING: Cell<bool> = const { Cell::new(false) };
 }
 
+/// The si_code of a signal the kernel sent for a #GP.
+const SI_KERNEL: libc::c_int = 0x80;
+
 /// The SIGSEGV disposition found before ours, for faults that are not a
 /// time stamp read of the monitor's own.
 static mut PREVIOUS: Option<libc::sigaction> = None;
@@ -67,12 +70,15 @@ fn install_handler() {
 }
 
 extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-    // SAFETY: the kernel passes a valid ucontext; rip points into code
-    // this process executes, so its first bytes are readable.
+    // SAFETY: the kernel passes a valid siginfo and ucontext. A #GP (the
+    // kernel's SI_KERNEL, never a page fault) is raised by the instruction
+    // at rip, so its bytes are readable; the third only for a 0f 01.
     let tsc = unsafe {
         let uc = &*(ctx as *const libc::ucontext_t);
         let rip = uc.uc_mcontext.gregs[libc::REG_RIP as usize] as *const u8;
-        reads_tsc(&[*rip, *rip.add(1), *rip.add(2)]).is_some()
+        (*info).si_code == SI_KERNEL
+            && *rip == 0x0f
+            && (*rip.add(1) == 0x31 || (*rip.add(1) == 0x01 && *rip.add(2) == 0xf9))
     };
     if tsc {
         // SAFETY: prctl is async-signal-safe; the rdtsc runs again on return.
@@ -100,5 +106,19 @@ extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
             sa.sa_sigaction = libc::SIG_DFL;
             libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut());
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reads_tsc;
+
+    #[test]
+    fn time_stamp_reads_are_told_from_other_instructions() {
+        assert_eq!(reads_tsc(&[0x0f, 0x31, 0x48]), Some((2, false)));
+        assert_eq!(reads_tsc(&[0x0f, 0x01, 0xf9]), Some((3, true)));
+        assert_eq!(reads_tsc(&[0x0f, 0x01, 0xd0]), None);
+        assert_eq!(reads_tsc(&[0x0f, 0x0b]), None);
+        assert_eq!(reads_tsc(&[0x0f]), None);
     }
 }
