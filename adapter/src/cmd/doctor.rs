@@ -205,10 +205,10 @@ fn host_facts(facts: &mut Vec<Fact>) {
             ),
         ));
         facts.push(fact(
-            false,
+            true,
             false,
             "rdtsc is trapped (CR4.TSD honoured)",
-            "not under PVM: rdtsc in the guest reads the host TSC, so programs that read the TSC directly are not deterministic here",
+            "under PVM through the host thread's PR_SET_TSC as well as the guest's CR4.TSD: rdtsc and rdtscp read a virtual counter",
         ));
         facts.push(fact(
             false,

@@ -15,6 +15,7 @@ pub mod paging;
 pub mod regs;
 pub mod snapshot;
 pub mod trampoline;
+pub mod tsc;
 pub mod watchdog;
 pub mod xstate;
 
@@ -186,6 +187,7 @@ impl Machine {
         if user && self.ram.word(trampoline::slot::HIDE_COUNT) != 0 {
             self.enter_hide_routine()?;
         }
+        tsc::trap_on_this_thread();
         let (port, input) = match self.vcpu.run() {
             Ok(VcpuExit::IoOut(port, _)) => (port, false),
             Ok(VcpuExit::IoIn(port, data)) => {
