@@ -205,10 +205,10 @@ fn host_facts(facts: &mut Vec<Fact>) {
             ),
         ));
         facts.push(fact(
-            true,
+            false,
             false,
             "rdtsc is trapped (CR4.TSD honoured)",
-            "under PVM through the host thread's PR_SET_TSC as well as the guest's CR4.TSD: rdtsc and rdtscp read a virtual counter",
+            "not under PVM: rdtsc in the guest reads the host TSC, so programs that read the TSC directly (Go's runtime) are not deterministic here",
         ));
         facts.push(fact(
             false,

@@ -187,7 +187,6 @@ impl Machine {
         if user && self.ram.word(trampoline::slot::HIDE_COUNT) != 0 {
             self.enter_hide_routine()?;
         }
-        tsc::trap_on_this_thread();
         let (port, input) = match self.vcpu.run() {
             Ok(VcpuExit::IoOut(port, _)) => (port, false),
             Ok(VcpuExit::IoIn(port, data)) => {
