@@ -319,3 +319,38 @@ fn snapshots_in_memory_restore_the_recordings_states() {
     drop((with, without, small));
     home.replay_identical(&run.id);
 }
+
+/// Going to the step of the fault that ended a run (served's SIGSEGV, its
+/// last step) stands where the fault was raised, its signal pending, as a
+/// session opened there does: from the start, from the step before and
+/// from the fault itself; and reverse single steps go on from there. A
+/// normal exit's step is still the end.
+#[test]
+fn go_to_the_step_of_the_fault_stands_at_the_fault() {
+    let home = Home::new();
+    let run = home.run_guest("served", &[]);
+    assert_eq!(run.status, "killed:SIGSEGV");
+    let last = run.steps.expect("the run's steps");
+    let mut s = open(&home, &run.id, last);
+    assert!(s.signal_pending());
+    let fault = s.position().unwrap();
+    for from in [0, last - 1, last] {
+        s.go_to_step(from).unwrap();
+        s.go_to_step(last).unwrap();
+        assert!(s.signal_pending(), "from step {from}");
+        assert_eq!(s.position().unwrap(), fault, "from step {from}");
+    }
+    assert!(matches!(
+        s.reverse_step_instruction().unwrap(),
+        Stop::Stepped { .. }
+    ));
+    assert!(!s.signal_pending());
+    assert!(s.position().unwrap() < fault);
+    let exited = home.run_guest("hello", &[]);
+    assert_eq!(exited.status, "exited:0");
+    let end = exited.steps.expect("the run's steps");
+    let mut s = open(&home, &exited.id, end - 1);
+    assert!(matches!(s.go_to_step(end), Err(DebugError::Ended(e)) if e == end));
+    home.replay_identical(&run.id);
+    home.replay_identical(&exited.id);
+}

@@ -611,3 +611,60 @@ fn at_the_step_of_the_fault_gdb_stops_where_it_was_raised() {
         "{out}"
     );
 }
+
+/// Backwards from the fault that ended a run (its last step), on tests'
+/// `served`, whose fault is in the middle of served.c:19: `reverse-stepi`
+/// is the load before the faulting one in the same line, `reverse-continue`
+/// to a breakpoint on the line before is there (its local readable), and
+/// `continue` raises the same fault at the same instruction again. Not
+/// `reverse-next`: line 19 has three line-table entries, and gdb 13's
+/// reverse-next leaves its frame over them (it sets a step-resume
+/// breakpoint at the function's start after the first `bs`, then climbs
+/// out to `_start`), on this run from any position in line 19.
+#[test]
+fn backwards_from_the_fault_that_ended_the_run() {
+    let home = Home::new();
+    let run = home.run_guest("served", &[]);
+    assert_eq!(run.status, "killed:SIGSEGV");
+    let step = run.steps.expect("the run's steps").to_string();
+    let out = gdb(
+        &home,
+        &run.id,
+        &step,
+        &[
+            "x/i $pc",
+            "reverse-stepi",
+            "x/i $pc",
+            "break served.c:18",
+            "reverse-continue",
+            "bt 1",
+            "p s->name",
+            "continue",
+            "x/i $pc",
+        ],
+    );
+    let pcs: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("=> "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(pcs.len(), 3, "{out}");
+    assert_ne!(pcs[0], pcs[1], "reverse-stepi moved:\n{out}");
+    assert_eq!(pcs[0], pcs[2], "the same fault again:\n{out}");
+    assert_in_order(
+        &out,
+        &[
+            "served.c:19",
+            "\t19\t",
+            "Breakpoint 1, serve (",
+            "served.c:18",
+            "#0  serve (",
+            "$1 = ",
+            "\"carol\"",
+            "SIGSEGV",
+            "served.c:19",
+        ],
+    );
+    home.replay_identical(&run.id);
+}

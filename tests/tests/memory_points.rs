@@ -21,6 +21,40 @@ fn memory_run(h: &Home, extra: &[&str], prog: &str, args: &[&str]) -> rewind_tes
     h.run(&full)
 }
 
+/// A run of `counter` on the points a check found its race with: memory
+/// points, or race-directed ones with the pages the check learned.
+fn found_points_run(
+    h: &Home,
+    v: &serde_json::Value,
+    extra: &[&str],
+    args: &[&str],
+) -> rewind_tests::Run {
+    let points = v["first_violation"]["found_by"]["points"]
+        .as_str()
+        .unwrap_or_else(|| panic!("found by no points: {v:#}"));
+    let pages: Vec<&str> = v["learned"]["pages"]
+        .as_array()
+        .map(|p| p.iter().filter_map(|p| p.as_str()).collect())
+        .unwrap_or_default();
+    let pages = pages.join(",");
+    let prog = guest_arg("counter");
+    let mut full = vec!["-q", "--epoch", EPOCH, "--points", points];
+    if points == "races" && !pages.is_empty() {
+        full.extend(["--race-pages", pages.as_str()]);
+    }
+    full.extend_from_slice(extra);
+    full.extend(["--", prog.as_str()]);
+    full.extend_from_slice(args);
+    h.run(&full)
+}
+
+/// The default check finds `counter 50`'s lost update (race-directed
+/// points, whose learning run sees the two threads' unordered accesses to
+/// `total`, or memory points) and narrows it to one access of `add`; that
+/// perturbation alone, on the same points, loses an update, and none does
+/// not. The deciding step may be a `switch` (a PCT schedule's): the failing
+/// run is then the PCT schedule itself, not the one-perturbation run, which
+/// is the same machine only up to the deciding step.
 #[test]
 fn a_race_without_a_system_call_is_found_by_default_and_narrowed_to_one_access() {
     let h = Home::new();
@@ -45,26 +79,33 @@ fn a_race_without_a_system_call_is_found_by_default_and_narrowed_to_one_access()
                 && e["at"].as_str().is_some_and(|a| a.contains("in add+"))),
         "step {step} is no access of `add`: {at_step:?}"
     );
-    // The step is real: that perturbation alone (a reschedule, or a stall,
-    // as `show` would print it) loses an update, none does not.
+    // The step is real: that perturbation alone (a reschedule, a stall or
+    // a switch, as `show` would print it) loses an update, none does not.
     let flag = match deciding[0]["what"].as_str() {
         Some("reschedule") => ["--reschedule-at".to_string(), step.to_string()],
         Some("stall") => [
             "--stall-at".to_string(),
             format!("{step}:{}", deciding[0]["ns"].as_u64().unwrap()),
         ],
+        Some("switch") => [
+            "--switch-at".to_string(),
+            format!("{step}:{}", deciding[0]["tid"].as_u64().unwrap()),
+        ],
         other => panic!("a deciding {other:?}: {n:#}"),
     };
     let flag: Vec<&str> = flag.iter().map(String::as_str).collect();
-    let alone = memory_run(&h, &flag, "counter", &["50"]);
-    let none = memory_run(&h, &[], "counter", &["50"]);
+    let alone = found_points_run(&h, &v, &flag, &["50"]);
+    let none = found_points_run(&h, &v, &[], &["50"]);
     assert_eq!(alone.status, "exited:1", "{}", alone.out);
     assert_eq!(none.status, "exited:0", "{}", none.out);
-    assert_eq!(alone.id, failing);
+    if deciding[0]["what"] != "switch" {
+        assert_eq!(alone.id, failing);
+    }
     assert_eq!(none.id, n["passing"].as_str().unwrap());
     assert_lines(&h.log(&none.id), &["total 100, expected 100"]);
     h.replay_identical(&alone.id);
     h.replay_identical(&none.id);
+    h.replay_identical(failing);
     // With system-call points only there is no step inside the window.
     let syscalls = h.rewind(&[
         "check",

@@ -7,7 +7,7 @@
 //! far fewer than with `--points memory`. Every run recorded here is
 //! replayed.
 
-use rewind_tests::Home;
+use rewind_tests::{guest_arg, Home};
 
 /// Found with race-directed points and narrowed to one step naming
 /// `variable`; the learning run learned at least one page; the failing run
@@ -123,4 +123,43 @@ fn ordered_handovers_make_no_points() {
     };
     let (memory, races) = (steps("memory"), steps("races"));
     assert!(races < memory, "races {races} steps, memory {memory}");
+}
+
+/// `counter 2500` (guest/tests/counter.c): in the learning run each
+/// thread makes its 2,500 increments of `total` in one stretch, the second
+/// after the first has ended, so the two never touch the page at the same
+/// time. The ended thread stays the page's owner, the page's copy tells
+/// the bytes it wrote (`total`), and the second thread's first read of
+/// them, ordered after nothing of the first's, confirms the race: the
+/// page is learned, and the lost update memory points find is found with
+/// race-directed points. Every run is replayed.
+#[test]
+fn threads_that_never_overlap_still_race() {
+    let h = Home::new();
+    let prog = guest_arg("counter");
+    let (out, v) = h.check_json(&[
+        "--points",
+        "races",
+        "--keep",
+        "all",
+        "--no-narrow",
+        "--schedules",
+        "8",
+        "--",
+        &prog,
+        "2500",
+    ]);
+    assert_eq!(out.code, 1, "the lost update was not found:\n{out}");
+    let learned = &v["learned"];
+    assert!(
+        !learned["pages"]
+            .as_array()
+            .expect("learned pages")
+            .is_empty(),
+        "{v:#}"
+    );
+    h.replay_identical(learned["run"].as_str().unwrap());
+    for t in v["tried"].as_array().unwrap() {
+        h.replay_identical(t["run"].as_str().unwrap());
+    }
 }

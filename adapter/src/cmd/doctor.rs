@@ -208,7 +208,7 @@ fn host_facts(facts: &mut Vec<Fact>) {
             false,
             false,
             "rdtsc is trapped (CR4.TSD honoured)",
-            "not under PVM: rdtsc in the guest reads the host TSC, so programs that read the TSC directly are not deterministic here",
+            "not under PVM: rdtsc in the guest reads the host TSC, so programs that read the TSC directly (Go's runtime) are not deterministic here",
         ));
         facts.push(fact(
             false,

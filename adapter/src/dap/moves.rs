@@ -114,7 +114,11 @@ impl Session {
         if !live.synced {
             match at {
                 Some(p) => live.core.go_to(p)?,
-                None => live.core.go_to_step(step)?,
+                // As `Live::open`: the step before when the run ended at it.
+                None => match live.core.go_to_step(step) {
+                    Err(DebugError::Ended(_)) if step > 0 => live.core.go_to_step(step - 1)?,
+                    r => r?,
+                },
             }
             live.synced = true;
         }
@@ -169,7 +173,8 @@ impl Session {
         }
         let found = (|| -> Result<bool> {
             let live = self.live()?;
-            loop {
+            // At the fault already when the view's step is the fault's.
+            while !live.core.signal_pending() {
                 match live.core.cont()? {
                     vmm::debug::Stop::Signal { .. } => break,
                     vmm::debug::Stop::Exited(_) => return Ok(false),

@@ -106,11 +106,30 @@ impl Session {
     }
 
     /// Goes to the start of span `step`: right after that step was served.
+    /// At the step of the fault that ended the run, there is no after: the
+    /// machine stands where the fault was raised, its signal pending (as
+    /// `Session::open` opens there).
     pub fn go_to_step(&mut self, step: u64) -> Result<(), DebugError> {
         if self.modified {
             return Err(DebugError::Diverged);
         }
-        self.replay_from(step, &[], false)
+        match self.replay_from(step, &[], false) {
+            Err(DebugError::Ended(at)) if at == step && step > 0 => {
+                self.replay_from(step - 1, &[], false)?;
+                match self.cont()? {
+                    Stop::Signal { .. } => Ok(()),
+                    // Killed by a signal sent, not raised by an instruction.
+                    _ => Err(DebugError::Ended(step)),
+                }
+            }
+            r => r,
+        }
+    }
+
+    /// Whether the machine stands where a fault was raised, its signal not
+    /// yet delivered (a `Stop::Signal`).
+    pub fn signal_pending(&self) -> bool {
+        self.live.pending.is_some()
     }
 
     /// The instruction run before this one: in this span, or the last one

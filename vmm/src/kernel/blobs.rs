@@ -74,9 +74,20 @@ pub fn restoring<P: PageSource + Clone + 'static, R>(store: &P, f: impl FnOnce()
 }
 
 pub fn save(bytes: &[u8]) -> Stored {
+    save_over(bytes, INLINE_MAX)
+}
+
+/// A copy of one page (`races::PageCopy`): in pages whenever a keyframe is
+/// being saved, since a run keeps many and most are the same from one
+/// keyframe to the next.
+pub fn save_page(bytes: &[u8]) -> Stored {
+    save_over(bytes, 0)
+}
+
+fn save_over(bytes: &[u8], inline_max: usize) -> Stored {
     SINK.with(|s| {
         let mut s = s.borrow_mut();
-        let Some(sink) = s.as_mut().filter(|_| bytes.len() > INLINE_MAX) else {
+        let Some(sink) = s.as_mut().filter(|_| bytes.len() > inline_max) else {
             return Stored::Inline(bytes.to_vec());
         };
         let pages = bytes

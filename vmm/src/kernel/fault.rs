@@ -33,6 +33,9 @@ const SI_KERNEL: i32 = 0x80;
 
 impl Kernel<'_> {
     pub(super) fn exception(&mut self, vector: u8, error_code: u64, cr2: u64) {
+        if (vector == VEC_GENERAL_PROTECTION || vector == VEC_INVALID_OPCODE) && self.read_tsc() {
+            return;
+        }
         let (vector, error_code) = self.hardware_vector(vector, error_code);
         let rip = self.m.regs().rip;
         let (signo, code, addr) = match vector {
@@ -75,6 +78,29 @@ impl Kernel<'_> {
             _ => (SIGSEGV, SI_KERNEL, 0),
         };
         self.force_signal(SigInfo::fault(signo, code, addr).with_trap(vector, error_code));
+    }
+
+    /// Answers an `rdtsc` or `rdtscp` at rip, which fault here
+    /// (`machine::tsc`), with the virtual time stamp counter: one tick a
+    /// virtual nanosecond of CLOCK_MONOTONIC, and TSC_AUX (`rdtscp`'s ecx)
+    /// the cpu `getcpu` names, 0. False when the instruction is another.
+    fn read_tsc(&mut self) -> bool {
+        let rip = self.m.regs().rip;
+        let Ok(bytes) = self.read_user_some(rip, 3) else {
+            return false;
+        };
+        let Some((len, rdtscp)) = crate::machine::tsc::reads_tsc(&bytes) else {
+            return false;
+        };
+        let tsc = self.clock.now();
+        let r = self.m.regs_mut();
+        r.rax = tsc & 0xffff_ffff;
+        r.rdx = tsc >> 32;
+        if rdtscp {
+            r.rcx = 0;
+        }
+        r.rip = rip.wrapping_add(len);
+        true
     }
 
     /// The vector and error code the hardware Linux runs on gives for the

@@ -326,23 +326,35 @@ impl Kernel<'_> {
             _ => {}
         }
         let (size, access) = self.decode_access(rip, error_code);
-        if let Some(r) = self.points.race.as_mut() {
+        if self.points.race.is_some() {
             let from = match owner {
                 Some(Owner::Thread(t)) => Some(t),
                 _ => None,
             };
             let (atomic, write) = (access == Access::Atomic, access != Access::Read);
             if let (Some(t), false) = (from, atomic) {
-                if r.ordered(pid, page, t, tid) || !r.unordered(pid, page, false, write) {
+                let ordered = self
+                    .points
+                    .race
+                    .as_ref()
+                    .unwrap()
+                    .ordered(pid, page, t, tid);
+                if ordered || !self.race_unordered(pid, page, t, write) {
                     // Handed over in order: the page is the new thread's, no point.
-                    r.grant(pid, page, tid);
+                    self.race_grant(pid, page, tid);
                     self.points.owners.insert((pid, page), Owner::Thread(tid));
                     pt.set_user_access(&mut self.m.ram, page, true);
                     return true;
                 }
             }
+            let r = self.points.race.as_mut().unwrap();
             if let (Some(_), true) = (from, atomic) {
-                r.unordered(pid, page, true, true);
+                let u = super::races::Unordered {
+                    atomic: true,
+                    write: true,
+                    ..Default::default()
+                };
+                r.unordered(pid, page, u);
             }
             if atomic {
                 r.atomic(pid, cr2, tid, from);
@@ -382,9 +394,7 @@ impl Kernel<'_> {
                 });
         if own {
             self.points.runs.remove(&(pid, page));
-            if let Some(r) = self.points.race.as_mut() {
-                r.grant(pid, page, tid);
-            }
+            self.race_grant(pid, page, tid);
         }
         let owner = if own {
             Owner::Thread(tid)
@@ -604,7 +614,11 @@ impl Kernel<'_> {
         if !self.points.on {
             return;
         }
-        self.points.owners.retain(|_, o| *o != Owner::Thread(tid));
+        // Race-directed, an ended thread stays the owner of its pages
+        // (`races.rs`): the next thread to touch one is judged against it.
+        if self.points.race.is_none() {
+            self.points.owners.retain(|_, o| *o != Owner::Thread(tid));
+        }
         self.points.runs.retain(|_, (t, _)| *t != tid);
         if matches!(&self.points.pending, Some((t, _)) if *t == tid) {
             self.points.pending = None;

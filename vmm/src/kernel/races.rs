@@ -68,6 +68,94 @@ pub struct RaceState {
     /// threads contend for from a thread's private data on the same page.
     #[serde(default)]
     touched: BTreeMap<(Pid, u64), Vec<Touched>>,
+    /// Of each owned page: what it held when its owner took it, to tell
+    /// the bytes the owner wrote since (`Kernel::race_prior`).
+    #[serde(default)]
+    before: BTreeMap<(Pid, u64), PageCopy>,
+    /// Of each thread: the thread that created it, which its exit orders
+    /// (`RaceState::exit_thread`).
+    #[serde(default)]
+    creators: BTreeMap<Tid, Tid>,
+}
+
+/// A page's bytes when its owner took it: most pages are fresh, all zeros.
+/// In keyframes, copies are pages of the page store (`blobs::save_page`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(into = "PageCopyRepr", try_from = "PageCopyRepr")]
+pub enum PageCopy {
+    Zero,
+    Bytes(std::sync::Arc<Vec<u8>>),
+}
+
+#[derive(Serialize, Deserialize)]
+enum PageCopyRepr {
+    Zero,
+    Bytes(super::blobs::Stored),
+}
+
+impl From<PageCopy> for PageCopyRepr {
+    fn from(c: PageCopy) -> PageCopyRepr {
+        match c {
+            PageCopy::Zero => PageCopyRepr::Zero,
+            PageCopy::Bytes(b) => PageCopyRepr::Bytes(super::blobs::save_page(&b)),
+        }
+    }
+}
+
+impl TryFrom<PageCopyRepr> for PageCopy {
+    type Error = super::blobs::BlobError;
+    fn try_from(r: PageCopyRepr) -> Result<PageCopy, Self::Error> {
+        Ok(match r {
+            PageCopyRepr::Zero => PageCopy::Zero,
+            PageCopyRepr::Bytes(s) => PageCopy::Bytes(std::sync::Arc::new(super::blobs::load(s)?)),
+        })
+    }
+}
+
+impl PageCopy {
+    fn of(bytes: &[u8]) -> PageCopy {
+        if bytes.iter().all(|b| *b == 0) {
+            PageCopy::Zero
+        } else {
+            PageCopy::Bytes(std::sync::Arc::new(bytes.to_vec()))
+        }
+    }
+
+    fn byte(&self, i: usize) -> u8 {
+        match self {
+            PageCopy::Zero => 0,
+            PageCopy::Bytes(b) => b.get(i).copied().unwrap_or(0),
+        }
+    }
+
+    /// The byte ranges (offset, length) where `now` differs from the copy,
+    /// at most `TOUCHED`: when more, the nearest are merged (a range then
+    /// also covers bytes between two written ones).
+    fn changed(&self, now: &[u8]) -> Vec<(u64, u64)> {
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        for (i, b) in now.iter().enumerate() {
+            if *b == self.byte(i) {
+                continue;
+            }
+            match ranges.last_mut() {
+                Some((off, len)) if *off + *len == i as u64 => *len += 1,
+                _ => ranges.push((i as u64, 1)),
+            }
+        }
+        let mut gap = 1;
+        while ranges.len() > TOUCHED {
+            let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+            for (off, len) in ranges {
+                match merged.last_mut() {
+                    Some((o, l)) if off - (*o + *l) <= gap => *l = off + len - *o,
+                    _ => merged.push((off, len)),
+                }
+            }
+            ranges = merged;
+            gap *= 2;
+        }
+        ranges
+    }
 }
 
 /// Byte ranges a page remembers its points by (`RaceState::contested`).
@@ -85,6 +173,10 @@ struct Seen {
     write: bool,
     /// The thread's own epoch when it made it.
     epoch: u32,
+    /// Not a point: bytes the page's previous owner wrote in its tenure
+    /// (told by the page's copy), at the epoch it took the page.
+    #[serde(default)]
+    prior: bool,
 }
 
 /// Points a page stays on probation without two threads' unordered
@@ -93,6 +185,16 @@ struct Seen {
 /// and the head of the next), or only read (a table both read), stops
 /// trapping after this many.
 pub const PROBATION: usize = 16;
+
+/// An unordered change of owner (`RaceState::unordered`).
+#[derive(Debug, Clone, Default)]
+pub struct Unordered {
+    pub atomic: bool,
+    pub write: bool,
+    /// The page's owner until now, and the bytes it wrote in its tenure.
+    pub owner: Option<Tid>,
+    pub prior: Vec<(u64, u64)>,
+}
 
 /// What a point on a page on probation decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,7 +290,47 @@ impl RaceState {
         let mut c = self.clock(parent);
         c.insert(child, 1);
         self.clocks.insert(child, c);
+        self.creators.insert(child, parent);
         self.tick(parent);
+    }
+
+    /// The thread that created `tid`, if it was seen.
+    pub fn creator(&self, tid: Tid) -> Option<Tid> {
+        self.creators.get(&tid).copied()
+    }
+
+    /// A joinable thread ends: `joiner` (its creator, or the nearest one
+    /// alive) has seen everything it did. The joiner may call
+    /// `pthread_join` after the exit, when no futex wake is left to order
+    /// them; what the joiner does after the exit, or after the join,
+    /// comes after it either way. The ended thread stays the owner of its
+    /// pages: a thread not ordered after it that touches one races it.
+    pub fn exit_thread(&mut self, tid: Tid, joiner: Tid) {
+        let c = self.clock(tid);
+        self.join(joiner, &c);
+    }
+
+    /// `tid` took the page now, and it held `bytes` then.
+    pub fn keep(&mut self, pid: Pid, page: u64, bytes: Option<&[u8]>) {
+        let key = (pid, page_down(page));
+        match bytes {
+            Some(b) => self.before.insert(key, PageCopy::of(b)),
+            None => self.before.remove(&key),
+        };
+    }
+
+    /// The bytes of the page (absolute ranges) its owner wrote since it
+    /// took it, from its copy, which this uses up; none without a copy.
+    pub fn written(&mut self, pid: Pid, page: u64, now: Option<&[u8]>) -> Vec<(u64, u64)> {
+        let page = page_down(page);
+        match (self.before.remove(&(pid, page)), now) {
+            (Some(copy), Some(now)) => copy
+                .changed(now)
+                .into_iter()
+                .map(|(off, len)| (page + off, len))
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// A futex wake: the woken thread has seen everything the waker did.
@@ -209,17 +351,43 @@ impl RaceState {
     /// as a read of the page confirmed any write to it, as when another
     /// thread frees a block whose header shares the page with the owner's
     /// private state, which then trapped for good).
-    pub fn unordered(&mut self, pid: Pid, page: u64, atomic: bool, write: bool) -> bool {
+    ///
+    /// `prior` are the bytes the owner wrote in its tenure (`written`):
+    /// the probation starts with them, so a thread that reads or writes
+    /// them before the owner touches the page again (an owner that ended,
+    /// or moved on) still confirms the race.
+    pub fn unordered(&mut self, pid: Pid, page: u64, u: Unordered) -> bool {
         let page = page_down(page);
-        if !write && self.quiet.contains(&(pid, page)) {
+        if !u.write && self.quiet.contains(&(pid, page)) {
             return false;
         }
         self.quiet.remove(&(pid, page));
-        if atomic || self.pages.contains(&page) {
+        if u.atomic || self.pages.contains(&page) {
             self.confirmed.insert(page);
             self.probation.remove(&(pid, page));
         } else if !self.confirmed.contains(&page) {
-            self.probation.insert((pid, page), Vec::new());
+            let seen = match u.owner {
+                Some(owner) => {
+                    let epoch = self
+                        .grants
+                        .get(&(pid, page))
+                        .and_then(|g| g.get(&owner).copied())
+                        .unwrap_or(0);
+                    u.prior
+                        .iter()
+                        .map(|&(addr, len)| Seen {
+                            tid: owner,
+                            addr,
+                            len,
+                            write: true,
+                            epoch,
+                            prior: true,
+                        })
+                        .collect()
+                }
+                None => Vec::new(),
+            };
+            self.probation.insert((pid, page), seen);
         }
         true
     }
@@ -255,12 +423,13 @@ impl RaceState {
             len,
             write,
             epoch,
+            prior: false,
         });
-        if seen.len() < PROBATION {
+        if seen.iter().filter(|s| !s.prior).count() < PROBATION {
             return Judged::Traps;
         }
         if let Some(seen) = self.probation.remove(&key) {
-            if seen.iter().all(|s| !s.write) {
+            if seen.iter().all(|s| !s.write || s.prior) {
                 self.quiet.insert(key);
             }
         }
@@ -300,6 +469,7 @@ impl RaceState {
         self.quiet.retain(|(p, _)| *p != pid);
         self.touched.retain(|(p, _), _| *p != pid);
         self.sync.retain(|(p, _), _| *p != pid);
+        self.before.retain(|(p, _), _| *p != pid);
     }
 }
 
@@ -308,10 +478,75 @@ impl Kernel<'_> {
     /// clock now): `tid`, or `Shared` when race-directed points list it.
     pub(super) fn first_owner(&mut self, pid: Pid, page: u64, tid: Tid) -> Owner {
         let owner = self.unlisted_owner(page, tid);
-        if let (Some(r), Owner::Thread(_)) = (self.points.race.as_mut(), owner) {
-            r.grant(pid, page, tid);
+        if let Owner::Thread(_) = owner {
+            self.race_grant(pid, page, tid);
         }
         owner
+    }
+
+    /// The bytes of the present page at `page` of `pid` (None: not present).
+    fn page_now(&mut self, pid: Pid, page: u64) -> Option<&[u8]> {
+        let pt = self.procs.get(&pid)?.mm.pt;
+        let (frame, _) = pt.lookup(&mut self.m.ram, page_down(page))?;
+        self.m
+            .ram
+            .slice(frame, crate::machine::layout::PAGE_SIZE as usize)
+            .ok()
+    }
+
+    /// `tid` takes the page now (at its clock now), and the page's copy is
+    /// what it holds now, to tell later what `tid` wrote.
+    pub(super) fn race_grant(&mut self, pid: Pid, page: u64, tid: Tid) {
+        if self.points.race.is_none() {
+            return;
+        }
+        let now = self.page_now(pid, page).map(<[u8]>::to_vec);
+        let r = self.points.race.as_mut().unwrap();
+        r.grant(pid, page, tid);
+        r.keep(pid, page, now.as_deref());
+    }
+
+    /// A change of owner of the page, from `owner` to the running thread,
+    /// by a plain access (`write`) not ordered after the owner's tenure:
+    /// whether it is a point (`RaceState::unordered`), told the bytes the
+    /// owner wrote since it took the page.
+    pub(super) fn race_unordered(&mut self, pid: Pid, page: u64, owner: Tid, write: bool) -> bool {
+        let now = self.page_now(pid, page).map(<[u8]>::to_vec);
+        let Some(r) = self.points.race.as_mut() else {
+            return false;
+        };
+        let mut prior = r.written(pid, page, now.as_deref());
+        // A running owner's later points on the page are judged as they
+        // come; what it wrote before is not counted, since its release of
+        // a lock on a page it owned made no point (main filling a buffer,
+        // then unlocking the mutex a consumer takes on a page the consumer
+        // takes in order first). An ended owner makes no more points: its
+        // writes are all there is to judge the page's next accesses by.
+        if self.threads.contains_key(&owner) {
+            prior.clear();
+        }
+        let u = super::races::Unordered {
+            atomic: false,
+            write,
+            owner: Some(owner),
+            prior,
+        };
+        r.unordered(pid, page, u)
+    }
+
+    /// Thread `tid` ends: it stays the owner of its pages, and the nearest
+    /// of its creators still running has seen all it did (a join).
+    pub(super) fn race_exit(&mut self, tid: Tid) {
+        let Some(r) = self.points.race.as_mut() else {
+            return;
+        };
+        let mut joiner = r.creator(tid);
+        while let Some(j) = joiner.filter(|j| !self.threads.contains_key(j)) {
+            joiner = r.creator(j);
+        }
+        if let Some(j) = joiner {
+            r.exit_thread(tid, j);
+        }
     }
 
     /// The owner of a page found present at a switch with none: made
@@ -339,15 +574,15 @@ impl Kernel<'_> {
         let mut page = page_down(va);
         while page <= last {
             let owner = self.points.owners.get(&(pid, page)).copied();
-            let r = self.points.race.as_mut().unwrap();
+            let r = self.points.race.as_ref().unwrap();
             match owner {
                 None if !r.listed(page) => {
-                    r.grant(pid, page, tid);
+                    self.race_grant(pid, page, tid);
                     self.points.owners.insert((pid, page), Owner::Thread(tid));
                 }
                 Some(Owner::Thread(t)) if t != tid => {
-                    if r.ordered(pid, page, t, tid) || !r.unordered(pid, page, false, write) {
-                        r.grant(pid, page, tid);
+                    if r.ordered(pid, page, t, tid) || !self.race_unordered(pid, page, t, write) {
+                        self.race_grant(pid, page, tid);
                         self.points.owners.insert((pid, page), Owner::Thread(tid));
                     } else {
                         self.points.owners.insert((pid, page), Owner::Shared);
@@ -376,6 +611,13 @@ mod tests {
     use super::*;
 
     const PAGE: u64 = 0x4000;
+
+    fn plain(write: bool) -> Unordered {
+        Unordered {
+            write,
+            ..Default::default()
+        }
+    }
 
     #[test]
     fn a_wake_orders_a_handover_and_nothing_else_does() {
@@ -412,7 +654,7 @@ mod tests {
         r.clone_thread(1, 2);
         r.clone_thread(1, 3);
         r.grant(1, PAGE, 2);
-        assert!(r.unordered(1, PAGE, false, true));
+        assert!(r.unordered(1, PAGE, plain(true)));
         assert_eq!(r.point(1, PAGE + 8, 8, 3, true), Judged::Traps);
         // Other bytes: no race yet; the same bytes, by the other thread: one.
         assert_eq!(r.point(1, PAGE + 16, 8, 2, false), Judged::Traps);
@@ -422,15 +664,60 @@ mod tests {
 
         let other = PAGE + 0x1000;
         r.grant(1, other, 2);
-        assert!(r.unordered(1, other, false, false));
+        assert!(r.unordered(1, other, plain(false)));
         for i in 0..PROBATION as u64 - 1 {
             assert_eq!(r.point(1, other + i * 4, 4, 3, false), Judged::Traps);
         }
         assert_eq!(r.point(1, other, 4, 3, false), Judged::Owned);
         // Quiet now: a read that takes it needs no probation; a write does.
-        assert!(!r.unordered(1, other, false, false));
-        assert!(r.unordered(1, other, false, true));
+        assert!(!r.unordered(1, other, plain(false)));
+        assert!(r.unordered(1, other, plain(true)));
         assert_eq!(r.confirmed(), vec![PAGE]);
+    }
+
+    #[test]
+    fn an_ended_owners_writes_race_a_thread_not_ordered_after_them() {
+        let mut r = RaceState::new(&[]);
+        r.clone_thread(1, 2);
+        r.clone_thread(1, 3);
+        r.grant(1, PAGE, 2);
+        let mut page = vec![7u8; 4096];
+        r.keep(1, PAGE, Some(&page));
+        // Thread 2 writes bytes 8..16 and 100, then ends; 1 joins it.
+        page[8..16].fill(1);
+        page[100] = 1;
+        r.exit_thread(2, 1);
+        assert!(r.ordered(1, PAGE, 2, 1));
+        assert!(!r.ordered(1, PAGE, 2, 3));
+        let prior = r.written(1, PAGE, Some(&page));
+        assert_eq!(prior, vec![(PAGE + 8, 8), (PAGE + 100, 1)]);
+        let u = Unordered {
+            owner: Some(2),
+            prior,
+            ..plain(false)
+        };
+        assert!(r.unordered(1, PAGE, u));
+        // Thread 3 reads bytes 2 never wrote, then one it wrote.
+        assert_eq!(r.point(1, PAGE + 200, 8, 3, false), Judged::Traps);
+        assert!(r.confirmed().is_empty());
+        assert_eq!(r.point(1, PAGE + 100, 1, 3, false), Judged::Traps);
+        assert_eq!(r.confirmed(), vec![PAGE]);
+    }
+
+    #[test]
+    fn a_copy_tells_at_most_touched_ranges() {
+        let copy = PageCopy::of(&[0u8; 4096]);
+        assert!(matches!(copy, PageCopy::Zero));
+        let mut now = vec![0u8; 4096];
+        for i in (0..4096).step_by(8) {
+            now[i] = 1;
+        }
+        let ranges = copy.changed(&now);
+        assert!(ranges.len() <= TOUCHED, "{}", ranges.len());
+        // Every written byte is in a range.
+        for i in (0..4096u64).step_by(8) {
+            assert!(ranges.iter().any(|(o, l)| (*o..o + l).contains(&i)));
+        }
     }
 
     #[test]

@@ -4,13 +4,19 @@
 //! exits or yields. The next thread is the front of a FIFO run queue; a
 //! thread that becomes runnable (created, woken, yielding) joins the back.
 //! When nothing is runnable, virtual time jumps to the earliest timer; when
-//! no timer is armed either, the run is deadlocked.
+//! no timer is armed either, the run is deadlocked. A thread that does
+//! nothing but read the clock (`SPIN_CLOCK_READS` calls in a row) is waiting
+//! for another thread: it yields, as a spinning thread on Linux loses its
+//! core's time slice (Go's runtime spins on `nanotime` for another thread).
 
 use super::errno::*;
 use super::task::{Context, PendingCall, ThreadState, Tid, Wait};
 use super::Kernel;
 use crate::run::{EventKind, Perturbation};
 use std::collections::{BTreeSet, VecDeque};
+
+/// Clock reads in a row after which the running thread yields.
+pub const SPIN_CLOCK_READS: u32 = 100;
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Scheduler {
@@ -20,6 +26,9 @@ pub struct Scheduler {
     pub timers: BTreeSet<(u64, Tid)>,
     /// The current thread asked to give up the CPU (sched_yield).
     pub yield_now: bool,
+    /// System calls in a row of the current thread that only read the clock.
+    #[serde(default)]
+    pub clock_reads: u32,
     /// The schedule's perturbations; None for schedule 0.
     pub perturber: Option<crate::schedule::Perturber>,
     /// Interval timers (alarm, setitimer): (process, which) -> timer.
@@ -36,6 +45,7 @@ impl Scheduler {
             runq: VecDeque::new(),
             timers: BTreeSet::new(),
             yield_now: false,
+            clock_reads: 0,
             perturber: None,
             itimers: Default::default(),
             posix: Default::default(),
@@ -52,6 +62,18 @@ pub enum Sys {
     Blocked,
     /// The call does not return to its caller (exit, rt_sigreturn): rax is as the handler left it.
     NoReturn,
+}
+
+impl Scheduler {
+    /// Counts the current thread's system call `nr` toward the clock-spin rule.
+    pub fn note_call(&mut self, call: u32) {
+        use super::syscalls::nr;
+        if [nr::clock_gettime, nr::gettimeofday, nr::time].contains(&call) {
+            self.clock_reads += 1;
+        } else {
+            self.clock_reads = 0;
+        }
+    }
 }
 
 impl Kernel<'_> {
@@ -181,6 +203,9 @@ impl Kernel<'_> {
         if cur_runnable && self.points_yield() {
             self.sched.yield_now = true;
         }
+        if cur_runnable && self.sched.clock_reads >= SPIN_CLOCK_READS {
+            self.sched.yield_now = true;
+        }
         cur_runnable = self.perturb(cur, cur_runnable);
         // Taken either way: a yield does not outlive the thread's step.
         let yielding = std::mem::take(&mut self.sched.yield_now);
@@ -228,6 +253,7 @@ impl Kernel<'_> {
                 None => return Err(self.where_threads_are()),
             }
         };
+        self.sched.clock_reads = 0;
         if next != cur {
             if let Err(e) = self.switch(cur_alive.then_some(cur), next) {
                 self.engine_failure(e);

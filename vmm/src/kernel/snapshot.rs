@@ -12,7 +12,6 @@ use crate::schedule::Rng;
 use crate::EngineError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 const PAGE: usize = crate::machine::layout::PAGE_SIZE as usize;
 
@@ -155,7 +154,7 @@ impl KernelState {
 #[derive(Debug)]
 pub struct KeyframeClock {
     pub last_step: u64,
-    pub last_wall: Instant,
+    pub last_wall: std::time::Duration,
     /// The CPU time the last keyframe took: the wall-time rule waits at least
     /// ten times that, so keyframes of a large state (thousands of
     /// threads) take at most about a tenth of the run's time.
@@ -166,16 +165,27 @@ pub struct KeyframeClock {
     pub blob_pages: std::collections::HashSet<PageHash>,
 }
 
+/// CLOCK_MONOTONIC_COARSE (a few ms fine): read at every step, and unlike
+/// CLOCK_MONOTONIC the vDSO answers it without `rdtsc`, which faults on the
+/// thread that runs the guest (`machine::tsc`).
+fn coarse_wall() -> std::time::Duration {
+    clock(libc::CLOCK_MONOTONIC_COARSE)
+}
+
 /// The CPU time the calling thread has used: what a keyframe costs, which
 /// the wall time overstates on a loaded host (a keyframe descheduled for a
 /// second would put the next one ten seconds off).
 fn thread_cpu_time() -> std::time::Duration {
+    clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+fn clock(id: libc::clockid_t) -> std::time::Duration {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime fills the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    unsafe { libc::clock_gettime(id, &mut t) };
     std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
@@ -183,7 +193,7 @@ impl KeyframeClock {
     pub fn new(step: u64) -> KeyframeClock {
         KeyframeClock {
             last_step: step,
-            last_wall: Instant::now(),
+            last_wall: coarse_wall(),
             last_cost: Default::default(),
             pages: BTreeMap::new(),
             blob_pages: Default::default(),
@@ -194,7 +204,7 @@ impl KeyframeClock {
         let steps = step - self.last_step;
         steps >= KEYFRAME_STEPS
             || (steps >= KEYFRAME_MIN_STEPS
-                && self.last_wall.elapsed()
+                && coarse_wall().saturating_sub(self.last_wall)
                     >= (self.last_cost * 10)
                         .max(std::time::Duration::from_millis(KEYFRAME_WALL_MS)))
     }
@@ -238,7 +248,7 @@ impl Kernel<'_> {
         // put the second keyframe up to `KEYFRAME_STEPS` off, and a seek
         // there would replay all of them.
         clock.last_step = self.step;
-        clock.last_wall = Instant::now();
+        clock.last_wall = coarse_wall();
         clock.last_cost = if first {
             std::time::Duration::ZERO
         } else {

@@ -125,6 +125,9 @@ impl Kernel<'_> {
             return;
         };
         let (pid, ctid) = (t.pid, t.clear_child_tid);
+        if ctid != 0 {
+            self.race_exit(tid);
+        }
         if ctid != 0 && tid == self.cur_tid() {
             // A bad pointer here is the thread's problem, not the monitor's.
             if self.write_u32(ctid, 0).is_ok() {

@@ -15,6 +15,7 @@ pub mod paging;
 pub mod regs;
 pub mod snapshot;
 pub mod trampoline;
+pub mod tsc;
 pub mod watchdog;
 pub mod xstate;
 

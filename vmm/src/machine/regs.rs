@@ -11,6 +11,8 @@ const CR0_NE: u64 = 1 << 5;
 const CR0_WP: u64 = 1 << 16;
 const CR0_AM: u64 = 1 << 18;
 const CR0_PG: u64 = 1 << 31;
+/// Time stamp disable: `rdtsc` and `rdtscp` from ring 3 fault (`tsc.rs`).
+const CR4_TSD: u64 = 1 << 2;
 const CR4_PAE: u64 = 1 << 5;
 const CR4_OSFXSR: u64 = 1 << 9;
 const CR4_OSXMMEXCPT: u64 = 1 << 10;
@@ -38,7 +40,7 @@ pub fn user_rflags(r11: u64) -> u64 {
 pub fn initial_sregs(mut s: kvm_sregs, cr3: u64, xsave: bool) -> kvm_sregs {
     s.cr0 = CR0_PE | CR0_MP | CR0_ET | CR0_NE | CR0_WP | CR0_AM | CR0_PG;
     s.cr3 = cr3;
-    s.cr4 = CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT | if xsave { CR4_OSXSAVE } else { 0 };
+    s.cr4 = CR4_TSD | CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT | if xsave { CR4_OSXSAVE } else { 0 };
     s.efer = EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE;
     s.gdt.base = gdt::GDT_BASE;
     s.gdt.limit = gdt::GDT_LIMIT;

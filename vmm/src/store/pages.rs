@@ -45,7 +45,12 @@ impl PageStore {
         let parent = path.parent().expect("a page path has a parent");
         std::fs::create_dir_all(parent).map_err(io(parent))?;
         let packed = zstd::bulk::compress(bytes, ZSTD_LEVEL).map_err(io(&path))?;
-        let tmp = parent.join(format!(".tmp-{}-{}", hex(&h), std::process::id()));
+        // One name per writer: two threads of a check (`--jobs`) may put
+        // the same page at once, and one's rename must not find the other's
+        // temporary file gone.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = parent.join(format!(".tmp-{}-{}-{n}", hex(&h), std::process::id()));
         let written = std::fs::write(&tmp, &packed)
             .map_err(io(&tmp))
             .and_then(|_| std::fs::rename(&tmp, &path).map_err(io(&path)));

@@ -28,6 +28,7 @@ impl Kernel<'_> {
         let tid = self.cur_tid();
         let nr = u32::try_from(r.rax).unwrap_or(u32::MAX);
         let call = PendingCall { nr, args };
+        self.sched.note_call(nr);
         let Some((def, handler)) = served(nr) else {
             let ret = -(ENOSYS.0 as i64);
             self.m.regs_mut().rax = ret as u64;

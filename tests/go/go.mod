@@ -1,0 +1,3 @@
+module rewind.test/go
+
+go 1.19
