@@ -40,7 +40,40 @@ pub fn rewind_bin() -> PathBuf {
          or set REWIND_BIN",
         bin.display()
     );
+    static FRESH: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    FRESH.get_or_init(|| assert_not_stale(&bin));
     bin
+}
+
+/// Fails when a source of the crates linked into `rewind` is newer than
+/// the binary: `cargo test -p rewind-tests` does not rebuild it, and a
+/// stale one fails tests for changes long since made or undone.
+fn assert_not_stale(bin: &Path) {
+    let built = std::fs::metadata(bin).and_then(|m| m.modified());
+    let Ok(built) = built else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut dirs: Vec<PathBuf> = ["vmm/src", "adapter/src", "symbols/src", "nixstore/src"]
+        .iter()
+        .map(|d| root.join(d))
+        .collect();
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let Ok(meta) = e.metadata() else { continue };
+            if meta.is_dir() {
+                dirs.push(path);
+            } else if meta.modified().is_ok_and(|t| t > built) {
+                panic!(
+                    "{} is older than {}: build it first (`cargo build -p rewind-adapter`)",
+                    bin.display(),
+                    path.display()
+                );
+            }
+        }
+    }
 }
 
 /// A guest program built by `build.rs` (`threads`, `threads-musl`,
