@@ -413,7 +413,7 @@ fn shards_as_nix_derivations() {
     let rewind = dir.path().join("rewind");
     std::os::unix::fs::symlink(rewind_tests::rewind_bin(), &rewind).unwrap();
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../contrib/nix/shards.nix");
-    let check = ["--example", "bank", "--schedules", "12", "--jobs", "1"];
+    let check = ["--example", "bank", "--schedules", "16", "--jobs", "1"];
     let quoted: Vec<String> = check.iter().map(|a| format!("\"{a}\"")).collect();
     let file = dir.path().join("check.nix");
     std::fs::write(
