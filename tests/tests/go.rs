@@ -15,12 +15,27 @@ use rewind_tests::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Whether the guest's `rdtsc` reads the machine's virtual counter here.
+/// Whether the guest's `rdtsc` reads the machine's virtual counter here
+/// (`rewind doctor`, asked once).
 fn rdtsc_trapped() -> bool {
-    let out = Home::unreplayed().rewind(&["doctor"]);
-    out.stdout
-        .lines()
-        .any(|l| l.starts_with("ok  rdtsc is trapped"))
+    static TRAPPED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TRAPPED.get_or_init(|| {
+        let out = Home::unreplayed().rewind(&["doctor"]);
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("ok  rdtsc is trapped"))
+    })
+}
+
+/// `bank_test` for a check, which narrows by replaying: None, said, where
+/// Go's runs cannot replay.
+fn checked_bank_test(fixed: bool) -> Option<String> {
+    let test = bank_test(fixed)?;
+    if !rdtsc_trapped() {
+        skipped("a check of a Go test: its narrowing replays, and rdtsc is not trapped on this host (PVM)");
+        return None;
+    }
+    Some(test)
 }
 
 /// A home whose runs are replayed at its end where Go's runs can be.
@@ -143,11 +158,9 @@ fn go_programs_run_as_natively_at_one_and_four_cores() {
 
 #[test]
 fn check_finds_the_lost_deposit_of_a_go_test_and_where_names_its_line() {
-    let Some(racy) = bank_test(false) else { return };
-    if !rdtsc_trapped() {
-        skipped("a check of a Go test: its narrowing replays, and rdtsc is not trapped on this host (PVM)");
+    let Some(racy) = checked_bank_test(false) else {
         return;
-    }
+    };
     let h = Home::new();
     let out = h.rewind(&["check", "--cores", "2", "--schedules", "8", "--", &racy]);
     assert_eq!(out.code, 1, "the check finds the lost deposit:\n{out}");
@@ -167,11 +180,9 @@ fn check_finds_the_lost_deposit_of_a_go_test_and_where_names_its_line() {
 
 #[test]
 fn the_fixed_go_test_passes_the_check() {
-    let Some(fixed) = bank_test(true) else { return };
-    if !rdtsc_trapped() {
-        skipped("a check of a Go test: its narrowing replays, and rdtsc is not trapped on this host (PVM)");
+    let Some(fixed) = checked_bank_test(true) else {
         return;
-    }
+    };
     let h = Home::new();
     let out = h.rewind(&["check", "--cores", "2", "--schedules", "8", "--", &fixed]);
     assert_eq!(out.code, 0, "the fixed bank loses no deposit:\n{out}");

@@ -72,21 +72,7 @@ pub fn seek<R>(
     step: u64,
     look: impl FnOnce(&mut vmm::kernel::Kernel) -> R,
 ) -> Result<R> {
-    within(run, step)?;
-    let inside = Inside::of(run, step)?;
-    let pages = inside.store.pages();
-    match at_step(
-        &inside.inputs,
-        inside.keyframe(),
-        &pages,
-        step,
-        &inside.limits,
-        look,
-    ) {
-        Ok(r) => Ok(r),
-        Err(SeekError::Ended(at)) => Err(ended(run, step, at)),
-        Err(e) => Err(e.into()),
-    }
+    seek_in(run, step, look)?.map_err(|e| seek_error(run, step, e))
 }
 
 /// `seek`, but at the step that ended the run (where no process is left
@@ -98,37 +84,53 @@ pub fn seek_or_last<R>(
     step: u64,
     look: impl FnOnce(&mut vmm::kernel::Kernel) -> R,
 ) -> Result<R> {
+    // `look` runs once, in whichever seek reaches the machine.
+    let mut look = Some(look);
+    let mut once = |k: &mut vmm::kernel::Kernel| look.take().map(|f| f(k));
+    let got = match seek_in(run, step, &mut once)? {
+        Err(SeekError::Ended(at)) if at == step && step > 0 => {
+            let before = Inside::of(run, step - 1)?;
+            let pages = before.store.pages();
+            let limits = &before.limits;
+            at_exit(
+                &before.inputs,
+                before.keyframe(),
+                &pages,
+                step,
+                limits,
+                &mut once,
+            )
+        }
+        got => got,
+    };
+    got.map_err(|e| seek_error(run, step, e))?
+        .context("the look at the step ran twice")
+}
+
+/// The seek of `seek`, its engine's error as it came.
+fn seek_in<R>(
+    run: &Run,
+    step: u64,
+    look: impl FnOnce(&mut vmm::kernel::Kernel) -> R,
+) -> Result<Result<R, SeekError>> {
     within(run, step)?;
     let inside = Inside::of(run, step)?;
     let pages = inside.store.pages();
-    let mut look = Some(look);
-    let mut once = |k: &mut vmm::kernel::Kernel| look.take().map(|f| f(k));
-    let ended_at = match at_step(
+    let keyframe = inside.keyframe();
+    Ok(at_step(
         &inside.inputs,
-        inside.keyframe(),
+        keyframe,
         &pages,
         step,
         &inside.limits,
-        &mut once,
-    ) {
-        Ok(r) => return r.context("the look at the step ran twice"),
-        Err(SeekError::Ended(at)) => at,
-        Err(e) => return Err(e.into()),
-    };
-    if ended_at != step || step == 0 {
-        return Err(ended(run, step, ended_at));
-    }
-    let before = Inside::of(run, step - 1)?;
-    match at_exit(
-        &before.inputs,
-        before.keyframe(),
-        &pages,
-        step,
-        &before.limits,
-        &mut once,
-    ) {
-        Ok(r) => r.context("the look at the step ran twice"),
-        Err(SeekError::Ended(at)) => Err(ended(run, step, at)),
-        Err(e) => Err(e.into()),
+        look,
+    ))
+}
+
+/// A seek's error as the front ends say it.
+fn seek_error(run: &Run, step: u64, e: SeekError) -> anyhow::Error {
+    match e {
+        SeekError::Ended(at) => ended(run, step, at),
+        e => e.into(),
     }
 }

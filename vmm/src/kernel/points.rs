@@ -333,13 +333,8 @@ impl Kernel<'_> {
             };
             let (atomic, write) = (access == Access::Atomic, access != Access::Read);
             if let (Some(t), false) = (from, atomic) {
-                let ordered = self
-                    .points
-                    .race
-                    .as_ref()
-                    .unwrap()
-                    .ordered(pid, page, t, tid);
-                if ordered || !self.race_unordered(pid, page, t, write) {
+                if self.race_ordered(pid, page, t, tid) || !self.race_unordered(pid, page, t, write)
+                {
                     // Handed over in order: the page is the new thread's, no point.
                     self.race_grant(pid, page, tid);
                     self.points.owners.insert((pid, page), Owner::Thread(tid));
@@ -347,16 +342,15 @@ impl Kernel<'_> {
                     return true;
                 }
             }
-            let r = self.points.race.as_mut().unwrap();
-            if let (Some(_), true) = (from, atomic) {
-                let u = super::races::Unordered {
-                    atomic: true,
-                    write: true,
-                    ..Default::default()
-                };
-                r.unordered(pid, page, u);
-            }
-            if atomic {
+            if let (Some(r), true) = (self.points.race.as_mut(), atomic) {
+                if from.is_some() {
+                    let u = super::races::Unordered {
+                        atomic: true,
+                        write: true,
+                        ..Default::default()
+                    };
+                    r.unordered(pid, page, u);
+                }
                 r.atomic(pid, cr2, tid, from);
             }
         }

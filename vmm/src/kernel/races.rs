@@ -501,9 +501,17 @@ impl Kernel<'_> {
             return;
         }
         let now = self.page_now(pid, page).map(<[u8]>::to_vec);
-        let r = self.points.race.as_mut().unwrap();
+        let Some(r) = self.points.race.as_mut() else {
+            return;
+        };
         r.grant(pid, page, tid);
         r.keep(pid, page, now.as_deref());
+    }
+
+    /// Whether `tid`'s access to the page now is ordered after `owner`'s
+    /// tenure (`RaceState::ordered`); false without race-directed points.
+    pub(super) fn race_ordered(&self, pid: Pid, page: u64, owner: Tid, tid: Tid) -> bool {
+        (self.points.race.as_ref()).is_some_and(|r| r.ordered(pid, page, owner, tid))
     }
 
     /// A change of owner of the page, from `owner` to the running thread,
@@ -574,14 +582,16 @@ impl Kernel<'_> {
         let mut page = page_down(va);
         while page <= last {
             let owner = self.points.owners.get(&(pid, page)).copied();
-            let r = self.points.race.as_ref().unwrap();
+            let listed = (self.points.race.as_ref()).is_some_and(|r| r.listed(page));
             match owner {
-                None if !r.listed(page) => {
+                None if !listed => {
                     self.race_grant(pid, page, tid);
                     self.points.owners.insert((pid, page), Owner::Thread(tid));
                 }
                 Some(Owner::Thread(t)) if t != tid => {
-                    if r.ordered(pid, page, t, tid) || !self.race_unordered(pid, page, t, write) {
+                    if self.race_ordered(pid, page, t, tid)
+                        || !self.race_unordered(pid, page, t, write)
+                    {
                         self.race_grant(pid, page, tid);
                         self.points.owners.insert((pid, page), Owner::Thread(tid));
                     } else {
