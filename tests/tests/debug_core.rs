@@ -8,7 +8,7 @@
 
 use object::{Object, ObjectSymbol};
 use rewind_tests::Home;
-use vmm::debug::{DebugError, Origin, Session, Stop, Watch, WatchKind};
+use vmm::debug::{DebugCore, DebugError, Origin, Stop, Watch, WatchKind};
 
 /// The failing run `rewind check --example pool` finds (a worker's SIGSEGV).
 pub fn failing_pool(home: &Home) -> String {
@@ -24,7 +24,7 @@ fn symbol(elf: &[u8], name: &str) -> u64 {
 }
 
 /// Adds `w`, continues, and expects to stop at it: the thread that hit it.
-fn stop_at_watch(s: &mut Session, w: Watch) -> vmm::kernel::task::Tid {
+fn stop_at_watch(s: &mut DebugCore, w: Watch) -> vmm::kernel::task::Tid {
     s.add_watch(w);
     match s.cont().unwrap() {
         Stop::Watch { tid, watch, .. } if watch == w => tid,
@@ -42,11 +42,11 @@ fn upper_half(addr: u64) -> Watch {
     }
 }
 
-fn open(home: &Home, id: &str, step: u64) -> Session {
+fn open(home: &Home, id: &str, step: u64) -> DebugCore {
     let store = vmm::store::Store::at(home.path());
     let run = store.resolve(id).expect("the run");
     let origin = Origin::of_run(&run, &store).expect("its keyframes");
-    Session::open(origin, step, None).expect("the session opens")
+    DebugCore::open(origin, step, None).expect("the session opens")
 }
 
 #[test]
@@ -242,7 +242,7 @@ fn watchpoints_on_a_run_with_memory_points() {
 
 /// What a session shows where it stands: the step, the thread on the CPU,
 /// every thread's registers and the counter the threads share.
-fn state(s: &mut Session, shared: u64) -> (u64, u32, Vec<String>, Vec<u8>) {
+fn state(s: &mut DebugCore, shared: u64) -> (u64, u32, Vec<String>, Vec<u8>) {
     let regs = s
         .threads()
         .into_iter()

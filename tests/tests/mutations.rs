@@ -684,7 +684,7 @@ fn restoring_a_crafted_kernel_state() {
         mutate_bytes(&mut rng, &mut crafted.kernel);
         // One that does not decode is not restorable: the seek starts from
         // an earlier keyframe or step 0, as for a keyframe of another build.
-        if !vmm::kernel::snapshot::restorable(&crafted, &pages) {
+        if !vmm::kernel::save_restore::restorable(&crafted, &pages) {
             skipped += 1;
             continue;
         }

@@ -18,9 +18,9 @@ pub mod machine;
 pub mod record;
 pub mod replay;
 pub mod run;
+pub mod runner;
 pub mod schedule;
-pub mod session;
-pub mod shell;
 pub mod store;
+pub mod terminal;
 
 pub use error::EngineError;

@@ -3,7 +3,7 @@
 //! kernel shares with the layers above it (the manifest, events, keyframes,
 //! the recorder and page-source traits, the schedule's perturbations) sits
 //! below it, in `run` and `schedule`. The front ends are the adapter crate,
-//! which `vmm` cannot name at all; `debug`, `inspect` and `shell` are their engine
+//! which `vmm` cannot name at all; `debug`, `inspect` and `terminal` are their engine
 //! parts, the highest layer inside `vmm`.
 //!
 //! The check reads every source file's paths (`crate::x`, `use crate::{x,
@@ -29,9 +29,9 @@ fn vmm() -> Layers {
             &["machine"],
             &["error", "image", "run", "schedule"],
             &["kernel"],
-            &["record", "store", "session", "replay"],
+            &["record", "store", "runner", "replay"],
             &["check"],
-            &["debug", "inspect", "shell"],
+            &["debug", "inspect", "terminal"],
         ],
         sideways: true,
         // The crate's one error type, which every layer returns
@@ -64,7 +64,7 @@ fn a_planted_upward_import_fails() {
     let fails = |module: &str, code: &str| vmm.violations(&at(module), code);
     assert_eq!(
         fails("kernel::fs::io", "use crate::store::pages::PageStore;"),
-        ["kernel::fs::io (kernel) names store (record/store/session/replay)"]
+        ["kernel::fs::io (kernel) names store (record/store/runner/replay)"]
     );
     assert_eq!(fails("machine::memory", "crate::run::Event").len(), 1);
     assert_eq!(fails("machine", "use super::kernel::Kernel;").len(), 1);
@@ -73,11 +73,11 @@ fn a_planted_upward_import_fails() {
         1
     );
     assert_eq!(
-        fails("check::narrow", "crate::debug::Session::new()").len(),
+        fails("check::narrow", "crate::debug::DebugCore::new()").len(),
         1
     );
     assert_eq!(
-        fails("kernel::mm", "use super::super::session::Limits;").len(),
+        fails("kernel::mm", "use super::super::runner::Limits;").len(),
         1
     );
     // A crate-root name is its module's (`EngineError` is `error`'s); one
@@ -126,10 +126,7 @@ fn the_check_finds_every_kind_of_path() {
         ["check", "record"]
     );
     assert_eq!(tops("use super::super::errno::*;"), ["kernel"]);
-    assert_eq!(
-        tops("use super::super::super::session::Limits;"),
-        ["session"]
-    );
+    assert_eq!(tops("use super::super::super::runner::Limits;"), ["runner"]);
     assert_eq!(
         tops("pub(crate) fn f() -> crate::EngineError"),
         ["EngineError"]

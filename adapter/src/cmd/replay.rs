@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::time::Duration;
 use vmm::replay::{MemRecorder, Verdict};
-use vmm::session;
+use vmm::runner;
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
@@ -32,7 +32,7 @@ pub fn main(args: ReplayArgs) -> Result<i32> {
         .timeout
         .or(limits.timeout.map(|t| t * 10 + Duration::from_secs(60)));
     let mut rec = MemRecorder::default();
-    let outcome = session::run(
+    let outcome = runner::run(
         &inputs,
         &limits,
         &mut crate::progress::Progress::new(&mut rec, "replaying", run.meta.steps),

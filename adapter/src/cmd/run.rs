@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use vmm::run::{ExitStatus, Pct};
 use vmm::run::{Limits, Outcome};
-use vmm::session;
+use vmm::runner;
 use vmm::store::{RunDetails, Store};
 
 #[derive(Args, Debug)]
@@ -210,7 +210,7 @@ pub fn record(
     let quiet = args.quiet;
     rec.set_echo(!quiet);
     rec.set_keyframes(!args.no_keyframes);
-    let outcome = session::run(inputs, limits, &mut rec)?;
+    let outcome = runner::run(inputs, limits, &mut rec)?;
     if let Some(hashing) = hashing {
         let hash = hashing.wait().context("cannot read the image")?;
         rec.set_image(hash)?;

@@ -8,8 +8,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use vmm::kernel::shell::ShellSpec;
-use vmm::shell::{shell_at, Terminal};
+use vmm::kernel::inject::ShellSpec;
+use vmm::terminal::{shell_at, Terminal};
 
 /// Where busybox and its applets are in the shell's tree.
 const BUSYBOX_DIR: &str = "/rewind/busybox";

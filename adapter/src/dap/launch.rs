@@ -16,7 +16,7 @@ use vmm::check::Strategy;
 use vmm::record::fork::ForkWith;
 use vmm::run::Limits;
 use vmm::run::{Event as RunEvent, EventKind, Recorder};
-use vmm::session;
+use vmm::runner;
 use vmm::store::{Run, RunDetails, Store};
 
 /// Why the session first stops.
@@ -434,7 +434,7 @@ fn record_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> R
             inner: &mut rec,
             out: out.clone(),
         };
-        session::run(inputs, &limits, &mut fwd)
+        runner::run(inputs, &limits, &mut fwd)
     };
     let outcome = match outcome {
         Ok(o) => o,

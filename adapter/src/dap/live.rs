@@ -10,12 +10,12 @@ use std::sync::Arc;
 use symbols::lines::LineTable;
 use symbols::values::FrameVariables;
 use symbols::Symbolizer;
-use vmm::debug::{DebugError, Origin, Position, Session as Core, Stop as CoreStop, Watch};
+use vmm::debug::{DebugCore, DebugError, Origin, Position, Stop as CoreStop, Watch};
 use vmm::store::{Run, Store};
 
 /// The core opened on a run, with what resolves its addresses.
 pub struct Live {
-    pub core: Core,
+    pub core: DebugCore,
     /// The symbols and line table of the current thread's process
     /// (`follow`): a process that execed another program has its own.
     pub sym: Option<Arc<Symbolizer>>,
@@ -68,10 +68,10 @@ impl Live {
     /// `budget`: the bytes its snapshots in memory may hold.
     pub fn open(run: &Run, store: &Store, step: u64, budget: u64) -> Result<Live> {
         let origin = Origin::of_run(run, store)?;
-        let mut core = match Core::open(origin, step, None) {
+        let mut core = match DebugCore::open(origin, step, None) {
             Ok(c) => c,
             Err(DebugError::Ended(_)) if step > 0 => {
-                Core::open(Origin::of_run(run, store)?, step - 1, None)?
+                DebugCore::open(Origin::of_run(run, store)?, step - 1, None)?
             }
             Err(e) => return Err(e.into()),
         };
@@ -252,7 +252,7 @@ impl Live {
 }
 
 /// Memory through the debug core, for the symbols crate.
-pub struct CoreMemory<'a>(pub &'a mut vmm::debug::Session);
+pub struct CoreMemory<'a>(pub &'a mut vmm::debug::DebugCore);
 
 impl symbols::Memory for CoreMemory<'_> {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {

@@ -90,7 +90,9 @@ impl Session {
     /// The debug core at the position (the session's, `live.rs`: inside a
     /// step too), and the program's symbols. A write makes the session
     /// diverge; moving away returns to the recording.
-    fn machine(&mut self) -> Result<(&mut vmm::debug::Session, Option<Arc<symbols::Symbolizer>>)> {
+    fn machine(
+        &mut self,
+    ) -> Result<(&mut vmm::debug::DebugCore, Option<Arc<symbols::Symbolizer>>)> {
         let live = self.live()?;
         let sym = live.sym.clone();
         Ok((&mut live.core, sym))

@@ -12,7 +12,7 @@ use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
-use vmm::debug::{DebugError, Origin, Session};
+use vmm::debug::{DebugCore, DebugError, Origin};
 use vmm::store::Run;
 
 mod files;
@@ -169,11 +169,11 @@ pub fn main(args: GdbArgs) -> Result<i32> {
 
 /// The debug session at the step and process asked for, and the thread
 /// gdb starts with.
-fn open(args: &GdbArgs, run: &Run) -> Result<(Session, u32)> {
+fn open(args: &GdbArgs, run: &Run) -> Result<(DebugCore, u32)> {
     let store = crate::app::store()?;
     let origin =
         Origin::of_run(run, &store).with_context(|| format!("cannot debug run {}", run.id))?;
-    let session = match Session::open(origin, args.step, args.pid) {
+    let session = match DebugCore::open(origin, args.step, args.pid) {
         Ok(s) => s,
         Err(DebugError::Ended(at)) => return Err(crate::app::inside::ended(run, args.step, at)),
         Err(e) => return Err(e.into()),
@@ -196,7 +196,7 @@ fn open(args: &GdbArgs, run: &Run) -> Result<(Session, u32)> {
 /// debug info and sources found for it. Its path, and gdb's words that
 /// name those files.
 fn write_program(
-    session: &mut Session,
+    session: &mut DebugCore,
     run: &Run,
     dir: &std::path::Path,
 ) -> Result<(PathBuf, Vec<String>)> {
@@ -265,7 +265,7 @@ fn start_gdb(gdb_words: &[String]) -> Result<std::process::Child> {
 
 /// Serves one gdb connection until it detaches or the process ends.
 fn serve(
-    session: Session,
+    session: DebugCore,
     first: u32,
     stream: Box<dyn ConnectionExt<Error = std::io::Error>>,
 ) -> Result<()> {

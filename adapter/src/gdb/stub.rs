@@ -1,4 +1,4 @@
-//! The gdb remote stub: a `vmm::debug::Session` served over gdb's remote
+//! The gdb remote stub: a `vmm::debug::DebugCore` served over gdb's remote
 //! protocol by the gdbstub crate. Every thread of the process is a gdb
 //! thread; registers include `orig_rax`, `fs_base` and `gs_base`, and
 //! the connection answers `qGetTLSAddr` (`tls.rs`: thread-locals, and
@@ -25,7 +25,7 @@ use gdbstub::target::ext::breakpoints::{
 };
 use gdbstub::target::{Target, TargetError, TargetResult};
 use gdbstub_arch::x86::reg::X86_64CoreRegs;
-use vmm::debug::{DebugError, Session, Stop, ThreadRegs, Watch};
+use vmm::debug::{DebugCore, DebugError, Stop, ThreadRegs, Watch};
 use vmm::run::ExitStatus;
 
 /// Files gdb has open (`hostio.rs`): their bytes, read whole when opened.
@@ -108,7 +108,7 @@ enum Action {
 
 /// The stub's target: a session, and what to do on the next resume.
 pub struct Stub {
-    pub session: Session,
+    pub session: DebugCore,
     /// The thread gdb sees first (and stops in at first).
     pub first: u32,
     action: Option<Action>,
@@ -121,7 +121,7 @@ pub struct Stub {
 }
 
 impl Stub {
-    pub fn new(mut session: Session, first: u32) -> Stub {
+    pub fn new(mut session: DebugCore, first: u32) -> Stub {
         let pid = session.pid();
         let layout = session
             .kernel()

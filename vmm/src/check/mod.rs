@@ -22,7 +22,7 @@ use crate::record::fork::{fork_manifest, ForkWith};
 use crate::run::keyframe::Keyframe;
 use crate::run::{Event, ExitStatus, Pct, Perturbation, Perturbed, Points};
 use crate::run::{Limits, Outcome, RunInputs};
-use crate::session;
+use crate::runner;
 use crate::store::{RunDetails, Store, StoreError};
 use crate::EngineError;
 use property::{Judged, Property, Verdict};
@@ -554,7 +554,7 @@ impl<'a> Checker<'a> {
         rec.set_echo(false);
         let outcome = match start {
             Some((run, kf)) => run.run_fork(self.store, Some(&kf), inputs, limits, &mut rec)?,
-            None => session::run(inputs, limits, &mut rec)?,
+            None => runner::run(inputs, limits, &mut rec)?,
         };
         for w in rec.take_warnings() {
             self.warn(w.to_string());

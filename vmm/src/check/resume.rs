@@ -117,7 +117,7 @@ impl Checker<'_> {
         let start = first.and_then(|f| self.shared_keyframe(planned, donors, f));
         let mut discard = crate::run::Discard;
         Ok(match start {
-            Some((_, kf)) => crate::session::run_from(
+            Some((_, kf)) => crate::runner::run_from(
                 &inputs,
                 &kf,
                 &self.store.pages(),
@@ -125,7 +125,7 @@ impl Checker<'_> {
                 &limits,
                 &mut discard,
             )?,
-            None => crate::session::run(&inputs, &limits, &mut discard)?,
+            None => crate::runner::run(&inputs, &limits, &mut discard)?,
         })
     }
 }

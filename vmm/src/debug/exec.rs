@@ -3,7 +3,7 @@
 //! here and are not steps; every other exit goes to the kernel as in the
 //! recording.
 
-use super::{DebugError, Op, Position, Session, Stop, Watch, WatchKind, PTE_ADDR};
+use super::{DebugCore, DebugError, Op, Position, Stop, Watch, WatchKind, PTE_ADDR};
 use crate::kernel::signal::{SIGBUS, SIGFPE, SIGILL, SIGSEGV, SIGTRAP};
 use crate::kernel::task::Tid;
 use crate::machine::insn::{memory_operands, AddrRegs, MemAccess};
@@ -107,7 +107,7 @@ fn on_page(addr: u64, len: u64, page: u64) -> bool {
     addr < page + PAGE_SIZE && page <= addr.saturating_add(len.max(1) - 1)
 }
 
-impl Session {
+impl DebugCore {
     fn rip(&self) -> u64 {
         self.live.k.m.regs().rip
     }
@@ -530,7 +530,7 @@ impl Session {
                     other => break other,
                 }
             };
-            let relift = |s: &mut Session| {
+            let relift = |s: &mut DebugCore| {
                 if let Some((pa, _)) = lifted {
                     let _ = s.live.k.m.ram.write(pa, &[INT3]);
                 }

@@ -1,7 +1,7 @@
 //! Registers and memory of the debugged process, through its page tables;
 //! the monitor's `int3`s are hidden from every read.
 
-use super::{DebugError, Session, PTE_ADDR};
+use super::{DebugCore, DebugError, PTE_ADDR};
 use crate::kernel::task::Tid;
 use crate::machine::layout::{PAGE_SIZE, USER_END};
 use crate::machine::paging::PTE_PRESENT;
@@ -29,7 +29,7 @@ fn fxsave_of(x: &crate::machine::ExtendedState) -> Vec<u8> {
         .collect()
 }
 
-impl Session {
+impl DebugCore {
     pub fn registers(&self, tid: Tid) -> Result<ThreadRegs, DebugError> {
         let k = &self.live.k;
         let t = k.threads.get(&tid).ok_or(DebugError::NoThread(tid))?;

@@ -15,7 +15,7 @@
 //!   Nothing preempts a thread between exits, so that names one moment.
 //!   The hit is counted only for addresses that carry an `int3` for the whole
 //!   span; otherwise it is found when asked for by replaying the span
-//!   from its start along the route that led here (`Session::position`).
+//!   from its start along the route that led here (`DebugCore::position`).
 //! - **Reverse execution** restores a keyframe, replays, and stops at the
 //!   previous instruction or the previous breakpoint or watchpoint hit.
 //!   After memory or registers were written, the session is no longer the
@@ -24,7 +24,7 @@
 mod exec;
 mod memory;
 mod reverse;
-mod snapshots;
+mod snapshot_cache;
 
 use crate::kernel::task::{Pid, Tid};
 use crate::kernel::Kernel;
@@ -38,7 +38,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 pub use memory::ThreadRegs;
-pub use snapshots::{
+pub use snapshot_cache::{
     process_usage as snapshot_process_usage, set_process_budget as set_process_snapshot_budget,
     Stats as SnapshotStats, DEFAULT_BUDGET as DEFAULT_SNAPSHOT_BUDGET,
 };
@@ -190,7 +190,7 @@ impl Origin {
     fn keyframe(&self, i: usize) -> Option<(Keyframe, bool)> {
         self.keyframes[..=i].iter().rev().find_map(|k| {
             let kf = k.file.get(k.index).ok()?;
-            crate::kernel::snapshot::restorable(&kf, &self.pages).then_some((kf, k.own))
+            crate::kernel::save_restore::restorable(&kf, &self.pages).then_some((kf, k.own))
         })
     }
 
@@ -208,7 +208,7 @@ impl Origin {
     }
 }
 
-/// One route step from a span's start to a stop (see `Session::position`).
+/// One route step from a span's start to a stop (see `DebugCore::position`).
 #[derive(Debug, Clone)]
 enum Op {
     Step,
@@ -242,8 +242,10 @@ struct Live {
     ended: Option<ExitStatus>,
 }
 
-/// A debugging session on one process of a run.
-pub struct Session {
+/// The debug core: a debugging session on one process of a run, the run
+/// opened at a step as a fork that records nothing. The gdb stub and the
+/// DAP server drive it (the DAP's own `Session` is the protocol's side).
+pub struct DebugCore {
     origin: Rc<Origin>,
     live: Live,
     pid: Pid,
@@ -251,20 +253,20 @@ pub struct Session {
     watches: Vec<Watch>,
     /// Set when memory or registers were written: no longer the recording.
     modified: bool,
-    snaps: snapshots::Snapshots,
+    snaps: snapshot_cache::Snapshots,
 }
 
-impl Session {
+impl DebugCore {
     /// Opens the run at `step` (after that step was served), on process `pid`
     /// (default: the process of the thread on the CPU). At the step of the
     /// fault that ended the run, there is no after: the session stands where
     /// the fault was raised, its signal pending, every thread as it was (as
     /// a core file shows them).
-    pub fn open(origin: Origin, step: u64, pid: Option<Pid>) -> Result<Session, DebugError> {
+    pub fn open(origin: Origin, step: u64, pid: Option<Pid>) -> Result<DebugCore, DebugError> {
         let origin = Rc::new(origin);
-        match Session::open_after(origin.clone(), step, pid) {
+        match DebugCore::open_after(origin.clone(), step, pid) {
             Err(DebugError::Ended(at)) if at == step && step > 0 => {
-                Session::at_fatal_fault(origin, step, pid)
+                DebugCore::at_fatal_fault(origin, step, pid)
             }
             r => r,
         }
@@ -275,8 +277,8 @@ impl Session {
         origin: Rc<Origin>,
         step: u64,
         pid: Option<Pid>,
-    ) -> Result<Session, DebugError> {
-        let mut s = Session::open_after(origin, step - 1, pid)?;
+    ) -> Result<DebugCore, DebugError> {
+        let mut s = DebugCore::open_after(origin, step - 1, pid)?;
         match s.cont()? {
             Stop::Signal { .. } => {
                 if pid.is_none() {
@@ -289,15 +291,19 @@ impl Session {
         }
     }
 
-    fn open_after(origin: Rc<Origin>, step: u64, pid: Option<Pid>) -> Result<Session, DebugError> {
-        let mut snaps = snapshots::Snapshots::new(origin.pages.clone());
+    fn open_after(
+        origin: Rc<Origin>,
+        step: u64,
+        pid: Option<Pid>,
+    ) -> Result<DebugCore, DebugError> {
+        let mut snaps = snapshot_cache::Snapshots::new(origin.pages.clone());
         let k = snaps.kernel_at(&origin, step)?;
         let pid = match pid {
             Some(p) if k.procs.contains_key(&p) => p,
             Some(p) => return Err(DebugError::NoProcess(p)),
             None => k.cur_pid(),
         };
-        let mut s = Session {
+        let mut s = DebugCore {
             origin,
             live: Live::new(k),
             pid,

@@ -2,9 +2,9 @@
 //! previous instruction or the previous breakpoint or watchpoint hit.
 
 use super::exec::{Ev, How};
-use super::{DebugError, Op, Position, Session, Stop};
+use super::{DebugCore, DebugError, Op, Position, Stop};
 
-impl Session {
+impl DebugCore {
     /// A fresh machine at the start of span `step`, counting hits of
     /// `tracked` (or of every instruction) from there.
     fn replay_from(
@@ -108,7 +108,7 @@ impl Session {
     /// Goes to the start of span `step`: right after that step was served.
     /// At the step of the fault that ended the run, there is no after: the
     /// machine stands where the fault was raised, its signal pending (as
-    /// `Session::open` opens there).
+    /// `DebugCore::open` opens there).
     pub fn go_to_step(&mut self, step: u64) -> Result<(), DebugError> {
         if self.modified {
             return Err(DebugError::Diverged);

@@ -10,6 +10,7 @@ pub mod fault;
 pub mod fs;
 pub mod futex;
 pub mod identity;
+pub mod inject;
 pub mod mm;
 pub mod net;
 pub mod points;
@@ -17,11 +18,10 @@ pub mod posix_timer;
 pub mod process;
 pub mod races;
 pub mod render;
+pub mod save_restore;
 pub mod sched;
 pub mod sdk;
-pub mod shell;
 pub mod signal;
-pub mod snapshot;
 pub mod stack;
 pub mod symbols;
 pub mod syscalls;
@@ -82,7 +82,7 @@ pub struct Kernel<'r> {
     /// How much has been recorded: events, output bytes, switches.
     pub recorded: crate::run::keyframe::Recorded,
     /// The keyframe policy's state; None when the recorder keeps none.
-    keyframes: Option<snapshot::KeyframeClock>,
+    keyframes: Option<save_restore::KeyframeClock>,
     /// Set when the run is over.
     status: Option<ExitStatus>,
     /// A failure of the monitor itself (not of the guest) ends the run with it.
@@ -121,7 +121,7 @@ impl<'r> Kernel<'r> {
             recorded: Default::default(),
             keyframes: rec
                 .wants_keyframes()
-                .then(|| snapshot::KeyframeClock::new(0)),
+                .then(|| save_restore::KeyframeClock::new(0)),
             status: None,
             failure: None,
             rec,

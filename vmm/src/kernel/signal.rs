@@ -207,7 +207,7 @@ impl SigAction {
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ProcessSignals {
-    #[serde(with = "crate::kernel::snapshot::array_serde")]
+    #[serde(with = "crate::kernel::save_restore::array_serde")]
     pub actions: [SigAction; NSIG],
     /// Process-directed signals (kill) no thread has taken yet.
     pub shared: Vec<SigInfo>,

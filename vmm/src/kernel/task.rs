@@ -13,7 +13,7 @@ pub type Tid = u32;
 /// A thread's CPU state while it is off the CPU.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Context {
-    #[serde(with = "crate::machine::snapshot::regs_serde")]
+    #[serde(with = "crate::machine::vcpu_state::regs_serde")]
     pub regs: kvm_regs,
     pub fs_base: u64,
     pub gs_base: u64,

@@ -13,9 +13,9 @@ pub mod memory;
 pub mod msr;
 pub mod paging;
 pub mod regs;
-pub mod snapshot;
 pub mod trampoline;
 pub mod tsc;
+pub mod vcpu_state;
 pub mod watchdog;
 pub mod xstate;
 

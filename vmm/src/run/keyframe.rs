@@ -14,7 +14,7 @@
 
 use super::pages::PageHash;
 use crate::machine::memory::FrameAllocator;
-use crate::machine::snapshot::VcpuState;
+use crate::machine::vcpu_state::VcpuState;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;

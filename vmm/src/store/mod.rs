@@ -538,7 +538,7 @@ impl Run {
         };
         crate::run::keyframe::KeyframeFile::open(&path)
             .and_then(|f| {
-                f.last_at_or_before(step, |k| crate::kernel::snapshot::restorable(k, &pages))
+                f.last_at_or_before(step, |k| crate::kernel::save_restore::restorable(k, &pages))
             })
             .map_err(corrupt)
     }
@@ -635,9 +635,9 @@ impl Run {
         Ok(match kf {
             Some(kf) => {
                 self.feed_prefix(rec, kf.recorded)?;
-                crate::session::run_from(inputs, kf, &store.pages(), false, limits, rec)?
+                crate::runner::run_from(inputs, kf, &store.pages(), false, limits, rec)?
             }
-            None => crate::session::run(inputs, limits, rec)?,
+            None => crate::runner::run(inputs, limits, rec)?,
         })
     }
 

@@ -1,4 +1,5 @@
-//! The vCPU's state and guest memory, as keyframes save and restore them.
+//! The vCPU's state and guest memory's dirty log, as keyframes save and
+//! restore them (the kernel's part is `kernel::save_restore`).
 
 use super::Machine;
 use crate::EngineError;

@@ -1,4 +1,5 @@
-//! A shell inside a run (`rewind shell`): at a step, every process of the
+//! A process injected into a run (the shell of `rewind shell`, wired to
+//! its terminal by `crate::terminal`): at a step, every process of the
 //! run stops as SIGSTOP would stop it, and a new process, a child of one of
 //! them, runs a static program (busybox) with the terminal outside the
 //! machine as its standard input, output and error. Nothing of it is

@@ -1,5 +1,7 @@
 //! Saving the kernel's state into keyframes and building a kernel back from
-//! one. The policy of when to take them is in `record::keyframe`.
+//! one. The policy of when to take them is in `run::keyframe`; the vCPU's
+//! part is `machine::vcpu_state`, a debug session's in-memory cache of them
+//! `debug::snapshot_cache`.
 
 use super::task::{Pid, Process, Thread, Tid};
 use super::{futex, sched, time, Kernel};

@@ -1,10 +1,12 @@
-//! A shell inside a run at a step (`rewind shell`): the run is restored
+//! A terminal wired to a run at a step (the engine's part of `rewind
+//! shell`; the kernel's part, the process it starts, is
+//! `kernel::inject`): the run is restored
 //! there, its processes stop, and a shell runs beside them with a terminal
 //! outside the machine as its standard input, output and error. Nothing is
 //! recorded and nothing is written to the store: the run stays untouched.
 
 use crate::inspect::{seek, SeekError};
-use crate::kernel::shell::{ShellError, ShellSpec};
+use crate::kernel::inject::{ShellError, ShellSpec};
 use crate::run::keyframe::Keyframe;
 use crate::run::{Event, ExitStatus, Limits, Recorder, RunInputs};
 use crate::store::pages::PageStore;

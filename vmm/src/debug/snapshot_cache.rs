@@ -1,4 +1,4 @@
-//! A debug session's snapshots in memory: as its machine passes the starts
+//! A debug session's snapshots, a cache in memory: as its machine passes the starts
 //! of steps it keeps states there (the keyframe's format: vCPU, kernel
 //! state, page map, with the pages' bytes held here once by hash), denser
 //! near where the session stands, within a memory budget. Going to a step
@@ -12,7 +12,7 @@
 //! watched pages have the kernel's entries, so a restore is the
 //! recording's state exactly.
 
-use super::{DebugError, Origin, Session};
+use super::{DebugCore, DebugError, Origin};
 use crate::kernel::Kernel;
 use crate::run::keyframe::Keyframe;
 use crate::run::pages::{hash_page, PageError, PageHash, PageSource};
@@ -476,7 +476,7 @@ impl Snapshots {
     }
 }
 
-impl Session {
+impl DebugCore {
     /// The session's machine right after `step` was served, with no trap
     /// in it: onward from where it stands when that is the nearest, else
     /// from the latest snapshot or keyframe at or before `step` restored
