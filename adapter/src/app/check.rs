@@ -13,8 +13,8 @@ use vmm::check::label::{labels, Judged, Label};
 use vmm::check::property::Property;
 use vmm::check::race::{Race, Told};
 use vmm::check::{CheckSpec, Entry, Parent, Report, Side, Strategy, Tried};
-use vmm::run::Limits;
 use vmm::run::Points;
+use vmm::run::{Limits, RunInputs};
 use vmm::store::Store;
 
 /// Schedules a pinned search tries when not said.
@@ -178,19 +178,14 @@ fn outputs_properties(props: &mut [Property], nix: bool, outputs: &[String]) -> 
     Ok(())
 }
 
-/// What a check of this request runs; `stdin` gives standard input's
-/// bytes once the program is known to be runnable.
-pub fn spec(
+/// The check's schedule 0: its inputs, its name and, for a check from a
+/// run's window, that run.
+fn base(
     req: &CheckRequest,
     store: &Store,
     stdin: impl FnOnce() -> Vec<u8>,
-) -> Result<CheckSpec> {
-    if req.run.schedule != 0 || req.run.pct.is_some() {
-        usage!("--schedule and --pct are for `rewind run`; `rewind check` tries schedules itself (--strategy)");
-    }
-    let mut props = properties(req)?;
-    store.prepare()?;
-    let (base, name, parent) = match &req.from_run {
+) -> Result<(RunInputs, String, Option<Parent>)> {
+    Ok(match &req.from_run {
         Some(spec) => {
             if req.run.schedule_from.is_none() {
                 usage!("--run needs --schedule-from STEP");
@@ -232,7 +227,22 @@ pub fn spec(
             inputs.manifest.schedule_until = None;
             (inputs, prepared.name, None)
         }
-    };
+    })
+}
+
+/// What a check of this request runs; `stdin` gives standard input's
+/// bytes once the program is known to be runnable.
+pub fn spec(
+    req: &CheckRequest,
+    store: &Store,
+    stdin: impl FnOnce() -> Vec<u8>,
+) -> Result<CheckSpec> {
+    if req.run.schedule != 0 || req.run.pct.is_some() {
+        usage!("--schedule and --pct are for `rewind run`; `rewind check` tries schedules itself (--strategy)");
+    }
+    let mut props = properties(req)?;
+    store.prepare()?;
+    let (base, name, parent) = base(req, store, stdin)?;
     let strategy = match req.seeds {
         Some(_) => Strategy::Seeds,
         None => req.strategy.unwrap_or(DEFAULT_STRATEGY),

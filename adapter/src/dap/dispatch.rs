@@ -2,8 +2,9 @@
 //! what the handler queued sent after its response. The session's
 //! lifecycle (initialize, launch, configurationDone, terminate,
 //! disconnect) is here; each concern's requests are in its own module:
-//! `stack.rs` (threads, frames, scopes), `variables.rs`, `moves.rs` and
-//! `requests.rs` (stepping, breakpoints, memory, sources), `custom.rs` (the
+//! `stack.rs` (threads, frames, scopes), `variables.rs`, `moves.rs`
+//! (stepping, continuing, gotoTargets), `set_breakpoints.rs`, `memory.rs`
+//! (memory, disassembly), `sources.rs` (sources, modules), `custom.rs` (the
 //! `rewind/` requests).
 
 use super::conn::{Control, Out};

@@ -16,14 +16,16 @@ mod handles;
 mod launch;
 mod listen;
 mod live;
+mod memory;
 mod moves;
 mod open;
 mod profile;
 #[cfg(test)]
 mod protocol_ts;
 mod replies;
-mod requests;
 mod session;
+mod set_breakpoints;
+mod sources;
 mod stack;
 mod variables;
 mod view;

@@ -10,11 +10,14 @@
 use super::breakpoints::{judge, At, Breakpoints, Counts};
 use super::live::{Flow, Hit, Live};
 use super::open::Stop;
+use super::replies::{body, GotoTargetsReply};
 use super::session::Session;
 use super::view;
 use super::wire;
 use anyhow::{anyhow, bail, Result};
-use dap::types::StoppedEventReason;
+use dap::requests::GotoTargetsArguments;
+use dap::types::{GotoTarget, SteppingGranularity, StoppedEventReason};
+use serde_json::Value;
 use std::collections::BTreeSet;
 use vmm::debug::{DebugError, Position, Watch};
 
@@ -69,6 +72,97 @@ fn call_targets(live: &mut Live, lo: u64, hi: u64) -> Vec<u64> {
         }
     }
     out
+}
+
+/// The move requests: steps by line or instruction, continue both ways,
+/// gotoTargets.
+impl Session {
+    /// next/stepIn/stepOut/stepBack.
+    pub fn step_request(
+        &mut self,
+        tid: i64,
+        kind: Kind,
+        granularity: Option<SteppingGranularity>,
+        forward: bool,
+    ) -> Result<Option<Value>> {
+        let instruction = matches!(granularity, Some(SteppingGranularity::Instruction));
+        let o = self.open()?;
+        // Without debug info anywhere on the thread's stack, and when asked
+        // at launch, steps go from event to event as before.
+        let lines = o
+            .view
+            .stacks
+            .get(&(tid as u32))
+            .is_some_and(|b| b.frames.iter().any(|f| f.location.is_some()));
+        if self.options().event_steps || (!lines && !instruction) {
+            return self.step_thread(tid, forward);
+        }
+        if forward {
+            self.step_forward(tid, kind, instruction)?;
+        } else {
+            self.step_backward(tid, instruction, kind == Kind::In)?;
+        }
+        Ok(None)
+    }
+
+    pub fn go_forward(&mut self) -> Result<()> {
+        let (to, stop) = self.forward_to_break()?;
+        if !self.bps.any() {
+            return self.move_to(to, stop);
+        }
+        let until = stop.hit.is_some().then_some((to, stop));
+        let end = self.end_stop()?;
+        self.continue_forward(until, end)
+    }
+
+    pub fn go_backward(&mut self) -> Result<()> {
+        let (to, stop) = self.backward_to_break()?;
+        if !self.bps.any() {
+            return self.move_to(to, stop);
+        }
+        let floor = stop.hit.is_some().then_some((to, stop));
+        self.continue_backward(floor)
+    }
+
+    pub fn goto_targets(&mut self, a: GotoTargetsArguments) -> Result<Option<Value>> {
+        let path = self.path_of(&a.source)?;
+        let line =
+            u32::try_from(a.line).map_err(|_| anyhow!("`line`: {} is not a line", a.line))?;
+        let table = self.live()?.lines.lines_of(&path);
+        let Some((at, addrs)) = table.iter().find(|(l, _)| *l == line).cloned() else {
+            bail!(
+                "`line`: no code at {}:{line}",
+                path.rsplit('/').next().unwrap_or(&path)
+            );
+        };
+        let addrs: BTreeSet<u64> = addrs.into_iter().collect();
+        let (hits, total) = self.line_hits(&addrs, |_, _, _| true)?;
+        let names = self.open()?.run.meta.thread_names.clone();
+        let o = self.open.as_mut().expect("open");
+        o.goto_targets = hits.clone();
+        let n = hits.len();
+        let targets = hits
+            .iter()
+            .enumerate()
+            .map(|(i, (p, tid))| {
+                let name = names.get(tid).cloned().unwrap_or_default();
+                GotoTarget {
+                    id: GOTO_BASE + i as i64,
+                    label: format!("step {} · {tid} {name} · {} of {total}", p.step, i + 1),
+                    line: i64::from(at),
+                    instruction_pointer_reference: Some(format!("{:#x}", p.pc)),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        if total > n {
+            self.later(wire::output(format!(
+                "line {at} ran {total} times in the recording; gotoTargets lists the first {n}\n"
+            )));
+        }
+        // The machine went through the whole run: back to the position.
+        Ok(Some(body(&GotoTargetsReply { targets, total })))
+    }
 }
 
 impl Session {

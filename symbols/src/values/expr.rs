@@ -11,7 +11,7 @@
 //! `*(int *)ADDR` or `*(u32 *)ADDR` the type's, `[ADDR]` 8) and the casts
 //! `u8`..`u64`, `i8`..`i64`.
 
-use super::format::parse_int;
+use super::encode::parse_int;
 use super::types::{Kind, Ty, TypeRef};
 use super::{FrameVariables, Place, Value, ValueError};
 use crate::unwind::Memory;

@@ -28,6 +28,7 @@
 //! ```
 
 pub mod cond;
+pub mod encode;
 pub mod expr;
 pub mod format;
 pub mod location;
