@@ -115,6 +115,14 @@ pub fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(v))
 }
 
+/// A typed reply or `--json` answer as a `serde_json::Value`. Its maps are
+/// ordered by key, as those `serde_json::json!` builds, so what a typed
+/// answer prints is byte for byte what the `json!` it replaced printed,
+/// whatever the order of its struct's fields.
+pub fn json_value<T: serde::Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).expect("a typed reply has string keys")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,10 +9,8 @@ use crate::util::usage;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::Duration;
-use vmm::check::label::{labels, Judged, Label};
 use vmm::check::property::Property;
-use vmm::check::race::{Race, Told};
-use vmm::check::{CheckSpec, Entry, Parent, Report, Side, Strategy, Tried};
+use vmm::check::{CheckSpec, Entry, Parent, Report, Strategy};
 use vmm::run::Points;
 use vmm::run::{Limits, RunInputs};
 use vmm::store::Store;
@@ -291,71 +289,6 @@ pub fn spec(
     })
 }
 
-/// What the first violating run is called when it was not narrowed: by the
-/// same rule as a narrowed pair, against schedule 0.
-pub fn unnarrowed_label(r: &Report, bad: &Tried) -> Label {
-    if r.bases.iter().any(|b| b.id == bad.id) {
-        // Schedule 0 itself violates a property (not ends-differently).
-        return Label::Failing;
-    }
-    labels(Judged::of(&r.base), Judged::of(bad), true).1
-}
-
-fn side_json(s: &Side) -> serde_json::Value {
-    serde_json::json!({
-        "run": s.run,
-        "status": s.status.to_string(),
-        "label": s.label,
-    })
-}
-
-/// `{"sentence", "before", "between", "after"}`, each access `{"step",
-/// "pid", "tid", "access", "addr", "size", "pc", "variable", "place"}`.
-fn race_json(r: &Race) -> serde_json::Value {
-    let told = |t: &Told| {
-        serde_json::json!({
-            "step": t.touch.step,
-            "pid": t.touch.pid,
-            "tid": t.touch.tid,
-            "access": t.touch.access,
-            "addr": t.touch.addr,
-            "size": t.touch.size,
-            "pc": t.touch.pc,
-            "variable": t.variable,
-            "place": t.place,
-        })
-    };
-    serde_json::json!({
-        "sentence": r.sentence,
-        "before": r.before.as_ref().map(told),
-        "between": told(&r.between),
-        "after": r.after.as_ref().map(told),
-    })
-}
-
-/// `{"strategy", "depth", "points"}` of a portfolio's entry (depth for pct alone).
-fn entry_json(e: &Entry) -> serde_json::Value {
-    serde_json::json!({
-        "strategy": e.strategy_name(),
-        "depth": (e.strategy == Strategy::Pct).then_some(e.depth),
-        "points": e.points.to_string(),
-    })
-}
-
-fn tried_json(t: &Tried) -> serde_json::Value {
-    serde_json::json!({
-        "entry": t.entry.as_ref().map(entry_json),
-        "label": t.label.trim(),
-        "run": t.id,
-        "status": t.status.to_string(),
-        "steps": t.steps,
-        "perturbed": vmm::record::json::perturbations(&t.perturbed),
-        "violations": t.violations.iter().map(|(p, w)| serde_json::json!({"property": p, "why": w})).collect::<Vec<_>>(),
-        "broken": t.broken,
-        "cut_off": t.cut_off,
-    })
-}
-
 /// Keeps a check's report for readers that were not watching (the language
 /// server, docs/lsp.md; the debug adapter's deciding mark), whether the check
 /// ran here or in a debug session, and drops the runs `what` does not keep
@@ -368,7 +301,7 @@ pub fn keep(
     remake: super::kept::Remake,
     elsewhere: &[vmm::store::Run],
 ) -> serde_json::Value {
-    let mut json = json_report(report);
+    let mut json = super::report_json::json_report(report);
     let dropped = match what {
         Keep::Found => super::kept::drop_unkept(store, report, remake),
         Keep::All => Ok(Vec::new()),
@@ -383,47 +316,4 @@ pub fn keep(
         eprintln!("rewind: warning: the check's result is not kept: {e}");
     }
     json
-}
-
-fn json_report(r: &Report) -> serde_json::Value {
-    serde_json::json!({
-        "properties": r.properties.iter().map(|p| p.name()).collect::<Vec<_>>(),
-        "never_held": r.never_held,
-        "learned": r.learned.as_ref().map(|l| serde_json::json!({
-            "run": l.run,
-            "steps": l.steps,
-            "wall_s": l.wall.as_secs_f64(),
-            "pages": l.pages.iter().map(|p| format!("{p:#x}")).collect::<Vec<_>>(),
-        })),
-        "base": tried_json(&r.base),
-        "bases": r.bases.iter().map(tried_json).collect::<Vec<_>>(),
-        "tried": r.tried.iter().map(tried_json).collect::<Vec<_>>(),
-        "violations": r.violations(),
-        "cut_off": r.cut_off(),
-        "exhausted": r.exhausted,
-        "out_of_budget": r.out_of_budget,
-        "first_violation": r.first_violation().map(|bad| serde_json::json!({
-            "run": bad.id,
-            "label": unnarrowed_label(r, bad),
-            "found_by": bad.entry.as_ref().map(entry_json),
-        })),
-        "narrowed": r.narrowed.as_ref().map(|n| serde_json::json!({
-            "deciding": vmm::record::json::perturbations(&n.deciding),
-            "property": n.property,
-            "sentence": n.sentence,
-            "without": side_json(&n.without),
-            "with": side_json(&n.with),
-            "passing": n.run_called(Label::Passing),
-            "failing": n.run_called(Label::Failing),
-            "divergence": n.divergence.as_ref().map(|d| serde_json::json!({
-                "left_step": d.left_step(),
-                "right_step": d.right_step(),
-                "lines": d.lines(),
-            })),
-            "where": n.where_,
-            "race": n.race.as_ref().map(race_json),
-            "runs": n.runs,
-            "wall_secs": n.wall.as_secs_f64(),
-        })),
-    })
 }

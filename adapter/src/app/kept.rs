@@ -83,7 +83,7 @@ pub fn mark(json: &mut Value, gone: &[Gone]) {
         let gone = gone.iter().find(|(id, _)| t["run"] == id.as_str());
         t["kept"] = Value::Bool(gone.is_none());
         if let Some((_, remake)) = gone {
-            t["remake"] = serde_json::json!(remake);
+            t["remake"] = remake.clone().into();
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod inside;
 pub mod kept;
 pub mod nix;
 pub mod record;
+mod report_json;
 pub mod runs;
 
 use anyhow::{Context, Result};

@@ -2,6 +2,8 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
+use serde::Serialize;
+use serde_json::Value;
 use vmm::record::diff::first_divergence;
 
 /// Shared events shown before the first difference, and each side's after it.
@@ -30,19 +32,19 @@ pub fn main(args: DiffArgs) -> Result<i32> {
     let eb = b.events().with_context(|| format!("run {}", b.id))?;
     let d = first_divergence(&ea, &eb, CONTEXT);
     if args.json {
-        let v = serde_json::json!({
-            "left": a.id,
-            "right": b.id,
-            "identical": d.is_none(),
-            "events": [ea.len(), eb.len()],
-            "divergence": d.as_ref().map(|d| serde_json::json!({
-                "index": d.index,
-                "left_step": d.left_step(),
-                "right_step": d.right_step(),
-                "shared": vmm::record::json::events(&d.shared),
-                "left": vmm::record::json::events(&d.left),
-                "right": vmm::record::json::events(&d.right),
-            })),
+        let v = crate::util::json_value(&DiffJson {
+            left: &a.id,
+            right: &b.id,
+            identical: d.is_none(),
+            events: [ea.len(), eb.len()],
+            divergence: d.as_ref().map(|d| DivergenceJson {
+                index: d.index,
+                left_step: d.left_step(),
+                right_step: d.right_step(),
+                shared: vmm::record::json::events(&d.shared),
+                left: vmm::record::json::events(&d.left),
+                right: vmm::record::json::events(&d.right),
+            }),
         });
         println!("{v}");
     } else {
@@ -65,4 +67,26 @@ pub fn main(args: DiffArgs) -> Result<i32> {
         }
     }
     Ok(if d.is_some() { 1 } else { 0 })
+}
+
+/// `rewind diff --json`.
+#[derive(Serialize)]
+struct DiffJson<'a> {
+    left: &'a str,
+    right: &'a str,
+    identical: bool,
+    events: [usize; 2],
+    divergence: Option<DivergenceJson>,
+}
+
+/// Where two runs' events part: the first differing index, the steps
+/// there and the events around it.
+#[derive(Serialize)]
+struct DivergenceJson {
+    index: usize,
+    left_step: Option<u64>,
+    right_step: Option<u64>,
+    shared: Value,
+    left: Value,
+    right: Value,
 }

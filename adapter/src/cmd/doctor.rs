@@ -3,6 +3,7 @@
 use anyhow::Result;
 use clap::Args;
 use kvm_ioctls::Kvm;
+use serde::Serialize;
 use std::path::Path;
 
 #[derive(Args, Debug)]
@@ -15,6 +16,16 @@ pub struct DoctorArgs {
     /// from the engine's own dispatch table.
     #[arg(long)]
     pub syscalls: bool,
+}
+
+/// A row of the system call table as `rewind doctor --syscalls --json`
+/// prints it.
+#[derive(Serialize)]
+struct SyscallJson<'a> {
+    nr: u32,
+    name: &'a str,
+    support: &'a str,
+    note: &'a str,
 }
 
 /// `rewind doctor --syscalls`: one line (or JSON object) per call number.
@@ -30,7 +41,12 @@ fn print_syscalls(json: bool) -> i32 {
         if json {
             println!(
                 "{}",
-                serde_json::json!({"nr": nr, "name": name, "support": state, "note": note})
+                crate::util::json_value(&SyscallJson {
+                    nr,
+                    name,
+                    support: state,
+                    note
+                })
             );
         } else if note.is_empty() {
             println!("{nr:>3}  {name:<24} {state}");
@@ -41,6 +57,8 @@ fn print_syscalls(json: bool) -> i32 {
     0
 }
 
+/// A fact of the host, and as `rewind doctor --json` prints it.
+#[derive(Serialize)]
 struct Fact {
     ok: bool,
     /// Recording needs it.
@@ -295,10 +313,7 @@ pub fn main(args: DoctorArgs) -> Result<i32> {
         .collect();
     for f in &facts {
         if args.json {
-            println!(
-                "{}",
-                serde_json::json!({"ok": f.ok, "required": f.required, "fact": f.fact, "detail": f.detail})
-            );
+            println!("{}", crate::util::json_value(f));
         } else {
             let mark = if f.ok { "ok" } else { "no" };
             if f.detail.is_empty() {

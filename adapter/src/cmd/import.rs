@@ -2,6 +2,7 @@
 
 use anyhow::{anyhow, Result};
 use clap::Args;
+use serde::Serialize;
 use std::path::PathBuf;
 use vmm::store::archive::ArchiveError;
 
@@ -32,12 +33,12 @@ pub fn main(args: ImportArgs) -> Result<i32> {
     };
     let r = &s.run;
     if args.json {
-        let v = serde_json::json!({
-            "id": r.id,
-            "name": r.meta.name,
-            "status": r.meta.status,
-            "replayable": s.replayable,
-            "already": s.already,
+        let v = crate::util::json_value(&ImportJson {
+            id: &r.id,
+            name: &r.meta.name,
+            status: &r.meta.status,
+            replayable: s.replayable,
+            already: s.already,
         });
         println!("{v}");
     } else if s.already {
@@ -60,4 +61,14 @@ pub fn main(args: ImportArgs) -> Result<i32> {
         );
     }
     Ok(0)
+}
+
+/// `rewind import --json`: the run imported, or already there.
+#[derive(Serialize)]
+struct ImportJson<'a> {
+    id: &'a str,
+    name: &'a str,
+    status: &'a str,
+    replayable: bool,
+    already: bool,
 }

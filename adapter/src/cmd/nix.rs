@@ -7,6 +7,7 @@ use crate::app::store;
 use crate::util::usage;
 use anyhow::Result;
 use clap::Args;
+use serde::Serialize;
 use vmm::run::ExitStatus;
 
 #[derive(Args, Debug)]
@@ -64,13 +65,13 @@ pub fn main(mut args: NixArgs) -> Result<i32> {
         Vec::new()
     };
     if args.json {
-        let v = serde_json::json!({
-            "run": id,
-            "drv": build.drv_path,
-            "name": build.prepared.name,
-            "status": outcome.status.to_string(),
-            "steps": outcome.steps,
-            "outputs": checks.iter().map(output_json).collect::<Vec<_>>(),
+        let v = crate::util::json_value(&NixJson {
+            run: &id,
+            drv: &build.drv_path,
+            name: &build.prepared.name,
+            status: outcome.status.to_string(),
+            steps: outcome.steps,
+            outputs: checks.iter().map(OutputJson::of).collect(),
         });
         println!("{v}");
     } else {
@@ -114,24 +115,64 @@ fn output_lines(c: &OutputCheck) -> Vec<String> {
     lines
 }
 
-fn verdict_json(v: &Verdict) -> serde_json::Value {
-    serde_json::json!({
-        "verdict": v.word(),
-        "theirs": v.theirs().map(|h| h.to_nix()),
-        "error": match v { Verdict::Unknown(e) => Some(e.as_str()), _ => None },
-    })
+/// `rewind nix --json`.
+#[derive(Serialize)]
+struct NixJson<'a> {
+    run: &'a str,
+    drv: &'a str,
+    name: &'a str,
+    status: String,
+    steps: u64,
+    outputs: Vec<OutputJson<'a>>,
 }
 
-fn output_json(c: &OutputCheck) -> serde_json::Value {
-    serde_json::json!({
-        "name": c.name,
-        "path": c.path,
-        "narHash": c.nar_hash.map(|h| h.to_nix()),
-        "store": c.store.as_ref().map(verdict_json),
-        "caches": c.caches.iter().map(|(url, v)| {
-            let mut j = verdict_json(v);
-            j["url"] = url.clone().into();
-            j
-        }).collect::<Vec<_>>(),
-    })
+/// An output's NAR hash, and what your store and each cache say of it.
+#[derive(Serialize)]
+struct OutputJson<'a> {
+    name: &'a str,
+    path: &'a str,
+    #[serde(rename = "narHash")]
+    nar_hash: Option<String>,
+    store: Option<VerdictJson<'a>>,
+    caches: Vec<VerdictJson<'a>>,
+}
+
+impl<'a> OutputJson<'a> {
+    fn of(c: &'a OutputCheck) -> OutputJson<'a> {
+        OutputJson {
+            name: &c.name,
+            path: &c.path,
+            nar_hash: c.nar_hash.map(|h| h.to_nix()),
+            store: c.store.as_ref().map(|v| VerdictJson::of(v, None)),
+            caches: c
+                .caches
+                .iter()
+                .map(|(url, v)| VerdictJson::of(v, Some(url)))
+                .collect(),
+        }
+    }
+}
+
+/// `{"verdict", "theirs", "error"}`, and a cache's `url`.
+#[derive(Serialize)]
+struct VerdictJson<'a> {
+    verdict: &'static str,
+    theirs: Option<String>,
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<&'a str>,
+}
+
+impl<'a> VerdictJson<'a> {
+    fn of(v: &'a Verdict, url: Option<&'a str>) -> VerdictJson<'a> {
+        VerdictJson {
+            verdict: v.word(),
+            theirs: v.theirs().map(|h| h.to_nix()),
+            error: match v {
+                Verdict::Unknown(e) => Some(e.as_str()),
+                _ => None,
+            },
+            url,
+        }
+    }
 }

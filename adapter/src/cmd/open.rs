@@ -5,6 +5,7 @@
 use crate::util::usage;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use serde::Serialize;
 
 /// The URI the VS Code extension handles (its publisher.name and path).
 pub const VSCODE_URI: &str = "vscode://rewind.rewind/open";
@@ -43,22 +44,36 @@ pub struct Opening {
     pub nvim: Vec<String>,
 }
 
+/// The debug adapter's launch configuration that opens a run.
+#[derive(Serialize)]
+struct LaunchJson<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    request: &'static str,
+    name: String,
+    run: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compare: Option<&'a str>,
+}
+
 pub fn opening(run: &str, step: Option<u64>, compare: Option<&str>) -> Opening {
-    let mut launch = serde_json::json!({
-        "type": "rewind",
-        "request": "launch",
-        "name": format!("rewind {run}"),
-        "run": run,
+    let launch = crate::util::json_value(&LaunchJson {
+        kind: "rewind",
+        request: "launch",
+        name: format!("rewind {run}"),
+        run,
+        step,
+        compare,
     });
     let mut query = format!("run={run}");
     let mut cmd = format!("RewindOpen {run}");
     if let Some(s) = step {
-        launch["step"] = s.into();
         query.push_str(&format!("&step={s}"));
         cmd.push_str(&format!(" {s}"));
     }
     if let Some(c) = compare {
-        launch["compare"] = c.into();
         query.push_str(&format!("&compare={c}"));
         cmd.push_str(&format!(" --compare {c}"));
     }

@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
+use serde::Serialize;
 use std::io::Write;
 use vmm::record::switches::stretches;
 
@@ -26,7 +27,13 @@ pub fn main(args: ThreadsArgs) -> Result<i32> {
     for (first, last, s) in stretches(&switches, end, *from, to.unwrap_or(end)) {
         let name = run.meta.thread_names.get(&s.tid).map_or("", String::as_str);
         if args.json {
-            let v = serde_json::json!({"first": first, "last": last, "pid": s.pid, "tid": s.tid, "name": name});
+            let v = crate::util::json_value(&StretchJson {
+                first,
+                last,
+                pid: s.pid,
+                tid: s.tid,
+                name,
+            });
             writeln!(out, "{v}")?;
         } else {
             writeln!(out, "{first:>8}  {last:>8}  {}/{}  {name}", s.pid, s.tid)?;
@@ -34,4 +41,14 @@ pub fn main(args: ThreadsArgs) -> Result<i32> {
     }
     out.flush()?;
     Ok(0)
+}
+
+/// `rewind threads --json`: a stretch of steps one thread ran.
+#[derive(Serialize)]
+struct StretchJson<'a> {
+    first: u64,
+    last: u64,
+    pid: u32,
+    tid: u32,
+    name: &'a str,
 }

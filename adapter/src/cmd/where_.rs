@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 use symbols::{Backtrace, Source};
 use vmm::inspect::{at_exit, SeekError};
 
@@ -145,49 +145,102 @@ fn print_text(run: &str, step: u64, f: &Found) {
     }
 }
 
+/// `rewind where --json`.
+#[derive(Serialize)]
+struct WhereJson<'a> {
+    run: &'a str,
+    step: u64,
+    pid: u32,
+    tid: u32,
+    thread_name: &'a str,
+    state: &'a str,
+    frames: Vec<FrameJson<'a>>,
+    chosen: Option<usize>,
+    stopped: Option<&'a str>,
+    source: Option<SourceJson<'a>>,
+    notes: &'a [String],
+}
+
+/// A frame as symbols gives it, with whether it is the one chosen and its
+/// place (`function (file:line)`).
+#[derive(Serialize)]
+struct FrameJson<'a> {
+    #[serde(flatten)]
+    frame: &'a symbols::Frame,
+    chosen: bool,
+    place: String,
+}
+
+/// The chosen frame's source around its line, or why there is none.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum SourceJson<'a> {
+    Found {
+        path: &'a str,
+        origin: &'a symbols::source::Origin,
+        caveat: &'a Option<String>,
+        line: u32,
+        lines: Vec<LineJson<'a>>,
+    },
+    Missing {
+        error: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+struct LineJson<'a> {
+    line: u32,
+    text: &'a str,
+}
+
 fn print_json(run: &str, step: u64, f: &Found) -> Result<()> {
-    let frames: Vec<serde_json::Value> =
+    let frames =
         f.bt.iter()
             .flat_map(|bt| {
-                bt.frames.iter().enumerate().map(move |(i, fr)| {
-                    let mut v = serde_json::to_value(fr).unwrap_or_default();
-                    v["chosen"] = json!(i == bt.chosen);
-                    v["place"] = json!(fr.place());
-                    v
-                })
+                bt.frames
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, frame)| FrameJson {
+                        frame,
+                        chosen: i == bt.chosen,
+                        place: frame.place(),
+                    })
             })
             .collect();
-    let source = match &f.source {
-        Some(Ok(s)) => {
+    let source = f.source.as_ref().map(|s| match s {
+        Ok(s) => {
             let line =
                 f.bt.as_ref()
                     .and_then(|bt| bt.frames[bt.chosen].location.as_ref())
                     .map_or(0, |l| l.line);
-            json!({
-                "path": s.path,
-                "origin": s.origin,
-                "caveat": s.caveat,
-                "line": line,
-                "lines": s.around(line, CONTEXT).into_iter()
-                    .map(|(n, t)| json!({"line": n, "text": t})).collect::<Vec<_>>(),
-            })
+            SourceJson::Found {
+                path: &s.path,
+                origin: &s.origin,
+                caveat: &s.caveat,
+                line,
+                lines: s
+                    .around(line, CONTEXT)
+                    .into_iter()
+                    .map(|(line, text)| LineJson { line, text })
+                    .collect(),
+            }
         }
-        Some(Err(e)) => json!({ "error": e }),
-        None => serde_json::Value::Null,
-    };
-    let out = json!({
-        "run": run,
-        "step": step,
-        "pid": f.pid,
-        "tid": f.tid,
-        "thread_name": f.name,
-        "state": f.state,
-        "frames": frames,
-        "chosen": f.bt.as_ref().map(|b| b.chosen),
-        "stopped": f.bt.as_ref().and_then(|b| b.stopped.clone()),
-        "source": source,
-        "notes": f.notes,
+        Err(error) => SourceJson::Missing { error },
     });
+    let out = WhereJson {
+        run,
+        step,
+        pid: f.pid,
+        tid: f.tid,
+        thread_name: &f.name,
+        state: &f.state,
+        frames,
+        chosen: f.bt.as_ref().map(|b| b.chosen),
+        stopped: f.bt.as_ref().and_then(|b| b.stopped.as_deref()),
+        source,
+        notes: &f.notes,
+    };
+    let out = crate::util::json_value(&out);
     println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())
 }

@@ -16,7 +16,7 @@ use dap::events::{
     ProgressUpdateEventBody,
 };
 use dap::types::StoppedEventReason;
-use serde_json::{json, Value};
+use serde_json::Value;
 use vmm::check::Checker;
 use vmm::record::fork::{fork_manifest, ForkWith};
 
@@ -78,7 +78,7 @@ fn reverse_step_in(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
         Some(_) => a.u64_req("threadId")? as i64,
     };
     s.step_request(tid, super::moves::Kind::In, None, false)?;
-    Ok(json!({}))
+    Ok(Value::Object(Default::default()))
 }
 
 /// `rewind/lanes`: which thread ran when, in buckets.

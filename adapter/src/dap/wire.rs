@@ -7,8 +7,10 @@
 //! unknown command, and its `Response` leaves out `command` on errors, so
 //! the envelope is ours and the crate gives the typed bodies.
 
+use crate::util::json_value;
 use dap::requests::Command;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 /// One message from the client.
@@ -176,42 +178,87 @@ pub fn strip_nulls(v: &mut Value) {
     }
 }
 
+/// A response's envelope (DAP's `Response`); `seq` is added as it is
+/// written.
+#[derive(Serialize)]
+struct ResponseJson<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    request_seq: i64,
+    success: bool,
+    command: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<Value>,
+}
+
+/// An error response's body: the message to show.
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorMessage<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorMessage<'a> {
+    id: i64,
+    format: &'a str,
+    #[serde(rename = "showUser")]
+    show_user: bool,
+}
+
+/// A custom event's envelope.
+#[derive(Serialize)]
+struct CustomEventJson<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    event: &'a str,
+    body: Value,
+}
+
 /// A successful response.
 pub fn response(request_seq: i64, command: &str, body: Option<Value>) -> Value {
-    let mut v = json!({
-        "type": "response",
-        "request_seq": request_seq,
-        "success": true,
-        "command": command,
-    });
-    if let Some(b) = body {
-        v["body"] = b;
-    }
-    v
+    json_value(&ResponseJson {
+        kind: "response",
+        request_seq,
+        success: true,
+        command,
+        message: None,
+        body,
+    })
 }
 
 /// An error response; `message` is shown to the user.
 pub fn error_response(request_seq: i64, command: &str, message: &str) -> Value {
-    json!({
-        "type": "response",
-        "request_seq": request_seq,
-        "success": false,
-        "command": command,
-        "message": message,
-        "body": {"error": {"id": 1, "format": message, "showUser": true}},
+    let error = ErrorMessage {
+        id: 1,
+        format: message,
+        show_user: true,
+    };
+    json_value(&ResponseJson {
+        kind: "response",
+        request_seq,
+        success: false,
+        command,
+        message: Some(message),
+        body: Some(json_value(&ErrorBody { error })),
     })
 }
 
 /// A standard event, from the `dap` crate's `Event`.
 pub fn event(e: dap::events::Event) -> Value {
-    let mut v = serde_json::to_value(e).unwrap_or_else(|_| json!({"event": "output"}));
-    v["type"] = json!("event");
+    let mut v = json_value(&e);
+    v["type"] = "event".into();
     v
 }
 
 /// A custom event.
 pub fn custom_event(name: &str, body: Value) -> Value {
-    json!({"type": "event", "event": name, "body": body})
+    json_value(&CustomEventJson {
+        kind: "event",
+        event: name,
+        body,
+    })
 }
 
 /// Writes one message with its `seq`.
@@ -220,7 +267,7 @@ pub async fn write_message<W: AsyncWrite + Unpin>(
     seq: i64,
     mut msg: Value,
 ) -> std::io::Result<()> {
-    msg["seq"] = json!(seq);
+    msg["seq"] = seq.into();
     strip_nulls(&mut msg);
     let body = serde_json::to_vec(&msg)?;
     w.write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes())
@@ -241,6 +288,7 @@ pub fn output(text: String) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn parses_standard_custom_and_bad() {

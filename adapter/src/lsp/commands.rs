@@ -2,8 +2,10 @@
 //! very `rewind` binary (`rewind run`, `rewind check`) with work-done
 //! progress, then publish diagnostics from what they left in the store.
 
+use super::replies::{CommandReply, SelectedRun};
 use super::state::{lock, Shared};
-use serde_json::{json, Value};
+use crate::util::json_value;
+use serde_json::Value;
 use std::path::PathBuf;
 use tokio::io::AsyncBufReadExt;
 use tower_lsp::jsonrpc::{Error, Result};
@@ -46,7 +48,10 @@ async fn select_run(b: &Shared, params: ExecuteCommandParams) -> Result<Option<V
             let program = super::index::program_path(&run)
                 .ok_or_else(|| format!("run {}: its program is not on this host", run.id))?;
             c.selected.insert(program.clone(), run.id.clone());
-            Ok::<_, String>(json!({"run": run.id, "program": program}))
+            Ok::<_, String>(json_value(&SelectedRun {
+                run: &run.id,
+                program: &program,
+            }))
         })
         .await
         .ok_or_else(|| invalid("the server has no store"))?
@@ -175,11 +180,11 @@ async fn reply(
                     )
                     .await;
             }
-            Ok(Some(json!({
-                "exit": r.code,
-                "cancelled": r.cancelled,
-                "stdout": r.stdout,
-                "stderr": r.stderr,
+            Ok(Some(json_value(&CommandReply {
+                exit: r.code,
+                cancelled: r.cancelled,
+                stdout: &r.stdout,
+                stderr: &r.stderr,
             })))
         }
         Err(e) => Err(Error {

@@ -21,6 +21,7 @@ pub mod index;
 mod input;
 pub mod lenses;
 pub mod places;
+mod replies;
 pub mod server;
 mod state;
 pub mod watch;

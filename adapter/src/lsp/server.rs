@@ -7,8 +7,10 @@ use super::findings::{Finding, Severity};
 use super::index::Index;
 use super::lenses;
 use super::places::Machine;
+use super::replies::{OpenArgs, ProgramArgs};
 use super::state::{lock, Core, Shared};
-use serde_json::{json, Value};
+use crate::util::json_value;
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -221,11 +223,11 @@ const HOVER_STEPS: usize = 8;
 
 /// `{"run", "step", "compare"?}`: the argument of `rewind.open`, and a diagnostic's `data`.
 pub fn open_args(f: &Finding) -> Value {
-    let mut v = json!({"run": f.run, "step": f.step});
-    if let Some(c) = &f.compare {
-        v["compare"] = json!(c);
-    }
-    v
+    json_value(&OpenArgs {
+        run: &f.run,
+        step: f.step,
+        compare: f.compare.as_deref(),
+    })
 }
 
 fn workspace_roots(params: &InitializeParams) -> Vec<PathBuf> {
@@ -443,7 +445,10 @@ impl LanguageServer for Backend {
                     }
                     None => p.args.clone(),
                 };
-                let arg = json!({"program": p.path, "args": args});
+                let arg = json_value(&ProgramArgs {
+                    program: &p.path,
+                    args,
+                });
                 let suffix = if runs.len() > 1 {
                     format!(
                         " ({})",

@@ -82,6 +82,16 @@ pub fn labels(without: Judged, with: Judged, without_is_schedule_0: bool) -> (La
     }
 }
 
+/// What the first violating run of a report is called when it was not
+/// narrowed: by the same rule as a narrowed pair, against schedule 0.
+pub fn unnarrowed(r: &super::Report, bad: &Tried) -> Label {
+    if r.bases.iter().any(|b| b.id == bad.id) {
+        // Schedule 0 itself violates a property (not ends-differently).
+        return Label::Failing;
+    }
+    labels(Judged::of(&r.base), Judged::of(bad), true).1
+}
+
 /// What the run with the deciding change does, relative to `other` (the
 /// run without it: `schedule 0` or `the run without it`), after `makes the
 /// run` (or `make the run`): `violate no-crash`, `pass: it ends exited:0

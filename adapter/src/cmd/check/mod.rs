@@ -2,7 +2,7 @@
 //! violates a property, and narrow it to the step that decides it.
 
 use super::run::{read_stdin, RunArgs};
-use crate::app::check::{keep, spec, unnarrowed_label, CheckRequest, Keep, DEFAULT_DEPTH};
+use crate::app::check::{keep, spec, CheckRequest, Keep, DEFAULT_DEPTH};
 use crate::app::{store, warn_all};
 use crate::util::usage;
 use anyhow::Result;
@@ -344,7 +344,7 @@ fn print_report(r: &Report, spec: &CheckSpec) {
         if r.base.violated() {
             println!("schedule 0 itself violates it: no perturbation is needed");
         }
-        println!("{}: run {}", unnarrowed_label(r, bad), bad.id);
+        println!("{}: run {}", vmm::check::label::unnarrowed(r, bad), bad.id);
         return;
     };
     println!("{}", n.sentence);

@@ -7,6 +7,7 @@ use crate::app::kept::drop_runs;
 use crate::util::usage;
 use anyhow::{anyhow, Result};
 use clap::Args;
+use serde::Serialize;
 use std::path::PathBuf;
 use vmm::check::merge;
 use vmm::check::shard::{run_shard, Shard, ShardError, ShardRun};
@@ -139,6 +140,19 @@ fn drop_passing(store: &Store, run: &ShardRun, args: &CheckArgs) -> usize {
     }
 }
 
+/// `rewind check --shard --json`: what one shard did.
+#[derive(Serialize)]
+struct ShardJson {
+    shard: u32,
+    shards: u32,
+    planned: usize,
+    share: usize,
+    tried: usize,
+    violations: usize,
+    removed: usize,
+    results: String,
+}
+
 /// Runs one shard of the check; 1 when its share violates a property.
 pub fn shard(args: &CheckArgs, spec: &CheckSpec, store: &Store) -> Result<i32> {
     let shard = which(&args.shards)?;
@@ -157,15 +171,15 @@ pub fn shard(args: &CheckArgs, spec: &CheckSpec, store: &Store) -> Result<i32> {
         .filter(|t| t.violated())
         .count();
     if args.json {
-        let v = serde_json::json!({
-            "shard": shard.index,
-            "shards": shard.count,
-            "planned": run.planned,
-            "share": run.share,
-            "tried": run.tried.len(),
-            "violations": found,
-            "removed": removed,
-            "results": dir.display().to_string(),
+        let v = crate::util::json_value(&ShardJson {
+            shard: shard.index,
+            shards: shard.count,
+            planned: run.planned,
+            share: run.share,
+            tried: run.tried.len(),
+            violations: found,
+            removed,
+            results: dir.display().to_string(),
         });
         println!("{v}");
     } else {

@@ -19,6 +19,9 @@ use vmm::run::manifest::{guest_env, DEFAULT_ENV, DEFAULT_MEM, QUANTUM_NS};
 use vmm::run::{Manifest, Perturbation};
 use vmm::store::{ImageLocation, Run, Store};
 
+mod json;
+use json::{NarrowingJson, NotKeptJson, ShowJson};
+
 #[derive(Args, Debug)]
 pub struct ShowArgs {
     #[command(flatten)]
@@ -670,29 +673,23 @@ impl Shown<'_> {
         let (run, r, m) = (self.run, self.r, &self.run.manifest);
         let (check, pair, stdin_path, notes) =
             (&self.check, &self.pair, &self.stdin_path, &self.notes);
-        serde_json::json!({
-            "id": run.id,
-            "name": run.meta.name,
-            "status": run.meta.status,
-            "steps": run.meta.steps,
-            "fork_of": m.fork_of,
-            "inputs": vmm::record::json::manifest(m),
-            "image": run.meta.image,
-            "stdin_bytes": stdin_bytes(run),
-            "stdin_file": stdin_path,
-            "timeout_secs": run.meta.timeout_secs,
-            "commands": r.lines,
-            "reproducible": r.why_not.is_none(),
-            "why_not": r.why_not,
-            "check_command": check,
-            "narrowing": pair.as_ref().map(|p| serde_json::json!({
-                "label": p.this,
-                "other_run": p.other_run.id,
-                "other_label": p.other,
-                "other_status": p.other_run.meta.status,
-                "added": p.added,
-            })),
-            "notes": notes,
+        crate::util::json_value(&ShowJson {
+            id: &run.id,
+            name: &run.meta.name,
+            status: &run.meta.status,
+            steps: run.meta.steps,
+            fork_of: &m.fork_of,
+            inputs: vmm::record::json::manifest(m),
+            image: &run.meta.image,
+            stdin_bytes: stdin_bytes(run),
+            stdin_file: stdin_path,
+            timeout_secs: run.meta.timeout_secs,
+            commands: &r.lines,
+            reproducible: r.why_not.is_none(),
+            why_not: &r.why_not,
+            check_command: check,
+            narrowing: pair.as_ref().map(NarrowingJson::of),
+            notes,
         })
     }
 
@@ -827,15 +824,7 @@ fn not_kept(n: &crate::app::kept::NotKept, json: bool) -> i32 {
     let id = t["run"].as_str().unwrap_or_default();
     let remake = t["remake"].as_str();
     if json {
-        let v = serde_json::json!({
-            "id": id,
-            "kept": false,
-            "check": n.check.base,
-            "label": t["label"],
-            "status": t["status"],
-            "steps": t["steps"],
-            "remake": remake,
-        });
+        let v = crate::util::json_value(&NotKeptJson::of(n));
         println!("{v}");
         return 0;
     }
