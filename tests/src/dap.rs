@@ -215,6 +215,38 @@ impl Client {
             .any(|m| m["type"] == "response" && m["request_seq"] == seq)
     }
 
+    /// The next message `want` accepts, dropping those before it; None when
+    /// the adapter's output ended first.
+    pub fn wait_for(
+        &mut self,
+        want: impl Fn(&serde_json::Value) -> bool,
+    ) -> Option<serde_json::Value> {
+        loop {
+            match self.rx.recv_timeout(Duration::from_secs(300)) {
+                Ok(m) if want(&m) => return Some(m),
+                Ok(_) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
+                Err(_) => panic!("no message from rewind dap in 300 s"),
+            }
+        }
+    }
+
+    /// How `rewind dap` (started by `start`) ended, once it has; a guard
+    /// of 300 s against a test that would wait forever.
+    pub fn exit_status(&mut self) -> std::process::ExitStatus {
+        let child = self
+            .child
+            .as_mut()
+            .expect("a rewind dap this client started");
+        for _ in 0..3000 {
+            if let Some(status) = child.try_wait().expect("wait for rewind dap") {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("rewind dap is still running");
+    }
+
     /// Closes a TCP connection as a client that crashed or lost its network
     /// would: no `disconnect`, whatever it was waiting for.
     pub fn hang_up(self) {

@@ -5,6 +5,7 @@
 
 use rewind_tests::dap::{debug_client, guest_source};
 use rewind_tests::{rewind_bin, run_command};
+use serde_json::json;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -182,4 +183,52 @@ fn nvim_dap_session() {
         "{out}"
     );
     home.replay_identical(&run);
+}
+
+/// A `check` launch stops when its client leaves. The check of a program
+/// with no bug plans a million schedules; once it is trying them the
+/// client sends `disconnect` (which the session, busy with the launch,
+/// reads only after it): the check stops before its next schedule, its
+/// progress and the launch's response say it was stopped, and the adapter
+/// process ends, with a small part of the schedules in the store.
+#[test]
+fn a_disconnect_stops_a_check_launch() {
+    let home = rewind_tests::Home::new();
+    let mut dap = rewind_tests::dap::Client::start(home.path());
+    dap.request("initialize", json!({"adapterID": "rewind"}), false);
+    let program = rewind_tests::guest("bank-fixed");
+    let check = json!({"program": program, "schedules": 1_000_000, "strategy": "random",
+                       "points": "syscalls", "jobs": 1});
+    let launch = dap
+        .send("launch", json!({"check": check}))
+        .expect("write to rewind dap");
+    // A schedule after schedule 0 has been tried: its update has a share done.
+    let update =
+        dap.wait_for(|m| m["event"] == "progressUpdate" && m["body"]["percentage"].is_number());
+    assert!(update.is_some(), "the check tries schedules");
+    dap.send("disconnect", json!({}))
+        .expect("write to rewind dap");
+    let end = dap
+        .wait_for(|m| m["event"] == "progressEnd")
+        .expect("the check's progress ends");
+    let said = end["body"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("the check was stopped"), "{end}");
+    let response = dap
+        .wait_for(|m| m["type"] == "response" && m["request_seq"] == launch)
+        .expect("the launch is answered");
+    assert_eq!(response["success"], false, "{response}");
+    assert!(
+        response["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("stopped")),
+        "{response}"
+    );
+    let status = dap.exit_status();
+    assert!(status.success(), "rewind dap ended with {status}");
+    let runs = home.ok(&["ls"]).stdout.lines().count();
+    assert!(
+        (2..100_000).contains(&runs),
+        "{runs} runs of a check of a million schedules"
+    );
+    home.replay_identical("@");
 }

@@ -208,7 +208,7 @@ impl Server {
         // Checked before anything is recorded.
         let options = Options::of_launch(&args)?;
         let store = crate::app::store()?;
-        let opened = launch::open(&store, &args, self.s.out(), seq)?;
+        let opened = launch::open(&store, &args, self.s.out(), seq, self.s.control())?;
         let stop = match opened.first {
             FirstStop::Exception => Stop::new(
                 StoppedEventReason::Exception,

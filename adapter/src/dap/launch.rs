@@ -3,7 +3,7 @@
 //! recording and checking fields are those of `rewind run` and `rewind
 //! check`, read into the application layer's `RunSpec` and `CheckRequest`.
 
-use super::conn::Out;
+use super::conn::{Control, Out};
 use super::wire;
 use crate::app::check::{self, CheckRequest};
 use crate::app::record::{prepare, summary, RunSpec};
@@ -12,6 +12,7 @@ use anyhow::{anyhow, bail, Result};
 use dap::events::{Event, OutputEventBody, ProgressEndEventBody, ProgressStartEventBody};
 use dap::types::OutputEventCategory;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 use vmm::check::Strategy;
 use vmm::record::fork::ForkWith;
 use vmm::run::Limits;
@@ -249,8 +250,15 @@ pub fn check_from(run: &Run, from: u64, args: &Value) -> Result<vmm::check::Chec
     check::spec(&req, &store, Vec::new).map_err(|e| name_field(&e, CHECK_FIELDS))
 }
 
-/// Opens what the arguments name.
-pub fn open(store: &Store, args: &Value, out: &Out, seq: i64) -> Result<Opened> {
+/// Opens what the arguments name; a check stops when `control` says the
+/// client left or cancelled the launch.
+pub fn open(
+    store: &Store,
+    args: &Value,
+    out: &Out,
+    seq: i64,
+    control: Arc<Control>,
+) -> Result<Opened> {
     let empty = Map::new();
     let m = match args {
         Value::Null => &empty,
@@ -261,7 +269,7 @@ pub fn open(store: &Store, args: &Value, out: &Out, seq: i64) -> Result<Opened> 
         let Some(cm) = c.as_object() else {
             bail!("launch argument `check` must be an object");
         };
-        return check_first(store, cm, out, seq);
+        return check_first(store, cm, out, seq, control);
     }
     if m.contains_key("run") {
         return open_recorded(store, m);
@@ -463,11 +471,14 @@ fn record_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> R
     })
 }
 
-/// Progress of a check, as `progressUpdate` events.
+/// Progress of a check, as `progressUpdate` events; it stops when the
+/// client leaves (or cancels the launch, `seq`).
 struct CheckProgress {
     out: Out,
     id: String,
     phase: String,
+    seq: i64,
+    control: Arc<Control>,
 }
 
 impl vmm::check::Progress for CheckProgress {
@@ -479,6 +490,9 @@ impl vmm::check::Progress for CheckProgress {
         let pct = (total > 0).then(|| (done * 100 / total) as i64);
         self.update(format!("{}: {} {}", t.label.trim(), t.status, t.id), pct);
         let _ = &self.phase;
+    }
+    fn stopped(&self) -> bool {
+        self.control.is_cancelled(self.seq, &self.id)
     }
 }
 
@@ -494,7 +508,13 @@ impl CheckProgress {
     }
 }
 
-fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Result<Opened> {
+fn check_first(
+    store: &Store,
+    m: &Map<String, Value>,
+    out: &Out,
+    seq: i64,
+    control: Arc<Control>,
+) -> Result<Opened> {
     let fields = Fields(m);
     let req = fields.check_request(CheckRequest {
         run: fields.run_spec()?,
@@ -509,6 +529,8 @@ fn check_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> Re
         out: out.clone(),
         id: id.clone(),
         phase: String::new(),
+        seq,
+        control,
     };
     let report = {
         let _recording = super::conn::recording();

@@ -215,6 +215,11 @@ async fn read_loop<R: AsyncRead + Unpin>(
         };
         let msg = wire::parse(&body);
         if let wire::Incoming::Standard { seq, name, command } = &msg {
+            // The client is leaving: long work (a check) stops now, and the
+            // session reads the disconnect once it has.
+            if let dap::requests::Command::Disconnect(_) = command.as_ref() {
+                control.close();
+            }
             if let dap::requests::Command::Cancel(a) = command.as_ref() {
                 if let Some(id) = a.request_id {
                     control.cancel(id.to_string());

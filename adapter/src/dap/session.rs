@@ -54,6 +54,11 @@ impl Session {
     }
 
     /// Whether the request `seq` or its progress was cancelled, or the client left.
+    /// What the reader shares: cancellations, and whether the client left.
+    pub fn control(&self) -> Arc<Control> {
+        self.control.clone()
+    }
+
     pub fn is_cancelled(&self, seq: i64, progress: &str) -> bool {
         self.control.is_cancelled(seq, progress)
     }

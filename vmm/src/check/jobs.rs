@@ -16,7 +16,7 @@ use std::time::Instant;
 /// the first in order that `stop` says is enough (every earlier one is
 /// still run), or when `deadline` passes (none starts after it). The runs
 /// in order up to the first not tried, and whether the deadline cut them
-/// short.
+/// short. `progress` stopped (checked as the deadline is) is an error.
 pub fn try_each(
     n: usize,
     jobs: usize,
@@ -28,12 +28,17 @@ pub fn try_each(
     let next = AtomicU64::new(0);
     let stop_at = AtomicU64::new(u64::MAX);
     let late = AtomicBool::new(false);
+    let stopped = AtomicBool::new(false);
     let results: Mutex<Vec<Option<Result<Tried, CheckError>>>> =
         Mutex::new((0..n).map(|_| None).collect());
     let shown = Mutex::new((0usize, progress));
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1) {
             s.spawn(|| loop {
+                if shown.lock().unwrap().1.stopped() {
+                    stopped.store(true, Ordering::SeqCst);
+                    break;
+                }
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     late.store(true, Ordering::SeqCst);
                     break;
@@ -64,6 +69,9 @@ pub fn try_each(
             });
         }
     });
+    if stopped.load(Ordering::SeqCst) {
+        return Err(CheckError::Stopped);
+    }
     let limit = stop_at.load(Ordering::SeqCst);
     let mut out = Vec::new();
     for (i, r) in results.into_inner().unwrap().into_iter().enumerate() {

@@ -181,6 +181,9 @@ fn widen(
 ) -> Result<Option<Vec<Tried>>, CheckError> {
     let mut out = Vec::new();
     for (i, c) in checkers.iter_mut().enumerate() {
+        if progress.stopped() {
+            return Err(CheckError::Stopped);
+        }
         let mut limits = spec.limits.clone();
         if let Some(d) = deadline {
             let left = d.saturating_duration_since(Instant::now());
