@@ -5,8 +5,8 @@
 use rewind_tests::{failing_run_in, guest_arg, rewind_bin, run_command, Home, Output, DEADLINE};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Every file and directory under `dir` with its size (directories 0), but
@@ -232,7 +232,10 @@ fn an_import_uses_the_image_the_store_holds_and_replaces_a_damaged_one() {
         (after.ino(), after.mtime_nsec()),
         "the image was written again"
     );
-    assert_eq!(other.show_json(&runs[1])["image"]["host_path"], v["image"]["host_path"]);
+    assert_eq!(
+        other.show_json(&runs[1])["image"]["host_path"],
+        v["image"]["host_path"]
+    );
     other.replay_identical(&runs[1]);
     // Damaged in the store: the third import puts the file's image back.
     let mut bytes = std::fs::read(&program).unwrap();

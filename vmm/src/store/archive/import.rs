@@ -9,7 +9,9 @@
 //! against its hash, and only then moves pages, the image (to
 //! `images/<image hash>/`) and the run (to `runs/<id>`, its `meta.json`
 //! pointing at the imported image) into place, each with one rename. Links
-//! of a root image are created last and never followed.
+//! of a root image are created last and never followed. An image the store
+//! already holds intact (its hash is the manifest's) is neither extracted
+//! nor hashed from the file: the run points at the store's.
 
 use super::super::lock::StoreLock;
 use super::super::maintain::{remove_tree, IMAGES_DIR};
@@ -598,11 +600,9 @@ fn image_locations(
                         Ok(crate::image::Dep {
                             guest: d.guest.clone(),
                             kind: match &d.kind {
-                                crate::image::DepKind::File { .. } => {
-                                    crate::image::DepKind::File {
-                                        host: dir.join("deps").join(rel),
-                                    }
-                                }
+                                crate::image::DepKind::File { .. } => crate::image::DepKind::File {
+                                    host: dir.join("deps").join(rel),
+                                },
                                 link => link.clone(),
                             },
                         })
@@ -631,9 +631,7 @@ fn image_locations(
                     .is_some_and(|n| !n.contains('/') && safe_component(n))
             }) || !s.build_dir.starts_with('/')
             {
-                return refused(
-                    "refused: run/meta.json names a store path outside /nix/store",
-                );
+                return refused("refused: run/meta.json names a store path outside /nix/store");
             }
             std::fs::create_dir_all(&image_tmp).map_err(|e| write_err(&image_tmp, e))?;
             let at = |host_root: PathBuf| crate::image::StoreImage {
