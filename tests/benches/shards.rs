@@ -2,7 +2,8 @@
 //! into N shards run at once on this machine (separate processes, sharing
 //! one home and one results directory), beside one `--jobs 2` check of the
 //! same schedules measured here too; and the merge's own time beside the
-//! check's. Every run tries every schedule (`--all`) and narrows
+//! check's, wall and CPU (user and system: under load the wall is mostly
+//! waiting for a core). Every run tries every schedule (`--all`) and narrows
 //! nothing, so each side runs the same schedules.
 //!
 //!   cargo build --release -p rewind-adapter && cargo bench -p rewind-tests --bench shards
@@ -15,7 +16,7 @@
 //! measured, every time right after its own `--jobs 2` check, so that a
 //! ratio compares two runs under about the same load.
 
-use rewind_tests::{load_average, rewind_bin, Home};
+use rewind_tests::{children_cpu, load_average, rewind_bin, Home};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -72,10 +73,12 @@ fn merge_time(dir: &std::path::Path) -> Duration {
 fn round(base: &[String], n: f64, shards: u32) {
     let rate = |d: Duration| n / d.as_secs_f64();
     let load = load_average();
+    let cpu = children_cpu();
     let jobs2 = at_once(
         &Home::unreplayed(),
         &[[base, &["--jobs".into(), "2".into()]].concat()],
     );
+    let jobs2_cpu = children_cpu() - cpu;
     let home = Home::unreplayed();
     let dir = tempfile::tempdir().unwrap();
     let jobs = (2 / shards).max(1).to_string();
@@ -89,10 +92,13 @@ fn round(base: &[String], n: f64, shards: u32) {
         })
         .collect();
     let wall = at_once(&home, &runs);
+    let cpu = children_cpu();
     let merge = merge_time(dir.path());
+    let merge_cpu = children_cpu() - cpu;
     println!(
         "{shards} shard(s) at once, --jobs {jobs}: {:5.2} schedules/s ({:.1} s) against one \
-         --jobs 2 check's {:5.2} ({:.1} s): {:.3}x; merge {:.2} s, {:.2}% of the check's time; \
+         --jobs 2 check's {:5.2} ({:.1} s): {:.3}x; merge {:.2} s, {:.2}% of the check's time \
+         (CPU {:.3} s, {:.2}% of the check's {:.1} s: what the load does not decide); \
          load {load} -> {}",
         rate(wall),
         wall.as_secs_f64(),
@@ -101,6 +107,9 @@ fn round(base: &[String], n: f64, shards: u32) {
         rate(wall) / rate(jobs2),
         merge.as_secs_f64(),
         100.0 * merge.as_secs_f64() / jobs2.as_secs_f64(),
+        merge_cpu.as_secs_f64(),
+        100.0 * merge_cpu.as_secs_f64() / jobs2_cpu.as_secs_f64(),
+        jobs2_cpu.as_secs_f64(),
         load_average()
     );
 }

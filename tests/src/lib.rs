@@ -10,6 +10,7 @@ pub mod dap;
 pub mod debuginfod;
 pub mod lsp;
 pub mod roots;
+pub mod table;
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;

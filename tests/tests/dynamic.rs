@@ -31,14 +31,16 @@ fn same_as_native(
     env: &[&str],
     input: &[u8],
 ) -> Run {
-    let want = native(prog, args, env, input);
+    let (want, native_wall) = table::timed(|| native(prog, args, env, input));
     let mut full: Vec<String> = env.iter().map(|e| format!("--env={e}")).collect();
     full.extend(flags.iter().map(|s| s.to_string()));
     full.push("--".into());
     full.push(prog.into());
     full.extend(args.iter().map(|s| s.to_string()));
     let full: Vec<&str> = full.iter().map(String::as_str).collect();
-    let run = home.run_with_stdin(&full, input);
+    let (run, wall) = table::timed(|| home.run_with_stdin(&full, input));
+    let row = format!("{prog} {}", args.join(" "));
+    table::figures(row.trim_end(), &run, wall, native_wall);
     assert_eq!(
         run.out.stdout, want.stdout,
         "{prog} {args:?}: output differs from the native run's\nnative:\n{want}\nin rewind:\n{}",
@@ -173,7 +175,8 @@ fn ls_la_gives_what_it_gives_natively_over_the_same_tree() {
     let root_user = unsafe { libc::geteuid() } == 0;
     let flags = if root_user { "-la" } else { "-lgoa" };
     let dir = data.to_str().unwrap();
-    let mut want = native("/bin/ls", &[flags, dir], &["TZ=UTC"], b"");
+    let (mut want, native_wall) =
+        table::timed(|| native("/bin/ls", &[flags, dir], &["TZ=UTC"], b""));
     assert_eq!(want.code, 0, "{want}");
     // `..` is the root: the host's temporary directory natively, the
     // image's / (with the monitor's /dev, /proc, /sys, /tmp) in the run.
@@ -186,16 +189,19 @@ fn ls_la_gives_what_it_gives_natively_over_the_same_tree() {
     want.stdout = not_parent(&want.stdout);
     let r = root.path().to_str().unwrap();
     let epoch_s = epoch.to_string();
-    let run = home.run(&[
-        "--root",
-        r,
-        "--epoch",
-        &epoch_s,
-        "--",
-        "/usr/bin/ls",
-        flags,
-        "/data",
-    ]);
+    let (run, wall) = table::timed(|| {
+        home.run(&[
+            "--root",
+            r,
+            "--epoch",
+            &epoch_s,
+            "--",
+            "/usr/bin/ls",
+            flags,
+            "/data",
+        ])
+    });
+    table::figures(&format!("ls {flags}"), &run, wall, native_wall);
     assert_eq!(run.status, "exited:0", "{}", run.out);
     assert_eq!(
         not_parent(&run.out.stdout),
@@ -376,9 +382,11 @@ fn sqlite3_with_a_small_database_runs_as_natively() {
     // fresh directory natively.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("fruit.db");
-    let want = native("/usr/bin/sqlite3", &[db.to_str().unwrap(), sql], &[], b"");
+    let (want, native_wall) =
+        table::timed(|| native("/usr/bin/sqlite3", &[db.to_str().unwrap(), sql], &[], b""));
     assert_eq!(want.code, 0, "{want}");
-    let run = home.run(&["--", "/usr/bin/sqlite3", "/tmp/fruit.db", sql]);
+    let (run, wall) = table::timed(|| home.run(&["--", "/usr/bin/sqlite3", "/tmp/fruit.db", sql]));
+    table::figures("sqlite3", &run, wall, native_wall);
     assert_eq!(run.status, "exited:0", "{}", run.out);
     assert_eq!(run.out.stdout, want.stdout, "{}", run.out);
     assert_eq!(run.out.stdout, "fig|11\napple|5\n2|16\n");
@@ -434,9 +442,10 @@ fn python3_with_threads_runs_as_natively() {
     std::fs::create_dir_all(root.path().join("usr/lib/python3.11/lib-dynload")).unwrap();
     let home = Home::new();
     let r = root.path().to_str().unwrap();
-    let want = native(python, &["-c", PY_THREADS], &[], b"");
+    let (want, native_wall) = table::timed(|| native(python, &["-c", PY_THREADS], &[], b""));
     assert_eq!(want.code, 0, "{want}");
-    let run = home.run(&["--root", r, "--", python, "-c", PY_THREADS]);
+    let (run, wall) = table::timed(|| home.run(&["--root", r, "--", python, "-c", PY_THREADS]));
+    table::figures("python3 -c with threads", &run, wall, native_wall);
     assert_eq!(run.status, "exited:0", "{}", run.out);
     assert_eq!(run.out.stdout, want.stdout, "{}", run.out);
     let events = home.events(&run.id);

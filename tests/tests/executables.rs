@@ -143,11 +143,13 @@ fn java_through_its_alternatives_link_runs() {
     ] {
         mirror_path(root.path(), lib);
     }
-    let native = native_with_env(&[], None, &java, &["-Xint", "-version"], b"");
+    let (native, native_wall) =
+        table::timed(|| native_with_env(&[], None, &java, &["-Xint", "-version"], b""));
     assert_eq!(native.code, 0, "{native}");
     let home = Home::new();
     let r = root.path().to_str().unwrap();
-    let run = home.run(&["--root", r, "--", &java, "-Xint", "-version"]);
+    let (run, wall) = table::timed(|| home.run(&["--root", r, "--", &java, "-Xint", "-version"]));
+    table::figures("java -Xint -version", &run, wall, native_wall);
     assert_eq!(run.status, "exited:0", "{}", run.out);
     let version = native.stderr.lines().next().unwrap();
     assert!(run.out.stderr.contains(version), "{version}:\n{}", run.out);

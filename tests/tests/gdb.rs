@@ -616,11 +616,14 @@ fn at_the_step_of_the_fault_gdb_stops_where_it_was_raised() {
 /// `served`, whose fault is in the middle of served.c:19: `reverse-stepi`
 /// is the load before the faulting one in the same line, `reverse-continue`
 /// to a breakpoint on the line before is there (its local readable), and
-/// `continue` raises the same fault at the same instruction again. Not
-/// `reverse-next`: line 19 has three line-table entries, and gdb 13's
-/// reverse-next leaves its frame over them (it sets a step-resume
-/// breakpoint at the function's start after the first `bs`, then climbs
-/// out to `_start`), on this run from any position in line 19.
+/// `continue` raises the same fault at the same instruction again, and
+/// `reverse-next` from there goes back to where line 19 starts (gdb 13
+/// steps back over the line's three line-table entries one at a time, as
+/// under its own `record full`), then to the line before, in the same
+/// function. `served` is static: its glibc fills in `_r_debug`, and without
+/// the stub's (empty) `qXfer:libraries-svr4` list gdb took the program's
+/// `.text` for the dynamic loader's and reverse-next climbed out to
+/// `_start` from any position in line 19.
 #[test]
 fn backwards_from_the_fault_that_ended_the_run() {
     let home = Home::new();
@@ -641,6 +644,11 @@ fn backwards_from_the_fault_that_ended_the_run() {
             "p s->name",
             "continue",
             "x/i $pc",
+            "delete",
+            "reverse-next",
+            "x/i $pc",
+            "reverse-next",
+            "bt 1",
         ],
     );
     let pcs: Vec<&str> = out
@@ -649,9 +657,16 @@ fn backwards_from_the_fault_that_ended_the_run() {
         .filter_map(|l| l.strip_prefix("=> "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(pcs.len(), 3, "{out}");
+    assert_eq!(pcs.len(), 4, "{out}");
     assert_ne!(pcs[0], pcs[1], "reverse-stepi moved:\n{out}");
     assert_eq!(pcs[0], pcs[2], "the same fault again:\n{out}");
+    // gdb 13's first reverse-next from the fault stops where line 19 starts
+    // (before the load reverse-stepi reached), as under its own `record
+    // full`: it steps back over one line-table entry of the line at a time.
+    assert!(
+        pcs[3] != pcs[0] && pcs[3] != pcs[1],
+        "reverse-next moved to the line's start:\n{out}"
+    );
     assert_in_order(
         &out,
         &[
@@ -664,7 +679,19 @@ fn backwards_from_the_fault_that_ended_the_run() {
             "\"carol\"",
             "SIGSEGV",
             "served.c:19",
+            // The first reverse-next from the fault's line (three
+            // line-table entries) stays in serve at the line's start; the
+            // next lands on the line before, in the same function.
+            "\n19\t    s->q->served++;",
+            "<serve+",
+            "\n18\t    printf(\"serving %s\\n\", s->name);",
+            "#0  serve (",
+            "served.c:18",
         ],
+    );
+    assert!(
+        !out.stdout.contains("_start"),
+        "climbed out of serve:\n{out}"
     );
     home.replay_identical(&run.id);
 }

@@ -130,7 +130,7 @@ fn without_gomaxprocs(out: &str) -> String {
 fn go_programs_run_as_natively_at_one_and_four_cores() {
     for cgo in [false, true] {
         let Some(prog) = work(cgo) else { return };
-        let native = native_with_env(&[], None, &prog, &[], b"");
+        let (native, native_wall) = table::timed(|| native_with_env(&[], None, &prog, &[], b""));
         assert_eq!(native.code, 0, "{prog} natively:\n{native}");
         assert!(
             native
@@ -140,7 +140,10 @@ fn go_programs_run_as_natively_at_one_and_four_cores() {
         );
         for cores in ["1", "4"] {
             let h = home();
-            let run = h.run(&["--cores", cores, "--timeout", "100", "--", &prog]);
+            let (run, wall) =
+                table::timed(|| h.run(&["--cores", cores, "--timeout", "100", "--", &prog]));
+            let row = format!("go work (cgo {cgo}) --cores {cores}");
+            table::figures(&row, &run, wall, native_wall);
             assert_eq!(
                 run.status, "exited:0",
                 "{prog} at --cores {cores}:\n{}",

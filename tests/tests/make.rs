@@ -115,26 +115,28 @@ fn make_j2_builds_a_c_project_byte_identical_to_native() {
     let native_proj = native_dir.path().join(PROJ.trim_start_matches('/'));
     copy_project(&native_proj);
     let args = ["-j2", "all", "check"];
-    let started = std::time::Instant::now();
-    let native = native_with_env(DEFAULT_ENV, Some(&native_proj), "/usr/bin/make", &args, b"");
-    let native_wall = started.elapsed();
+    let (native, native_wall) = table::timed(|| {
+        native_with_env(DEFAULT_ENV, Some(&native_proj), "/usr/bin/make", &args, b"")
+    });
     assert_eq!(native.code, 0, "natively:\n{native}");
     let passed = "all 6 checks passed";
     native.stdout_line_with(passed);
 
     let home = Home::new();
     let r = root.path().to_str().unwrap();
-    let run = home.run(&[
-        "--root",
-        r,
-        "--cwd",
-        PROJ,
-        "--",
-        "/usr/bin/make",
-        "-j2",
-        "all",
-        "check",
-    ]);
+    let (run, wall) = table::timed(|| {
+        home.run(&[
+            "--root",
+            r,
+            "--cwd",
+            PROJ,
+            "--",
+            "/usr/bin/make",
+            "-j2",
+            "all",
+            "check",
+        ])
+    });
     assert_eq!(run.status, "exited:0", "{}", run.out);
     run.out.stdout_line_with(passed);
     // Every command native make ran, inside Rewind too (-j2 may order them otherwise).
@@ -162,14 +164,5 @@ fn make_j2_builds_a_c_project_byte_identical_to_native() {
     }
     assert_eq!(most_compilers_at_once(&home, &run.id), 2, "make -j2");
     home.replay_identical(&run.id);
-    // The figures of the README's table, on the test's stderr (not timed
-    // assertions: what this machine gave).
-    use std::io::Write;
-    let _ = writeln!(
-        std::io::stderr(),
-        "make -j2 all check: {steps} steps, {:.1} s wall in Rewind, {:.2} s natively (load {})",
-        run_wall(&run.out.stderr).unwrap_or(f64::NAN),
-        native_wall.as_secs_f64(),
-        load_average()
-    );
+    table::figures("make -j2 all check", &run, wall, native_wall);
 }

@@ -14,10 +14,12 @@ fn node_with_a_worker_thread_runs_as_natively() {
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("node/worker.js");
     let script = std::fs::read_to_string(script).expect("tests/node/worker.js");
-    let want = native_with_env(DEFAULT_ENV, None, &node, &["-e", &script], b"");
+    let (want, native) =
+        table::timed(|| native_with_env(DEFAULT_ENV, None, &node, &["-e", &script], b""));
     assert_eq!(want.code, 0, "{want}");
     let home = Home::new();
-    let run = home.run(&["--", &node, "-e", &script]);
+    let (run, wall) = table::timed(|| home.run(&["--", &node, "-e", &script]));
+    table::figures("node -e worker.js", &run, wall, native);
     assert_eq!(run.status, "exited:0", "{}", run.out);
     assert_eq!(run.out.stdout, want.stdout, "{}", run.out);
     assert!(

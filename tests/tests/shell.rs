@@ -32,14 +32,18 @@ fn same_as_native(home: &Home, name: &str) -> Option<Run> {
     let script = std::fs::read_to_string(&path).expect("the script");
     let dir = tempfile::tempdir().unwrap();
     let env = ["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root"];
-    let want = native_with_env(
-        &env,
-        Some(dir.path()),
-        &busybox,
-        &["sh", "-c", &script],
-        b"",
-    );
-    let run = home.run(&["--cwd", "/tmp", "--", &busybox, "sh", "-c", &script]);
+    let (want, native) = table::timed(|| {
+        native_with_env(
+            &env,
+            Some(dir.path()),
+            &busybox,
+            &["sh", "-c", &script],
+            b"",
+        )
+    });
+    let (run, wall) =
+        table::timed(|| home.run(&["--cwd", "/tmp", "--", &busybox, "sh", "-c", &script]));
+    table::figures(&format!("busybox sh {name}.sh"), &run, wall, native);
     assert_eq!(
         run.out.stdout, want.stdout,
         "{name}.sh: standard output differs\nnative:\n{want}\nin rewind:\n{}",

@@ -5,6 +5,7 @@
 use rewind_tests::{failing_run_in, guest_arg, rewind_bin, run_command, Home, Output, DEADLINE};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -198,6 +199,52 @@ fn show_gives_commands_that_recreate_the_same_ids_in_a_fresh_home() {
     }
     assert_eq!(made.as_deref(), Some(failing.as_str()), "{v:#}");
     fresh.replay_identical(&failing);
+}
+
+/// A second run of the same program imported into a store that holds its
+/// image uses the image there, which is not written again; a damaged image
+/// there is replaced by the file's.
+#[test]
+fn an_import_uses_the_image_the_store_holds_and_replaces_a_damaged_one() {
+    let home = Home::new();
+    let runs: Vec<String> = ["1", "2", "3"]
+        .iter()
+        .map(|seed| home.run(&["-q", "--seed", seed, "--example", "bank"]).id)
+        .collect();
+    let files: Vec<String> = runs
+        .iter()
+        .map(|id| {
+            let f = home.path().join(format!("{id}.rwd"));
+            let f = f.to_str().unwrap().to_string();
+            home.ok(&["export", id, "--replayable", "-o", &f]);
+            f
+        })
+        .collect();
+    let other = Home::new();
+    other.ok(&["import", &files[0]]);
+    let v = other.show_json(&runs[0]);
+    let program = Path::new(v["image"]["host_path"].as_str().unwrap()).to_path_buf();
+    let before = std::fs::metadata(&program).unwrap();
+    other.ok(&["import", &files[1]]);
+    let after = std::fs::metadata(&program).unwrap();
+    assert_eq!(
+        (before.ino(), before.mtime_nsec()),
+        (after.ino(), after.mtime_nsec()),
+        "the image was written again"
+    );
+    assert_eq!(
+        other.show_json(&runs[1])["image"]["host_path"],
+        v["image"]["host_path"]
+    );
+    other.replay_identical(&runs[1]);
+    // Damaged in the store: the third import puts the file's image back.
+    let mut bytes = std::fs::read(&program).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(&program, bytes).unwrap();
+    other.ok(&["import", &files[2]]);
+    other.replay_identical(&runs[2]);
+    other.replay_identical(&runs[0]);
 }
 
 #[test]

@@ -298,15 +298,64 @@ impl Target for Stub {
     fn support_auxv(&mut self) -> Option<gdbstub::target::ext::auxv::AuxvOps<'_, Self>> {
         Some(self)
     }
+
+    fn support_libraries_svr4(
+        &mut self,
+    ) -> Option<gdbstub::target::ext::libraries::LibrariesSvr4Ops<'_, Self>> {
+        if is_static(&self.auxv) {
+            Some(self)
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether the auxiliary vector is a static program's: no interpreter
+/// (AT_BASE 0).
+fn is_static(auxv: &[u8]) -> bool {
+    const AT_BASE: u64 = 7;
+    auxv.chunks_exact(16)
+        .map(|w| {
+            let word = |i: usize| u64::from_le_bytes(w[i..i + 8].try_into().unwrap_or_default());
+            (word(0), word(8))
+        })
+        .any(|(key, value)| key == AT_BASE && value == 0)
+}
+
+/// A static program's libraries as gdb reads them (`qXfer:libraries-svr4`):
+/// none. Without this list gdb finds the loader's breakpoint `r_brk`
+/// (`_dl_debug_state`) in `_r_debug`, which static glibc fills in, takes
+/// the object holding it for the dynamic loader and the whole program's
+/// `.text` for the loader's symbol resolver; reverse-next then leaves every
+/// line as if stepping back out of the resolver, by a breakpoint at the
+/// function's start, and climbs out to `_start`. With the list gdb sets
+/// that breakpoint by the symbol's name, as when it starts a static program
+/// itself, and knows no resolver.
+impl gdbstub::target::ext::libraries::LibrariesSvr4 for Stub {
+    fn get_libraries_svr4(
+        &self,
+        offset: u64,
+        length: usize,
+        buf: &mut [u8],
+    ) -> TargetResult<usize, Self> {
+        let xml = b"<library-list-svr4 version=\"1.0\"/>";
+        Ok(xfer(xml, offset, length, buf))
+    }
 }
 
 impl gdbstub::target::ext::auxv::Auxv for Stub {
     fn get_auxv(&self, offset: u64, length: usize, buf: &mut [u8]) -> TargetResult<usize, Self> {
-        let from = (offset as usize).min(self.auxv.len());
-        let n = length.min(buf.len()).min(self.auxv.len() - from);
-        buf[..n].copy_from_slice(&self.auxv[from..from + n]);
-        Ok(n)
+        Ok(xfer(&self.auxv, offset, length, buf))
     }
+}
+
+/// A `qXfer` read of `data`: at most `length` bytes from `offset` into
+/// `buf`; how many.
+fn xfer(data: &[u8], offset: u64, length: usize, buf: &mut [u8]) -> usize {
+    let from = usize::try_from(offset).map_or(data.len(), |o| o.min(data.len()));
+    let n = length.min(buf.len()).min(data.len() - from);
+    buf[..n].copy_from_slice(&data[from..from + n]);
+    n
 }
 
 impl MultiThreadBase for Stub {

@@ -347,7 +347,12 @@ pub fn prepare(dirs: &[PathBuf], store: &Store, jobs: usize) -> Result<Prepared,
                 s.base.manifest.id()
             )));
         }
-        let run = import(store, dir, r)?;
+        // Schedule 0 with the first points is the run imported above.
+        let run = if m == 0 {
+            run.clone()
+        } else {
+            import(store, dir, r)?
+        };
         let events = run
             .events()
             .map_err(|e| super::CheckError::Trace(run.id.clone(), e.to_string()))?;

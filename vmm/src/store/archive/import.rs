@@ -9,7 +9,9 @@
 //! against its hash, and only then moves pages, the image (to
 //! `images/<image hash>/`) and the run (to `runs/<id>`, its `meta.json`
 //! pointing at the imported image) into place, each with one rename. Links
-//! of a root image are created last and never followed.
+//! of a root image are created last and never followed. An image the store
+//! already holds intact (its hash is the manifest's) is neither extracted
+//! nor hashed from the file: the run points at the store's.
 
 use super::super::lock::StoreLock;
 use super::super::maintain::{remove_tree, IMAGES_DIR};
@@ -249,6 +251,8 @@ impl Check {
 struct Extract {
     tmp: PathBuf,
     pages: PageStore,
+    /// Whether the image's entries are written (not when the store has it).
+    image: bool,
     file: Option<std::fs::File>,
     page: Option<Vec<u8>>,
     link: Option<Vec<u8>>,
@@ -262,6 +266,7 @@ impl Extract {
         match name {
             Name::Info | Name::Page(_) => None,
             Name::RunFile(f) => Some(self.tmp.join("run").join(f)),
+            Name::Program | Name::Root(_) | Name::Dep(_) if !self.image => None,
             Name::Program => Some(self.tmp.join("image").join("program")),
             Name::Root(parts) => {
                 let mut p = self.tmp.join("image");
@@ -446,9 +451,24 @@ impl Store {
         _lock: &StoreLock,
     ) -> Result<ImportSummary, ArchiveError> {
         std::fs::create_dir(tmp).map_err(|e| write_err(tmp, e))?;
+        let image_tmp = tmp.join("image");
+        let images = self.home().join(IMAGES_DIR);
+        let image_home = images.join(&checked.manifest.image);
+        let located = if checked.info.replayable {
+            Some(image_locations(checked, &image_tmp, &image_home)?)
+        } else {
+            None
+        };
+        // An image the store holds intact already (the run's schedule 0, a
+        // run of the same program): the file's copy is neither written nor
+        // hashed again, and the run points at the store's.
+        let reuse = located
+            .as_ref()
+            .is_some_and(|(_, home)| image_usable(home, &checked.manifest.image));
         let mut x = Extract {
             tmp: tmp.to_path_buf(),
             pages: PageStore::at(tmp.join("pages")),
+            image: !reuse,
             file: None,
             page: None,
             link: None,
@@ -465,162 +485,30 @@ impl Store {
             return refused("damaged: the file changed while it was read");
         }
         let mut meta = checked.meta.clone();
-        let image_tmp = tmp.join("image");
-        let images = self.home().join(IMAGES_DIR);
-        let image_home = images.join(&checked.manifest.image);
-        if checked.info.replayable {
+        if let Some((staged_image, final_location)) = located {
             // Standard input and the image must be what the manifest hashed.
             staged
                 .stdin()
                 .or_else(|e| refused(format!("refused: {e}")))?;
-            if !safe_component(&checked.manifest.image)
-                || !checked
-                    .manifest
-                    .image
-                    .bytes()
-                    .all(|b| b.is_ascii_hexdigit())
-            {
-                return refused("refused: the manifest's image hash is not a hash");
-            }
-            let (staged_image, final_location) = match checked.info.image.as_deref() {
-                Some("program") => {
-                    let (guest_path, deps) = match &checked.meta.image {
-                        ImageLocation::Program {
-                            guest_path, deps, ..
-                        } => (guest_path.clone(), deps.clone()),
-                        ImageLocation::Root { .. } | ImageLocation::Store(_) => {
-                            (checked.manifest.program.clone(), vec![])
-                        }
-                    };
-                    // The libraries from image/deps/ (the hash below checks
-                    // that they are what the manifest's image holds).
-                    let at = |dir: &Path| -> Result<Vec<crate::image::Dep>, ArchiveError> {
-                        deps.iter()
-                            .map(|d| {
-                                let rel = d.guest.strip_prefix('/').unwrap_or("");
-                                if !rel.split('/').all(safe_component) {
-                                    return refused(format!(
-                                        "refused: run/meta.json names the library `{}`",
-                                        d.guest
-                                    ));
-                                }
-                                Ok(crate::image::Dep {
-                                    guest: d.guest.clone(),
-                                    kind: match &d.kind {
-                                        crate::image::DepKind::File { .. } => {
-                                            crate::image::DepKind::File {
-                                                host: dir.join("deps").join(rel),
-                                            }
-                                        }
-                                        link => link.clone(),
-                                    },
-                                })
-                            })
-                            .collect()
-                    };
-                    (
-                        Image::Program {
-                            guest_path: guest_path.clone(),
-                            host_path: image_tmp.join("program"),
-                            deps: at(&image_tmp)?,
-                        },
-                        ImageLocation::Program {
-                            guest_path,
-                            host_path: image_home.join("program"),
-                            deps: at(&image_home)?,
-                        },
-                    )
+            if !reuse {
+                let hash = staged_image
+                    .hash()
+                    .or_else(|e| refused(format!("refused: its image: {e}")))?;
+                if hash != checked.manifest.image {
+                    return refused(
+                        "damaged: its image does not match the image hash in the run's manifest",
+                    );
                 }
-                Some("store") => {
-                    let ImageLocation::Store(s) = &checked.meta.image else {
-                        return refused("refused: a store image without its store paths");
-                    };
-                    if s.paths.iter().any(|p| {
-                        !p.strip_prefix("/nix/store/")
-                            .is_some_and(|n| !n.contains('/') && safe_component(n))
-                    }) || !s.build_dir.starts_with('/')
-                    {
-                        return refused(
-                            "refused: run/meta.json names a store path outside /nix/store",
-                        );
-                    }
-                    std::fs::create_dir_all(&image_tmp).map_err(|e| write_err(&image_tmp, e))?;
-                    let at = |host_root: PathBuf| crate::image::StoreImage {
-                        host_root,
-                        ..s.clone()
-                    };
-                    (
-                        Image::Store(at(image_tmp.clone())),
-                        ImageLocation::Store(at(image_home.clone())),
-                    )
-                }
-                _ => {
-                    std::fs::create_dir_all(&image_tmp).map_err(|e| write_err(&image_tmp, e))?;
-                    (
-                        Image::Root {
-                            dir: image_tmp.clone(),
-                        },
-                        ImageLocation::Root {
-                            dir: image_home.clone(),
-                        },
-                    )
-                }
-            };
-            let hash = staged_image
-                .hash()
-                .or_else(|e| refused(format!("refused: its image: {e}")))?;
-            if hash != checked.manifest.image {
-                return refused(
-                    "damaged: its image does not match the image hash in the run's manifest",
-                );
             }
             meta.image = final_location;
         }
 
         // Into place: pages, then the image, then the run.
-        let pages = self.pages();
-        if let Ok(dirs) = std::fs::read_dir(tmp.join("pages")) {
-            for d in dirs.flatten() {
-                for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
-                    let name = f.file_name();
-                    if name.to_string_lossy().starts_with('.') {
-                        continue;
-                    }
-                    let dest_dir = pages.dir().join(d.file_name());
-                    let dest = dest_dir.join(&name);
-                    if dest.exists() {
-                        continue;
-                    }
-                    std::fs::create_dir_all(&dest_dir).map_err(|e| write_err(&dest_dir, e))?;
-                    std::fs::rename(f.path(), &dest).map_err(|e| write_err(&dest, e))?;
-                }
-            }
-        }
+        self.install_pages(tmp)?;
         if checked.info.replayable {
-            std::fs::create_dir_all(&images).map_err(|e| write_err(&images, e))?;
-            let usable = || {
-                let img = meta.image.to_image();
-                // A store image's hash is its paths' names: it says nothing
-                // of whether they are there.
-                let there = match &img {
-                    Image::Store(s) => s.host_root.is_dir(),
-                    _ => true,
-                };
-                there && img.hash().ok().as_deref() == Some(checked.manifest.image.as_str())
-            };
-            if !usable() {
-                if image_home.exists() {
-                    // Damaged or partial: replace it.
-                    let aside = images.join(format!(
-                        ".old-{}-{}",
-                        checked.manifest.image,
-                        std::process::id()
-                    ));
-                    let _ = remove_tree(&aside);
-                    std::fs::rename(&image_home, &aside).map_err(|e| write_err(&image_home, e))?;
-                    let _ = remove_tree(&aside);
-                }
-                std::fs::rename(&image_tmp, &image_home).map_err(|e| write_err(&image_home, e))?;
+            if !reuse {
+                std::fs::create_dir_all(&images).map_err(|e| write_err(&images, e))?;
+                install_image(&image_tmp, &image_home, &checked.manifest.image)?;
             }
             let json = serde_json::to_vec_pretty(&meta).expect("meta serializes");
             super::super::bookmarks::write_atomic(&run_tmp.join("meta.json"), &json)?;
@@ -644,4 +532,151 @@ impl Store {
             pages: checked.pages,
         })
     }
+
+    /// Moves the extracted pages into the store's, but those it has.
+    fn install_pages(&self, tmp: &Path) -> Result<(), ArchiveError> {
+        let pages = self.pages();
+        let Ok(dirs) = std::fs::read_dir(tmp.join("pages")) else {
+            return Ok(());
+        };
+        for d in dirs.flatten() {
+            for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
+                let name = f.file_name();
+                if name.to_string_lossy().starts_with('.') {
+                    continue;
+                }
+                let dest_dir = pages.dir().join(d.file_name());
+                let dest = dest_dir.join(&name);
+                if dest.exists() {
+                    continue;
+                }
+                std::fs::create_dir_all(&dest_dir).map_err(|e| write_err(&dest_dir, e))?;
+                std::fs::rename(f.path(), &dest).map_err(|e| write_err(&dest, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a replayable run's image is extracted to (`image_tmp`) and where
+/// it lives in the store (`image_home`), as its kind says.
+fn image_locations(
+    checked: &Checked,
+    image_tmp: &Path,
+    image_home: &Path,
+) -> Result<(Image, ImageLocation), ArchiveError> {
+    if !safe_component(&checked.manifest.image)
+        || !checked
+            .manifest
+            .image
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit())
+    {
+        return refused("refused: the manifest's image hash is not a hash");
+    }
+    let (image_tmp, image_home) = (image_tmp.to_path_buf(), image_home.to_path_buf());
+    Ok(match checked.info.image.as_deref() {
+        Some("program") => {
+            let (guest_path, deps) = match &checked.meta.image {
+                ImageLocation::Program {
+                    guest_path, deps, ..
+                } => (guest_path.clone(), deps.clone()),
+                ImageLocation::Root { .. } | ImageLocation::Store(_) => {
+                    (checked.manifest.program.clone(), vec![])
+                }
+            };
+            // The libraries from image/deps/ (the hash below checks
+            // that they are what the manifest's image holds).
+            let at = |dir: &Path| -> Result<Vec<crate::image::Dep>, ArchiveError> {
+                deps.iter()
+                    .map(|d| {
+                        let rel = d.guest.strip_prefix('/').unwrap_or("");
+                        if !rel.split('/').all(safe_component) {
+                            return refused(format!(
+                                "refused: run/meta.json names the library `{}`",
+                                d.guest
+                            ));
+                        }
+                        Ok(crate::image::Dep {
+                            guest: d.guest.clone(),
+                            kind: match &d.kind {
+                                crate::image::DepKind::File { .. } => crate::image::DepKind::File {
+                                    host: dir.join("deps").join(rel),
+                                },
+                                link => link.clone(),
+                            },
+                        })
+                    })
+                    .collect()
+            };
+            (
+                Image::Program {
+                    guest_path: guest_path.clone(),
+                    host_path: image_tmp.join("program"),
+                    deps: at(&image_tmp)?,
+                },
+                ImageLocation::Program {
+                    guest_path,
+                    host_path: image_home.join("program"),
+                    deps: at(&image_home)?,
+                },
+            )
+        }
+        Some("store") => {
+            let ImageLocation::Store(s) = &checked.meta.image else {
+                return refused("refused: a store image without its store paths");
+            };
+            if s.paths.iter().any(|p| {
+                !p.strip_prefix("/nix/store/")
+                    .is_some_and(|n| !n.contains('/') && safe_component(n))
+            }) || !s.build_dir.starts_with('/')
+            {
+                return refused("refused: run/meta.json names a store path outside /nix/store");
+            }
+            std::fs::create_dir_all(&image_tmp).map_err(|e| write_err(&image_tmp, e))?;
+            let at = |host_root: PathBuf| crate::image::StoreImage {
+                host_root,
+                ..s.clone()
+            };
+            (
+                Image::Store(at(image_tmp.clone())),
+                ImageLocation::Store(at(image_home.clone())),
+            )
+        }
+        _ => {
+            std::fs::create_dir_all(&image_tmp).map_err(|e| write_err(&image_tmp, e))?;
+            (
+                Image::Root {
+                    dir: image_tmp.clone(),
+                },
+                ImageLocation::Root {
+                    dir: image_home.clone(),
+                },
+            )
+        }
+    })
+}
+
+/// Whether the store's image at `location` is there and is `hash`.
+fn image_usable(location: &ImageLocation, hash: &str) -> bool {
+    let img = location.to_image();
+    // A store image's hash is its paths' names: it says nothing of whether
+    // they are there.
+    let there = match &img {
+        Image::Store(s) => s.host_root.is_dir(),
+        _ => true,
+    };
+    there && img.hash().ok().as_deref() == Some(hash)
+}
+
+/// Moves the extracted image to `image_home`, replacing a damaged or
+/// partial one there.
+fn install_image(image_tmp: &Path, image_home: &Path, hash: &str) -> Result<(), ArchiveError> {
+    if image_home.exists() {
+        let aside = image_home.with_file_name(format!(".old-{hash}-{}", std::process::id()));
+        let _ = remove_tree(&aside);
+        std::fs::rename(image_home, &aside).map_err(|e| write_err(image_home, e))?;
+        let _ = remove_tree(&aside);
+    }
+    std::fs::rename(image_tmp, image_home).map_err(|e| write_err(image_home, e))
 }
