@@ -480,6 +480,8 @@ impl Session {
         stepping: bool,
         mut on: impl FnMut(&Ev) -> bool,
     ) -> Result<Ev, DebugError> {
+        // Until this returns (`on` starts nothing).
+        let trap = crate::machine::tsc::Trap::hold();
         loop {
             if let Some(st) = self.live.ended {
                 return Ok(Ev::Ended(st));
@@ -505,7 +507,7 @@ impl Session {
             // A memory point's #DB handler exits to us while we single-step.
             self.live.k.m.set_debug_exits(tf);
             let exit = loop {
-                let exit = self.live.k.run_guest()?;
+                let exit = self.live.k.run_guest(&trap)?;
                 match exit {
                     Exit::Exception {
                         vector: VEC_PAGE_FAULT,

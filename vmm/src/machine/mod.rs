@@ -181,12 +181,14 @@ impl Machine {
     /// A trampoline exit is taken as one only at the trampoline's own
     /// address: ring 3 can execute `out` and `in` too (on PVM they exit even
     /// with IOPL 0), so any other port I/O is the #GP that Linux would give.
-    pub fn run(&mut self) -> Result<Exit, EngineError> {
+    /// Inside a `trap`, whose `rdtsc` faults (`tsc`).
+    pub fn run(&mut self, trap: &tsc::Trap) -> Result<Exit, EngineError> {
         // (Not again when the routine itself was interrupted: it resumes.)
         let user = self.vcpu.sync_regs().sregs.cs.selector & 3 == 3;
         if user && self.ram.word(trampoline::slot::HIDE_COUNT) != 0 {
             self.enter_hide_routine()?;
         }
+        trap.arm();
         let (port, input) = match self.vcpu.run() {
             Ok(VcpuExit::IoOut(port, _)) => (port, false),
             Ok(VcpuExit::IoIn(port, data)) => {
