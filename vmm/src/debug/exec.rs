@@ -423,8 +423,8 @@ impl Session {
     }
 
     /// The signal a fault becomes, or None for one the kernel serves
-    /// silently (a page faulted in).
-    fn fatal_signal(&self, exit: &Exit) -> Option<i32> {
+    /// silently (a page faulted in, a time stamp read).
+    fn fatal_signal(&mut self, exit: &Exit) -> Option<i32> {
         let Exit::Exception {
             vector,
             error_code,
@@ -443,6 +443,7 @@ impl Session {
                     _ => SIGSEGV,
                 }
             }
+            6 | 13 if self.live.k.tsc_read_at_rip().is_some() => return None,
             0 | 16 | 19 => SIGFPE,
             6 => SIGILL,
             VEC_DEBUG | VEC_BREAKPOINT => SIGTRAP,

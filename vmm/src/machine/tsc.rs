@@ -51,6 +51,8 @@ static mut PREVIOUS: Option<libc::sigaction> = None;
 /// is dropped. Not `Send`: it is this thread's. Start no thread or process
 /// while one is held.
 pub struct Trap {
+    /// False only in a test that shows what the guest reads without it.
+    arms: bool,
     _thread: PhantomData<*const ()>,
 }
 
@@ -58,6 +60,7 @@ impl Trap {
     pub fn hold() -> Trap {
         HELD.with(|h| h.set(h.get() + 1));
         Trap {
+            arms: true,
             _thread: PhantomData,
         }
     }
@@ -65,7 +68,7 @@ impl Trap {
     /// Makes this thread's `rdtsc` fault, for the guest entry that follows;
     /// a no-op while it already does.
     pub(super) fn arm(&self) {
-        if TRAPPING.with(Cell::get) || REFUSED.load(Ordering::Relaxed) {
+        if !self.arms || TRAPPING.with(Cell::get) || REFUSED.load(Ordering::Relaxed) {
             return;
         }
         install_handler();
@@ -198,6 +201,10 @@ extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
 /// Whether a guest's `rdtsc` faults on this host, by running one: `rdtsc`
 /// then `syscall` in ring 3, inside a `Trap` (`rewind doctor`).
 pub fn guest_rdtsc_faults() -> Result<bool, crate::EngineError> {
+    guest_rdtsc_in(Trap::hold())
+}
+
+fn guest_rdtsc_in(trap: Trap) -> Result<bool, crate::EngineError> {
     use super::{paging, Exit, Machine, Perm};
     const CODE: u64 = 0x40_0000;
     let mut m = Machine::new(super::memory::MIN_MEM)?;
@@ -215,14 +222,13 @@ pub fn guest_rdtsc_faults() -> Result<bool, crate::EngineError> {
     let r = m.regs_mut();
     r.rip = CODE;
     r.rflags = super::regs::RFLAGS_DEFAULT;
-    let trap = Trap::hold();
     let exit = m.run(&trap)?;
     Ok(matches!(exit, Exit::Exception { vector, .. } if vector == 13 || vector == 6))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{reads_tsc, release, trapping, Trap};
+    use super::{guest_rdtsc_faults, guest_rdtsc_in, reads_tsc, release, trapping, Trap, HELD};
 
     #[test]
     fn time_stamp_reads_are_told_from_other_instructions() {
@@ -254,5 +260,21 @@ mod tests {
         let out = std::process::Command::new("date").output().unwrap();
         assert!(out.status.success());
         release();
+    }
+
+    #[test]
+    fn the_probe_tells_a_trapped_rdtsc_from_one_that_is_not() {
+        assert!(guest_rdtsc_faults().unwrap(), "rdtsc is trapped in a Trap");
+        if std::path::Path::new("/sys/module/kvm_pvm").exists() {
+            // PVM ignores the guest's CR4.TSD: without the thread's mode the
+            // guest reads the host's counter, and the probe says so.
+            let inert = Trap {
+                arms: false,
+                _thread: std::marker::PhantomData,
+            };
+            HELD.with(|h| h.set(h.get() + 1));
+            assert!(!guest_rdtsc_in(inert).unwrap());
+        }
+        assert!(!trapping());
     }
 }
