@@ -4,7 +4,8 @@
 //! not a terminal.
 
 use std::io::IsTerminal;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use vmm::machine::tsc::coarse_now;
 use vmm::run::{Event, Recorder};
 
 /// How often the line is redrawn.
@@ -15,7 +16,8 @@ pub struct Progress<'a> {
     what: &'static str,
     total: u64,
     tty: bool,
-    last: Instant,
+    /// A coarse clock: read at every event, inside the engine's loop (`vmm::machine::tsc`).
+    last: Duration,
     shown: bool,
 }
 
@@ -27,7 +29,7 @@ impl<'a> Progress<'a> {
             what,
             total,
             tty: std::io::stderr().is_terminal(),
-            last: Instant::now(),
+            last: coarse_now(),
             shown: false,
         }
     }
@@ -43,8 +45,8 @@ impl Drop for Progress<'_> {
 
 impl Recorder for Progress<'_> {
     fn event(&mut self, event: &Event) {
-        if self.tty && self.last.elapsed() >= EVERY {
-            self.last = Instant::now();
+        if self.tty && coarse_now().saturating_sub(self.last) >= EVERY {
+            self.last = coarse_now();
             self.shown = true;
             let pct = event.step as f64 * 100.0 / self.total.max(1) as f64;
             eprint!(

@@ -8,7 +8,10 @@
 //!   (b) a guest `getpid` loop under the full engine (`rewind run`), in steps
 //!       per second, against (a);
 //!   (c) demand page faults per second under the engine, against (a)'s;
-//!   (d) wall time of `bank` natively and under `rewind run`.
+//!   (d) wall time of `bank` natively and under `rewind run`;
+//!   (e) a memory point's shared access, against (a);
+//!   (f) a step of Node.js with a worker thread against a `getpid` step (b),
+//!       and node's run beside native.
 //!
 //! Run it with the release binary built first:
 //!
@@ -125,8 +128,48 @@ fn main() {
         engine_wall * 1e3,
         engine_wall / native
     );
+    node_steps(&home, step_us);
     println!();
     println!("load average after: {}", rewind_tests::load_average());
+}
+
+/// (f) A big runtime's steps against a `getpid` step: Node.js with a worker
+/// thread (tests/node/worker.js, as tests/tests/node.rs runs it), the run's
+/// own wall time (its status line) a step, beside node natively.
+fn node_steps(home: &Home, step_us: f64) {
+    let node = "/usr/bin/node";
+    if !std::path::Path::new(node).exists() {
+        println!("(f) Node.js steps: skipped (no {node})");
+        return;
+    }
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("node/worker.js");
+    let script = std::fs::read_to_string(script).expect("tests/node/worker.js");
+    let native = best(3, || {
+        let t = Instant::now();
+        let out = Command::new(node)
+            .args(["-e", &script])
+            .output()
+            .expect("node");
+        assert!(out.status.success(), "native node");
+        t.elapsed().as_secs_f64()
+    });
+    let (mut wall, mut steps) = (f64::MAX, 0);
+    for _ in 0..3 {
+        let (_, out) = timed(home, Some("rewind"), &["run", "--", node, "-e", &script]);
+        let run = parse_status(&out).unwrap_or_else(|| panic!("rewind run node: {out}"));
+        assert_eq!(run.status, "exited:0", "{out}");
+        wall = wall.min(wall_of(&run.line).unwrap_or(f64::NAN));
+        steps = run.steps.expect("the status line gives steps");
+    }
+    let per_step = wall * 1e6 / steps as f64;
+    println!(
+        "(f) node with a worker: {steps} steps in {:.2} s (the run's wall), natively {:.2} s",
+        wall, native
+    );
+    println!(
+        "    a node step / a getpid step:                             {:6.2} x   ({per_step:.1} us a step; goal: at most 2 x)",
+        per_step / step_us
+    );
 }
 
 fn host() -> String {

@@ -6,10 +6,11 @@
 //! of a Go test binary (`go test -c`, tests/go/bank) and `where` names its
 //! Go source line; the fixed twin (`-tags fixed`) passes. Every recorded run
 //! is replayed and must be identical (`Home` does it when dropped) where
-//! `rewind doctor` says `rdtsc` is trapped: Go seeds its scheduler's
-//! randomness from `rdtsc`, which on PVM reads the host's counter, so there
-//! the runs are compared with native and not replayed, and the checks (whose
-//! narrowing replays) are skipped.
+//! `rewind doctor` says `rdtsc` is trapped (it tries it in a machine): Go
+//! seeds its scheduler's randomness from `rdtsc`. On PVM it is trapped
+//! while the engine runs the guest (`vmm/src/machine/tsc.rs`); a host that
+//! refuses that has the runs compared with native and not replayed, and the
+//! checks (whose narrowing replays) skipped.
 
 use rewind_tests::*;
 use std::path::{Path, PathBuf};
@@ -32,7 +33,9 @@ fn rdtsc_trapped() -> bool {
 fn checked_bank_test(fixed: bool) -> Option<String> {
     let test = bank_test(fixed)?;
     if !rdtsc_trapped() {
-        skipped("a check of a Go test: its narrowing replays, and rdtsc is not trapped on this host (PVM)");
+        skipped(
+            "a check of a Go test: its narrowing replays, and rdtsc is not trapped on this host",
+        );
         return None;
     }
     Some(test)
@@ -43,7 +46,7 @@ fn home() -> Home {
     if rdtsc_trapped() {
         return Home::new();
     }
-    skipped("replaying Go's runs: rdtsc is not trapped on this host (PVM), and Go seeds from it");
+    skipped("replaying Go's runs: rdtsc is not trapped on this host, and Go seeds from it");
     Home::unreplayed()
 }
 

@@ -209,6 +209,27 @@ fn cpu_facts(facts: &mut Vec<Fact>) {
     ));
 }
 
+/// Whether a guest's `rdtsc` faults here, tried in a machine.
+fn rdtsc_fact(pvm: bool) -> Fact {
+    let what = "rdtsc is trapped";
+    match vmm::machine::tsc::guest_rdtsc_faults() {
+        Ok(true) if pvm => fact(
+            true,
+            false,
+            what,
+            "under PVM through the host thread's PR_SET_TSC while the guest runs, with the guest's CR4.TSD: rdtsc and rdtscp read a virtual counter",
+        ),
+        Ok(true) => fact(true, false, what, "CR4.TSD honoured: rdtsc and rdtscp read a virtual counter"),
+        Ok(false) => fact(
+            false,
+            false,
+            what,
+            "rdtsc in the guest reads the host TSC, so programs that read the TSC directly (Go's runtime) are not deterministic here",
+        ),
+        Err(e) => fact(false, false, what, format!("a machine to try it in: {e}")),
+    }
+}
+
 /// Which KVM this is (PVM or hardware), and what follows from it.
 fn host_facts(facts: &mut Vec<Fact>) {
     let pvm = Path::new("/sys/module/kvm_pvm").exists();
@@ -221,12 +242,6 @@ fn host_facts(facts: &mut Vec<Fact>) {
             format!(
                 "KVM is PVM (paravirtual, kvm_pvm loaded, pvm_native={native}): guest ring 0 is emulated, exits are slow"
             ),
-        ));
-        facts.push(fact(
-            false,
-            false,
-            "rdtsc is trapped (CR4.TSD honoured)",
-            "not under PVM: rdtsc in the guest reads the host TSC, so programs that read the TSC directly (Go's runtime) are not deterministic here",
         ));
         facts.push(fact(
             false,
@@ -250,16 +265,6 @@ fn host_facts(facts: &mut Vec<Fact>) {
         facts.push(fact(
             hw,
             false,
-            "rdtsc is trapped (CR4.TSD honoured)",
-            if hw {
-                "expected on hardware KVM"
-            } else {
-                "unknown"
-            },
-        ));
-        facts.push(fact(
-            hw,
-            false,
             "debug registers honoured",
             if hw {
                 "expected on hardware KVM"
@@ -268,6 +273,7 @@ fn host_facts(facts: &mut Vec<Fact>) {
             },
         ));
     }
+    facts.push(rdtsc_fact(pvm));
     let pmu = Path::new("/sys/bus/event_source/devices/cpu").exists()
         || Path::new("/sys/bus/event_source/devices/cpu_core").exists();
     facts.push(fact(

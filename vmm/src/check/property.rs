@@ -192,6 +192,9 @@ impl Property {
 }
 
 fn run_script(path: &Path, id: &str) -> Verdict {
+    // Runs between runs, never inside a `Trap`; should one be held, the
+    // script must not inherit a trapped `rdtsc` (`machine::tsc`).
+    crate::machine::tsc::release();
     let out = std::process::Command::new(path)
         .env("REWIND_RUN", id)
         .stdin(std::process::Stdio::null())

@@ -423,8 +423,8 @@ impl DebugCore {
     }
 
     /// The signal a fault becomes, or None for one the kernel serves
-    /// silently (a page faulted in).
-    fn fatal_signal(&self, exit: &Exit) -> Option<i32> {
+    /// silently (a page faulted in, a time stamp read).
+    fn fatal_signal(&mut self, exit: &Exit) -> Option<i32> {
         let Exit::Exception {
             vector,
             error_code,
@@ -443,6 +443,7 @@ impl DebugCore {
                     _ => SIGSEGV,
                 }
             }
+            6 | 13 if self.live.k.tsc_read_at_rip().is_some() => return None,
             0 | 16 | 19 => SIGFPE,
             6 => SIGILL,
             VEC_DEBUG | VEC_BREAKPOINT => SIGTRAP,
@@ -480,6 +481,8 @@ impl DebugCore {
         stepping: bool,
         mut on: impl FnMut(&Ev) -> bool,
     ) -> Result<Ev, DebugError> {
+        // Until this returns (`on` starts nothing).
+        let trap = crate::machine::tsc::Trap::hold();
         loop {
             if let Some(st) = self.live.ended {
                 return Ok(Ev::Ended(st));
@@ -505,7 +508,7 @@ impl DebugCore {
             // A memory point's #DB handler exits to us while we single-step.
             self.live.k.m.set_debug_exits(tf);
             let exit = loop {
-                let exit = self.live.k.run_guest()?;
+                let exit = self.live.k.run_guest(&trap)?;
                 match exit {
                     Exit::Exception {
                         vector: VEC_PAGE_FAULT,

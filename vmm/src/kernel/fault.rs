@@ -86,10 +86,7 @@ impl Kernel<'_> {
     /// the cpu `getcpu` names, 0. False when the instruction is another.
     fn read_tsc(&mut self) -> bool {
         let rip = self.m.regs().rip;
-        let Ok(bytes) = self.read_user_some(rip, 3) else {
-            return false;
-        };
-        let Some((len, rdtscp)) = crate::machine::tsc::reads_tsc(&bytes) else {
+        let Some((len, rdtscp)) = self.tsc_read_at_rip() else {
             return false;
         };
         let tsc = self.clock.now();
@@ -101,6 +98,14 @@ impl Kernel<'_> {
         }
         r.rip = rip.wrapping_add(len);
         true
+    }
+
+    /// The length of the `rdtsc` (false) or `rdtscp` (true) at the current
+    /// thread's rip, when it is one: its #GP or #UD is no signal.
+    pub fn tsc_read_at_rip(&mut self) -> Option<(u64, bool)> {
+        let rip = self.m.regs().rip;
+        let bytes = self.read_user_some(rip, 3).ok()?;
+        crate::machine::tsc::reads_tsc(&bytes)
     }
 
     /// The vector and error code the hardware Linux runs on gives for the

@@ -178,6 +178,7 @@ impl Kernel<'_> {
 
     /// Runs until process `pid` has ended; its status then.
     pub fn run_until_ended(&mut self, pid: Pid) -> Result<ExitStatus, EngineError> {
+        let trap = crate::machine::tsc::Trap::hold();
         loop {
             if let Some(z) = self.zombies.get(&pid) {
                 return Ok(z.status);
@@ -186,7 +187,7 @@ impl Kernel<'_> {
                 // Reaped, or the machine ended with it.
                 return Ok(self.status.unwrap_or(ExitStatus::Exited(0)));
             }
-            let exit = self.run_guest()?;
+            let exit = self.run_guest(&trap)?;
             if let crate::machine::Exit::Interrupted = exit {
                 continue;
             }

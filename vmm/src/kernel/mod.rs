@@ -30,6 +30,7 @@ pub mod thread;
 pub mod time;
 pub mod uaccess;
 
+use crate::machine::tsc::Trap;
 use crate::machine::watchdog::Watchdog;
 use crate::machine::{Exit, Machine};
 use crate::run::{Event, EventKind, ExitStatus, Recorder};
@@ -257,6 +258,8 @@ impl<'r> Kernel<'r> {
         stop_at: Option<u64>,
         notes: &mut Notes,
     ) -> Result<(), EngineError> {
+        // Held until the caller has control again; nothing is started meanwhile.
+        let trap = Trap::hold();
         while self.status.is_none() && stop_at.is_none_or(|s| self.step < s) {
             if let Some(e) = self.failure.take() {
                 return Err(e);
@@ -266,7 +269,7 @@ impl<'r> Kernel<'r> {
                 self.finish(ExitStatus::TimedOut);
                 break;
             }
-            match self.run_guest()? {
+            match self.run_guest(&trap)? {
                 Exit::Interrupted => continue,
                 exit => self.serve(exit),
             }

@@ -40,6 +40,7 @@ use super::mm::{page_down, Prot};
 use super::task::{Pid, Tid};
 use super::Kernel;
 use crate::machine::layout::{MONITOR_END, PAGE_SIZE, USER_END};
+use crate::machine::tsc::Trap;
 use crate::machine::{insn, Exit};
 use crate::run::{Access, EventKind};
 use crate::schedule::Made;
@@ -146,12 +147,13 @@ impl MemPoints {
 
 impl Kernel<'_> {
     /// Runs the guest to its next exit that is a step, completing memory
-    /// points on the way. Every way of running the guest goes through here.
-    pub fn run_guest(&mut self) -> Result<Exit, EngineError> {
+    /// points on the way. Every way of running the guest goes through here,
+    /// inside a `trap` its caller holds until it returns (`machine::tsc`).
+    pub fn run_guest(&mut self, trap: &Trap) -> Result<Exit, EngineError> {
         self.points.made = Made::Other;
         loop {
             self.arm_pending();
-            let exit = self.m.run()?;
+            let exit = self.m.run(trap)?;
             if exit == Exit::Syscall {
                 self.points.streak = 0;
                 self.points.made = Made::Syscall;

@@ -167,29 +167,12 @@ pub struct KeyframeClock {
     pub blob_pages: std::collections::HashSet<PageHash>,
 }
 
-/// CLOCK_MONOTONIC_COARSE (a few ms fine): read at every step, and unlike
-/// CLOCK_MONOTONIC the vDSO answers it without `rdtsc`, which faults on the
-/// thread that runs the guest (`machine::tsc`).
-fn coarse_wall() -> std::time::Duration {
-    clock(libc::CLOCK_MONOTONIC_COARSE)
-}
-
-/// The CPU time the calling thread has used: what a keyframe costs, which
-/// the wall time overstates on a loaded host (a keyframe descheduled for a
-/// second would put the next one ten seconds off).
-fn thread_cpu_time() -> std::time::Duration {
-    clock(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
-fn clock(id: libc::clockid_t) -> std::time::Duration {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec it is given.
-    unsafe { libc::clock_gettime(id, &mut t) };
-    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
-}
+// Read at every step inside a `machine::tsc::Trap`: a coarse clock, which
+// needs no `rdtsc`.
+use crate::machine::tsc::coarse_now as coarse_wall;
+// What a keyframe costs: the wall time overstates it on a loaded host (a
+// keyframe descheduled for a second would put the next one ten seconds off).
+use crate::machine::tsc::thread_cpu_time;
 
 impl KeyframeClock {
     pub fn new(step: u64) -> KeyframeClock {

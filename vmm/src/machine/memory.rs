@@ -56,7 +56,15 @@ pub struct GuestRam {
     shares: BTreeMap<u64, u32>,
     /// Pages the monitor wrote since the last `take_dirty` (KVM logs the guest's own writes).
     dirty: Vec<u64>,
+    /// Frames a page table stopped mapping, or mapped with less access,
+    /// whose translations KVM may still cache (`Machine::flush_stale`);
+    /// None once more than `STALE_MAX` were noted.
+    stale: Option<Vec<u64>>,
 }
+
+/// Past this many stale frames, dropping every translation at once (a
+/// memory slot re-added) is cheaper than dropping theirs one by one.
+const STALE_MAX: usize = 1024;
 
 /// The frame allocator's state, saved in keyframes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -90,6 +98,7 @@ impl GuestRam {
             free: Vec::new(),
             shares: BTreeMap::new(),
             dirty: vec![0; (size / PAGE_SIZE).div_ceil(64) as usize],
+            stale: Some(Vec::new()),
         })
     }
 
@@ -200,6 +209,43 @@ impl GuestRam {
     /// would be seen by each).
     pub fn is_shared(&self, pa: u64) -> bool {
         self.shares.contains_key(&pa)
+    }
+
+    /// Notes that a page table stopped mapping `frame`, or narrowed its
+    /// access: KVM's cached translations of it must go before the guest runs.
+    pub fn note_stale(&mut self, frame: u64) {
+        match &mut self.stale {
+            Some(v) if v.len() < STALE_MAX => v.push(frame),
+            _ => self.stale = None,
+        }
+    }
+
+    /// The frames noted stale since the last call, sorted, each once; None
+    /// when there were too many to list (then every translation must go).
+    pub fn take_stale(&mut self) -> Option<Vec<u64>> {
+        let mut v = self.stale.replace(Vec::new())?;
+        v.sort_unstable();
+        v.dedup();
+        Some(v)
+    }
+
+    /// Takes write access away from the host pages of `[pa, pa+len)` and
+    /// gives it back: the change fires KVM's MMU notifier, which drops every
+    /// translation KVM made of those frames, and keeps their contents.
+    pub fn renew_host_pages(&mut self, pa: u64, len: u64) -> std::io::Result<()> {
+        self.check(pa, len as usize)
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: a range of our own mapping (checked above), its
+        // protection lowered and restored; nothing reads or writes it between.
+        unsafe {
+            let at = self.base.add(pa as usize).cast::<libc::c_void>();
+            for prot in [libc::PROT_READ, libc::PROT_READ | libc::PROT_WRITE] {
+                if libc::mprotect(at, len as usize, prot) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Remembers KVM's dirty bitmap (the slot is about to lose it).

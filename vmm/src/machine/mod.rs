@@ -181,12 +181,14 @@ impl Machine {
     /// A trampoline exit is taken as one only at the trampoline's own
     /// address: ring 3 can execute `out` and `in` too (on PVM they exit even
     /// with IOPL 0), so any other port I/O is the #GP that Linux would give.
-    pub fn run(&mut self) -> Result<Exit, EngineError> {
+    /// Inside a `trap`, whose `rdtsc` faults (`tsc`).
+    pub fn run(&mut self, trap: &tsc::Trap) -> Result<Exit, EngineError> {
         // (Not again when the routine itself was interrupted: it resumes.)
         let user = self.vcpu.sync_regs().sregs.cs.selector & 3 == 3;
         if user && self.ram.word(trampoline::slot::HIDE_COUNT) != 0 {
             self.enter_hide_routine()?;
         }
+        trap.arm();
         let (port, input) = match self.vcpu.run() {
             Ok(VcpuExit::IoOut(port, _)) => (port, false),
             Ok(VcpuExit::IoIn(port, data)) => {
@@ -400,6 +402,7 @@ impl Machine {
     /// zaps them all. The slot's dirty log goes with it, so it is folded
     /// into the RAM's own dirty bitmap first.
     pub fn flush_tlb(&mut self) -> Result<(), EngineError> {
+        let _ = self.ram.take_stale();
         let log = self
             .vm
             .get_dirty_log(MEMORY_SLOT, self.ram.size() as usize)
@@ -413,6 +416,37 @@ impl Machine {
         // SAFETY: as in `new`: the mapping outlives the VM.
         unsafe { self.vm.set_user_memory_region(memory_region(&self.ram)) }
             .map_err(EngineError::kvm("KVM_SET_USER_MEMORY_REGION"))?;
+        Ok(())
+    }
+
+    /// Drops KVM's cached translations of the frames whose mappings the
+    /// page tables lost or narrowed since the last flush
+    /// (`GuestRam::note_stale`), and only theirs: each run of adjacent
+    /// frames has its host pages' write access taken and given back, which
+    /// fires KVM's MMU notifier (a few us, where re-adding the slot waits
+    /// for an RCU grace period and then every page faults in again). Every
+    /// translation goes when too many were noted, or when that fails.
+    ///
+    /// Enough after leaves changed; not after page-table frames were freed
+    /// (an address space released), whose shadow tables KVM keeps by frame:
+    /// that is `flush_tlb`.
+    pub fn flush_stale(&mut self) -> Result<(), EngineError> {
+        let Some(frames) = self.ram.take_stale() else {
+            return self.flush_tlb();
+        };
+        let mut i = 0;
+        while i < frames.len() {
+            let start = frames[i];
+            let mut end = start + layout::PAGE_SIZE;
+            i += 1;
+            while i < frames.len() && frames[i] == end {
+                end += layout::PAGE_SIZE;
+                i += 1;
+            }
+            if self.ram.renew_host_pages(start, end - start).is_err() {
+                return self.flush_tlb();
+            }
+        }
         Ok(())
     }
 }

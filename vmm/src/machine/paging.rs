@@ -141,12 +141,19 @@ impl PageTables {
         (pte & PTE_PRESENT != 0 && in_ram(ram, frame)).then_some((frame, pte & PTE_WRITE != 0))
     }
 
-    /// Maps the page at `va` to `frame`. False when out of memory.
+    /// Maps the page at `va` to `frame`. False when out of memory. A frame
+    /// mapped there before is noted stale (`GuestRam::note_stale`).
     pub fn map(&self, ram: &mut GuestRam, va: u64, frame: u64, perm: Perm) -> bool {
-        match self.leaf(ram, va, true) {
-            Some(e) => ram.write_u64(e, frame | perm.bits()).is_ok(),
-            None => false,
+        let Some(e) = self.leaf(ram, va, true) else {
+            return false;
+        };
+        let Ok(old) = ram.read_u64(e) else {
+            return false;
+        };
+        if old & PTE_PRESENT != 0 {
+            ram.note_stale(old & PTE_ADDR);
         }
+        ram.write_u64(e, frame | perm.bits()).is_ok()
     }
 
     /// The physical address of the leaf entry of a present page at `va`.
@@ -187,6 +194,7 @@ impl PageTables {
             return None;
         }
         ram.write_u64(e, 0).ok()?;
+        ram.note_stale(pte & PTE_ADDR);
         Some(pte & PTE_ADDR)
     }
 
@@ -211,12 +219,14 @@ impl PageTables {
         self.edit_present(ram, va, |pte| pte & !(PTE_USER | PTE_WRITE));
     }
 
-    /// Rewrites the leaf entry of a present page at `va` as `edit` says.
+    /// Rewrites the leaf entry of a present page at `va` as `edit` says,
+    /// noting its frame stale.
     fn edit_present(&self, ram: &mut GuestRam, va: u64, edit: impl FnOnce(u64) -> u64) {
         if let Some(e) = self.leaf_of_present(ram, va) {
             if let Ok(pte) = ram.read_u64(e) {
                 // The leaf is inside memory (`leaf` checked its table).
                 let _ = ram.write_u64(e, edit(pte));
+                ram.note_stale(pte & PTE_ADDR);
             }
         }
     }

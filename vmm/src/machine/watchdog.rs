@@ -41,6 +41,8 @@ impl Watchdog {
         let done = Arc::new(AtomicBool::new(false));
         let thread = timeout.map(|t| {
             install_handler();
+            // The thread would inherit a trapped `rdtsc` (`tsc`).
+            super::tsc::release();
             // SAFETY: pthread_self is always safe.
             let target = unsafe { libc::pthread_self() };
             let (fired, done) = (fired.clone(), done.clone());

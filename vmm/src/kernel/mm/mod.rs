@@ -563,7 +563,7 @@ impl Kernel<'_> {
 
     pub(super) fn flush_if(&mut self, flushed: bool) -> SysResult<()> {
         if flushed {
-            self.m.flush_tlb().map_err(|e| self.engine_failure(e))?;
+            self.m.flush_stale().map_err(|e| self.engine_failure(e))?;
         }
         Ok(())
     }
