@@ -423,6 +423,30 @@ fn the_examples_and_the_flake_evaluate_without_nixpkgs() {
     assert_eq!(args.trim(), r#"["nixpkgs","self"]"#);
 }
 
+/// `rewind nix FILE -A ATTR` gives the output `nix-build` gave on the
+/// host, which is in the store and in the `file://` cache.
+fn builds_as_in_the_store_and_the_cache(nix: &Nix, home: &Home, file: &Path, attr: &str) {
+    let f = file.to_str().unwrap();
+    let outs = nix.build(file, attr);
+    let cache = nix.cache_url();
+    nix.tool("nix", &["copy", "--to", &cache, &outs[0]]);
+    let out = nix.rewind(home, &["nix", "-q", f, "-A", attr]);
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stderr.contains(" exited:0 after "), "{out}");
+    for verdict in [
+        "matches your store".to_string(),
+        format!("matches cache {cache}"),
+    ] {
+        let line = format!("{} sha256:", outs[0]);
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.starts_with(&line) && l.ends_with(&verdict)),
+            "no `{line}... {verdict}` in:\n{out}"
+        );
+    }
+}
+
 #[test]
 fn an_example_builds_with_the_host_toolchain_as_in_the_store_and_a_cache() {
     let Some(nix) = Nix::new() else { return };
@@ -430,10 +454,8 @@ fn an_example_builds_with_the_host_toolchain_as_in_the_store_and_a_cache() {
         return;
     };
     let file = nix.write_examples(&toolchain, "");
-    let f = file.to_str().unwrap();
     let home = Home::new();
-    // Every C example's fixed twin (hash-order's needs rustc, which the
-    // offline toolchain has not): each build compiles its source in the
+    // Every C example's fixed twin: each build compiles its source in the
     // store's toolchain and runs its check phase.
     let twins = [
         "bank-fixed",
@@ -443,25 +465,28 @@ fn an_example_builds_with_the_host_toolchain_as_in_the_store_and_a_cache() {
         "pool-fixed",
     ];
     for attr in twins {
-        let outs = nix.build(&file, attr);
-        let cache = nix.cache_url();
-        nix.tool("nix", &["copy", "--to", &cache, &outs[0]]);
-        let out = nix.rewind(&home, &["nix", "-q", f, "-A", attr]);
-        assert_eq!(out.code, 0, "{out}");
-        assert!(out.stderr.contains(" exited:0 after "), "{out}");
-        for verdict in [
-            "matches your store".to_string(),
-            format!("matches cache {cache}"),
-        ] {
-            let line = format!("{} sha256:", outs[0]);
-            assert!(
-                out.stdout
-                    .lines()
-                    .any(|l| l.starts_with(&line) && l.ends_with(&verdict)),
-                "no `{line}... {verdict}` in:\n{out}"
-            );
-        }
+        builds_as_in_the_store_and_the_cache(&nix, &home, &file, attr);
     }
+}
+
+#[test]
+fn the_rust_example_builds_with_rustc_inside_the_machine() {
+    let Some(nix) = Nix::new() else { return };
+    let Some(toolchain) = toolchain(&nix) else {
+        return;
+    };
+    // nix/host-toolchain.sh takes the host's rustc when it has one (this
+    // machine's rustup toolchain): its driver, LLVM, the standard
+    // library's rlibs and rust-lld, run by the toolchain's own loader.
+    if !Path::new(&toolchain).join("bin/rustc").exists() {
+        eprintln!("skipped: the host has no rustc, so the toolchain {toolchain} has none");
+        return;
+    }
+    let file = nix.write_examples(&toolchain, "");
+    let home = Home::new();
+    // rustc (threads of its own, rust-lld through cc) compiles
+    // hash-order-fixed.rs in the build, which then runs it as its check.
+    builds_as_in_the_store_and_the_cache(&nix, &home, &file, "hash-order-fixed");
 }
 
 /// `bank` and `bank-fixed` (built by build.rs from guest/examples) in
