@@ -327,6 +327,9 @@ pub struct Checker<'a> {
     learned: Option<Learned>,
     /// The trees schedule 0 left at its kept paths (`same-outputs`).
     base_kept: Option<std::collections::BTreeMap<String, crate::run::FileTree>>,
+    /// Schedule 0's run, whose keyframes a windowed schedule starts from
+    /// (`resume::window_start`).
+    base_run: Option<String>,
 }
 
 impl<'a> Checker<'a> {
@@ -345,6 +348,7 @@ impl<'a> Checker<'a> {
             race_pages: Vec::new(),
             learned: None,
             base_kept: None,
+            base_run: None,
         }
     }
 
@@ -681,7 +685,11 @@ impl<'a> Checker<'a> {
     /// Runs one candidate and judges it.
     pub fn try_one(&self, c: &Candidate) -> Result<Tried, CheckError> {
         let inputs = self.inputs_for(c);
-        let (id, o, events) = self.record(&inputs, &self.candidate_limits())?;
+        let limits = self.candidate_limits();
+        let (id, o, events) = match self.window_start(&inputs) {
+            Some(start) => self.record_from(&inputs, &limits, Some(start))?,
+            None => self.record(&inputs, &limits)?,
+        };
         Ok(self.judge(c.label(), id, &o, &events))
     }
 
@@ -711,6 +719,7 @@ impl<'a> Checker<'a> {
         self.base_wall = o.wall;
         self.base_steps = o.steps;
         self.base_kept = Some(o.kept.clone());
+        self.base_run = Some(id.clone());
         self.window = Some(window::Window::of(&events, o.steps));
         self.add_sdk(&events);
         Ok(self.judge(label.into(), id, &o, &events))

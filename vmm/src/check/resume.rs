@@ -83,6 +83,28 @@ impl Checker<'_> {
         best
     }
 
+    /// Where a seeded or PCT schedule whose window starts at step F
+    /// (`--schedule-from`) starts: schedule 0's latest keyframe before F.
+    /// Such a schedule draws nothing before its window (`schedule::Plan`),
+    /// so up to F it is schedule 0's machine, as a run of explicit
+    /// perturbations is up to its first (a build compiled before the check
+    /// phase it perturbs is not compiled again). None: from step 0.
+    pub(super) fn window_start(
+        &self,
+        inputs: &crate::run::RunInputs,
+    ) -> Option<(crate::store::Run, Keyframe)> {
+        let m = &inputs.manifest;
+        let from = m.schedule_from.filter(|f| *f > 1)?;
+        if m.schedule == 0 || !m.perturb.is_empty() || m.reseed.is_some() {
+            return None;
+        }
+        let base = Donor {
+            id: self.base_run.clone()?,
+            applied: Vec::new(),
+        };
+        self.shared_keyframe(&[], &[base], from)
+    }
+
     /// `try_one` of explicit perturbations, started from the keyframe of
     /// one of `donors` that its run passes through.
     pub(super) fn try_resumed(
