@@ -327,8 +327,7 @@ pub struct Checker<'a> {
     learned: Option<Learned>,
     /// The trees schedule 0 left at its kept paths (`same-outputs`).
     base_kept: Option<std::collections::BTreeMap<String, crate::run::FileTree>>,
-    /// Schedule 0's run, whose keyframes a windowed schedule starts from
-    /// (`resume::window_start`).
+    /// Schedule 0's run, whose keyframes a windowed schedule starts from.
     base_run: Option<String>,
 }
 
@@ -680,17 +679,6 @@ impl<'a> Checker<'a> {
             ExitStatus::TimedOut => limits.timeout,
             _ => self.spec.limits.timeout,
         }
-    }
-
-    /// Runs one candidate and judges it.
-    pub fn try_one(&self, c: &Candidate) -> Result<Tried, CheckError> {
-        let inputs = self.inputs_for(c);
-        let limits = self.candidate_limits();
-        let (id, o, events) = match self.window_start(&inputs) {
-            Some(start) => self.record_from(&inputs, &limits, Some(start))?,
-            None => self.record(&inputs, &limits)?,
-        };
-        Ok(self.judge(c.label(), id, &o, &events))
     }
 
     /// Records schedule 0 and learns from it what the schedules after it

@@ -1,5 +1,5 @@
-//! Narrowing's runs started where a run the check already made parts from
-//! them, not from step 0.
+//! Narrowing's runs, and schedules windowed by `--schedule-from`, started
+//! where a run the check already made parts from them, not from step 0.
 //!
 //! Two runs of one check are the same machine up to the first step at
 //! which their perturbations differ: the schedule is the only input that
@@ -81,6 +81,18 @@ impl Checker<'_> {
             }
         }
         best
+    }
+
+    /// Runs one candidate and judges it: a windowed one from schedule 0's
+    /// keyframe before its window (`window_start`).
+    pub fn try_one(&self, c: &Candidate) -> Result<Tried, CheckError> {
+        let inputs = self.inputs_for(c);
+        let limits = self.candidate_limits();
+        let (id, o, events) = match self.window_start(&inputs) {
+            Some(start) => self.record_from(&inputs, &limits, Some(start))?,
+            None => self.record(&inputs, &limits)?,
+        };
+        Ok(self.judge(c.label(), id, &o, &events))
     }
 
     /// Where a seeded or PCT schedule whose window starts at step F
