@@ -2,9 +2,11 @@
 # Collects this host's C toolchain into DIR for nix/toolchain.nix, which
 # makes it a store path that runs with no file outside it: gcc, cc1,
 # collect2, as and ld, the shared libraries and loader they run on, the
-# static C library with its headers, and a static busybox (bin/sh and its
-# applets). The tests call it once (tests/tests/nix.rs) on Debian with
-# gcc, libc6-dev, binutils, patchelf and busybox-static installed.
+# static C library with its headers, a static busybox (bin/sh and its
+# applets), and rustc with the standard library for x86_64 Linux when the
+# host has a rustc (the machine's rustup toolchain: hash-order is Rust).
+# The tests call it once (tests/tests/nix.rs) on Debian with gcc,
+# libc6-dev, binutils, patchelf and busybox-static installed.
 #
 #   nix/host-toolchain.sh DIR
 set -euo pipefail
@@ -46,6 +48,36 @@ for p in "${programs[@]}"; do
 done | sort -u | while read -r lib; do
     cp -L "$lib" "$out/lib/$(basename "$lib")"
 done
+
+# rustc, when the host has one (rustup's or Debian's), in its sysroot's
+# layout with $out as the sysroot: bin/rustc, the libraries it runs on
+# (its driver and LLVM among them) in lib/ beside the C toolchain's, and
+# for x86_64-unknown-linux-gnu only the standard library's rlibs and the
+# linker rustc drives through cc where it has one (rust-lld, gcc-ld/ld.lld).
+if command -v rustc >/dev/null; then
+    sysroot=$(rustc --print sysroot)
+    target=lib/rustlib/x86_64-unknown-linux-gnu
+    cp -L "$sysroot/bin/rustc" "$out/bin/rustc"
+    mkdir -p "$out/$target/lib"
+    # The rlibs and, where this rustc keeps the crates' metadata apart,
+    # their .rmeta.
+    for f in "$sysroot/$target"/lib/*.rlib "$sysroot/$target"/lib/*.rmeta; do
+        if [ -f "$f" ]; then cp "$f" "$out/$target/lib/"; fi
+    done
+    linkers=()
+    for f in bin/rust-lld bin/gcc-ld/ld.lld; do
+        if [ -f "$sysroot/$target/$f" ]; then
+            mkdir -p "$(dirname "$out/$target/$f")"
+            cp -L "$sysroot/$target/$f" "$out/$target/$f"
+            linkers+=("$sysroot/$target/$f")
+        fi
+    done
+    for p in "$sysroot/bin/rustc" "${linkers[@]}"; do
+        ldd "$p" | awk '/=> \//{print $3} /^\t\/.*ld-linux/{print $1}'
+    done | sort -u | while read -r lib; do
+        cp -L "$lib" "$out/lib/$(basename "$lib")"
+    done
+fi
 
 busybox=$(command -v busybox)
 cp -L "$busybox" "$out/bin/busybox"

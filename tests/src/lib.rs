@@ -432,6 +432,17 @@ impl Home {
 
     /// `rewind ARGS` with this home and extra host environment variables.
     pub fn rewind_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.rewind_env_within(args, env, DEADLINE)
+    }
+
+    /// [`Home::rewind_env`] killed after `deadline` instead of [`DEADLINE`]
+    /// (a check whose every schedule is a build).
+    pub fn rewind_env_within(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        deadline: Duration,
+    ) -> Output {
         // Runs a test made with its own processes were noted at the last look.
         self.note_new_runs(false);
         if matches!(args.first(), Some(&"remove") | Some(&"prune")) {
@@ -442,7 +453,7 @@ impl Home {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let out = run_command(cmd, DEADLINE);
+        let out = run_command(cmd, deadline);
         self.note_new_runs(args.first() == Some(&"import"));
         out
     }
@@ -561,7 +572,9 @@ impl Home {
     /// `rewind replay RUN` must say `identical` and exit 0.
     #[track_caller]
     pub fn replay_identical(&self, run: &str) {
-        let out = self.rewind(&["replay", run]);
+        // A replay takes as long as the recording, a minute or more for a
+        // build (rustc in tests/tests/nix.rs).
+        let out = self.rewind_env_within(&["replay", run], &[], Duration::from_secs(600));
         assert!(
             out.code == 0 && (out.stdout.contains("identical") || out.stderr.contains("identical")),
             "`rewind replay {run}` did not report identical:\n{out}"

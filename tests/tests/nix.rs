@@ -423,6 +423,35 @@ fn the_examples_and_the_flake_evaluate_without_nixpkgs() {
     assert_eq!(args.trim(), r#"["nixpkgs","self"]"#);
 }
 
+/// `rewind nix FILE -A ATTR` gives the output `nix-build` gave on the
+/// host, which is in the store and in the `file://` cache.
+fn builds_as_in_the_store_and_the_cache(nix: &Nix, home: &Home, file: &Path, attr: &str) {
+    let f = file.to_str().unwrap();
+    let outs = nix.build(file, attr);
+    let cache = nix.cache_url();
+    nix.tool("nix", &["copy", "--to", &cache, &outs[0]]);
+    // rustc's build is about a minute in a debug build on an idle machine.
+    let out = home.rewind_env_within(
+        &["nix", "-q", f, "-A", attr],
+        &[("NIX_CONFIG", &nix.config)],
+        std::time::Duration::from_secs(600),
+    );
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stderr.contains(" exited:0 after "), "{out}");
+    for verdict in [
+        "matches your store".to_string(),
+        format!("matches cache {cache}"),
+    ] {
+        let line = format!("{} sha256:", outs[0]);
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.starts_with(&line) && l.ends_with(&verdict)),
+            "no `{line}... {verdict}` in:\n{out}"
+        );
+    }
+}
+
 #[test]
 fn an_example_builds_with_the_host_toolchain_as_in_the_store_and_a_cache() {
     let Some(nix) = Nix::new() else { return };
@@ -430,10 +459,8 @@ fn an_example_builds_with_the_host_toolchain_as_in_the_store_and_a_cache() {
         return;
     };
     let file = nix.write_examples(&toolchain, "");
-    let f = file.to_str().unwrap();
     let home = Home::new();
-    // Every C example's fixed twin (hash-order's needs rustc, which the
-    // offline toolchain has not): each build compiles its source in the
+    // Every C example's fixed twin: each build compiles its source in the
     // store's toolchain and runs its check phase.
     let twins = [
         "bank-fixed",
@@ -443,57 +470,67 @@ fn an_example_builds_with_the_host_toolchain_as_in_the_store_and_a_cache() {
         "pool-fixed",
     ];
     for attr in twins {
-        let outs = nix.build(&file, attr);
-        let cache = nix.cache_url();
-        nix.tool("nix", &["copy", "--to", &cache, &outs[0]]);
-        let out = nix.rewind(&home, &["nix", "-q", f, "-A", attr]);
-        assert_eq!(out.code, 0, "{out}");
-        assert!(out.stderr.contains(" exited:0 after "), "{out}");
-        for verdict in [
-            "matches your store".to_string(),
-            format!("matches cache {cache}"),
-        ] {
-            let line = format!("{} sha256:", outs[0]);
-            assert!(
-                out.stdout
-                    .lines()
-                    .any(|l| l.starts_with(&line) && l.ends_with(&verdict)),
-                "no `{line}... {verdict}` in:\n{out}"
-            );
-        }
+        builds_as_in_the_store_and_the_cache(&nix, &home, &file, attr);
     }
 }
 
-/// `bank` and `bank-fixed` (built by build.rs from guest/examples) in
-/// `DIR/bank/bin`, for builders that run them as their check phase.
-fn with_bank_programs(nix: &Nix) {
-    let bin = nix.path().join("bank/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    for name in ["bank", "bank-fixed"] {
-        std::fs::copy(rewind_tests::guest(name), bin.join(name)).unwrap();
+#[test]
+fn the_rust_example_builds_with_rustc_inside_the_machine() {
+    let Some(nix) = Nix::new() else { return };
+    let Some(toolchain) = toolchain(&nix) else {
+        return;
+    };
+    // nix/host-toolchain.sh takes the host's rustc when it has one (this
+    // machine's rustup toolchain): its driver, LLVM, the standard
+    // library's rlibs and rust-lld, run by the toolchain's own loader.
+    if !Path::new(&toolchain).join("bin/rustc").exists() {
+        eprintln!("skipped: the host has no rustc, so the toolchain {toolchain} has none");
+        return;
     }
+    let file = nix.write_examples(&toolchain, "");
+    let home = Home::new();
+    // rustc (threads of its own, rust-lld through cc) compiles
+    // hash-order-fixed.rs in the build, which then runs it as its check.
+    builds_as_in_the_store_and_the_cache(&nix, &home, &file, "hash-order-fixed");
 }
 
-/// A build whose check phase runs bank (`make check` that loses money), and
-/// its fixed twin's; each makes `$out` only when the check passed.
-const BANK_CHECKS: &str = r#"  progs = name: script: derivation { inherit name; system = "x86_64-linux";
-    builder = sh; args = [ "-e" "-c" script ];
-    PATH = "${bb}/bin:${builtins.path { path = ./bank; name = "bank-programs"; }}/bin"; };
-  bank = progs "bank-check" "bank; mkdir $out; echo ok > $out/passed";
-  bank-fixed = progs "bank-fixed-check" "bank-fixed; mkdir $out; echo ok > $out/passed";"#;
+/// The step at which ATTR's build (nix/examples.nix) starts its test
+/// program, after compiling it: the execve of `./ATTR` in its `rewind nix`
+/// run on memory points (which is the check's schedule 0).
+fn check_phase_step(nix: &Nix, home: &Home, file: &str, attr: &str) -> String {
+    let out = nix.rewind(home, &["nix", "-q", "--points", "memory", file, "-A", attr]);
+    assert!(out.stderr.contains(" exited:0 after "), "{out}");
+    let events = home.ok(&["events", &run_id(&out), "--json"]);
+    let execve = format!("execve(\\\"./{attr}\\\"");
+    let line = events
+        .stdout
+        .lines()
+        .find(|l| l.contains(&execve))
+        .unwrap_or_else(|| panic!("no {execve} in the build:\n{events}"));
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    v["step"].as_u64().unwrap().to_string()
+}
 
 #[test]
 fn check_of_a_derivation_finds_banks_lost_money_in_its_check_and_the_fixed_twin_passes() {
     let Some(nix) = Nix::new() else { return };
-    with_bank_programs(&nix);
-    let file = nix.write(BANK_CHECKS);
+    let Some(toolchain) = toolchain(&nix) else {
+        return;
+    };
+    // bank from nix/examples.nix: its build compiles bank.c with the
+    // store's toolchain (about 35,500 steps), then runs it as its check
+    // phase (about 300). The schedules perturb from the check phase on and
+    // start there from a keyframe of schedule 0, so no schedule compiles
+    // bank.c again.
+    let file = nix.write_examples(&toolchain, "");
     let f = file.to_str().unwrap();
     let home = Home::new();
-    // Random schedules on memory points (each build is about 300 steps)
-    // find bank's lost deposit, as they find it in `--example bank`.
+    // A check of 64 builds: more than one command's usual deadline.
+    let long = std::time::Duration::from_secs(900);
+    let from = check_phase_step(&nix, &home, f, "bank");
     let mut args = vec!["check", "--points", "memory", "--schedules", "64"];
-    args.extend(["--where", f, "-A", "bank"]);
-    let out = nix.rewind(&home, &args);
+    args.extend(["--schedule-from", &from, "--where", f, "-A", "bank"]);
+    let out = home.rewind_env_within(&args, &[("NIX_CONFIG", &nix.config)], long);
     assert_eq!(out.code, 1, "{out}");
     let text = &out.stdout;
     assert!(
@@ -513,18 +550,19 @@ fn check_of_a_derivation_finds_banks_lost_money_in_its_check_and_the_fixed_twin_
     let failing = rewind_tests::failing_run_in(&out);
     let show = home.ok(&["show", &failing]);
     assert!(show.stdout.contains("rewind nix "), "{show}");
-    assert!(home.ok(&["ls"]).stdout.contains("bank-check"));
+    assert!(home.ok(&["ls"]).stdout.contains(" bank\n"));
 
+    let from = check_phase_step(&nix, &home, f, "bank-fixed");
     let mut args = vec!["check", "--points", "memory", "--schedules", "64"];
-    args.extend([f, "-A", "bank-fixed"]);
-    let out = nix.rewind(&home, &args);
+    args.extend(["--schedule-from", &from, f, "-A", "bank-fixed"]);
+    let out = home.rewind_env_within(&args, &[("NIX_CONFIG", &nix.config)], long);
     assert_eq!(out.code, 0, "{out}");
     assert!(
         out.stdout
             .contains("0 of 64 perturbed schedules ended differently"),
         "{out}"
     );
-    // Home's drop replays every run the checks kept.
+    // Home's drop replays every run the checks kept, from step 0.
 }
 
 /// Two background writers appending to one file: the output is the order

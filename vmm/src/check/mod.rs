@@ -336,6 +336,8 @@ pub struct Checker<'a> {
     learned: Option<Learned>,
     /// The trees schedule 0 left at its kept paths (`same-outputs`).
     base_kept: Option<std::collections::BTreeMap<String, crate::run::FileTree>>,
+    /// Schedule 0's run, whose keyframes a windowed schedule starts from.
+    base_run: Option<String>,
 }
 
 impl<'a> Checker<'a> {
@@ -354,6 +356,7 @@ impl<'a> Checker<'a> {
             race_pages: Vec::new(),
             learned: None,
             base_kept: None,
+            base_run: None,
         }
     }
 
@@ -609,13 +612,6 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Runs one candidate and judges it.
-    pub fn try_one(&self, c: &Candidate) -> Result<Tried, CheckError> {
-        let inputs = self.inputs_for(c);
-        let (id, o, events) = self.record(&inputs, &self.candidate_limits())?;
-        Ok(self.judge(c.label(), id, &o, &events))
-    }
-
     /// Records schedule 0 and learns from it what the schedules after it
     /// need (its status, wall time, steps, window, whether it uses the
     /// SDK); returns it judged, called `label`. With `--points races` a
@@ -642,6 +638,7 @@ impl<'a> Checker<'a> {
         self.base_wall = o.wall;
         self.base_steps = o.steps;
         self.base_kept = Some(o.kept.clone());
+        self.base_run = Some(id.clone());
         self.window = Some(window::Window::of(&events, o.steps));
         self.add_sdk(&events);
         Ok(self.judge(label.into(), id, &o, &events))

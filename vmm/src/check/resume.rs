@@ -1,5 +1,5 @@
-//! Narrowing's runs started where a run the check already made parts from
-//! them, not from step 0.
+//! Narrowing's runs, and schedules windowed by `--schedule-from`, started
+//! where a run the check already made parts from them, not from step 0.
 //!
 //! Two runs of one check are the same machine up to the first step at
 //! which their perturbations differ: the schedule is the only input that
@@ -81,6 +81,40 @@ impl Checker<'_> {
             }
         }
         best
+    }
+
+    /// Runs one candidate and judges it: a windowed one from schedule 0's
+    /// keyframe before its window (`window_start`).
+    pub fn try_one(&self, c: &Candidate) -> Result<Tried, CheckError> {
+        let inputs = self.inputs_for(c);
+        let limits = self.candidate_limits();
+        let (id, o, events) = match self.window_start(&inputs) {
+            Some(start) => self.record_from(&inputs, &limits, Some(start))?,
+            None => self.record(&inputs, &limits)?,
+        };
+        Ok(self.judge(c.label(), id, &o, &events))
+    }
+
+    /// Where a seeded or PCT schedule whose window starts at step F
+    /// (`--schedule-from`) starts: schedule 0's latest keyframe before F.
+    /// Such a schedule draws nothing before its window (`schedule::Plan`),
+    /// so up to F it is schedule 0's machine, as a run of explicit
+    /// perturbations is up to its first (a build compiled before the check
+    /// phase it perturbs is not compiled again). None: from step 0.
+    pub(super) fn window_start(
+        &self,
+        inputs: &crate::run::RunInputs,
+    ) -> Option<(crate::store::Run, Keyframe)> {
+        let m = &inputs.manifest;
+        let from = m.schedule_from.filter(|f| *f > 1)?;
+        if m.schedule == 0 || !m.perturb.is_empty() || m.reseed.is_some() {
+            return None;
+        }
+        let base = Donor {
+            id: self.base_run.clone()?,
+            applied: Vec::new(),
+        };
+        self.shared_keyframe(&[], &[base], from)
     }
 
     /// `try_one` of explicit perturbations, started from the keyframe of
