@@ -1,13 +1,13 @@
 /* late-update: each teller reads the balance under a lock, then writes it
  * back after the unlock, with no system call between its load and its
- * store: a lost update that race-directed points do not see.
+ * store: a lost update.
  *
  * A teller takes the balance's page inside the lock and keeps it through
  * its unlock, so the other teller, which acquires that unlock, is ordered
- * after the page's epoch (docs/design.md, "Race-directed points": a
- * thread's accesses after it released something, without losing the page,
- * count at the epoch it took it). Only memory points stop between the
- * late load and store. Exit status 2 means an update was lost.
+ * after the page's epoch (docs/design.md, "Race-directed points"). Before
+ * a lock's handover put its page on probation only memory points stopped
+ * between the late load and store; now the balance, on the lock's page,
+ * is learned. Exit status 2 means an update was lost.
  */
 #include <pthread.h>
 #include <stdio.h>

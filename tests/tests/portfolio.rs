@@ -131,35 +131,30 @@ fn a_race_directed_find_comes_before_the_widening() {
     assert!(sentence.contains("(total, in worker)"), "{sentence}");
 }
 
-/// `late-update`'s tellers write the balance back after their unlock:
-/// race-directed points judge the handover ordered and never stop between
-/// the load and the store (64 schedules of each of their strategies find
-/// nothing), system-call points have none there either. Only memory
-/// points reach it, and the default check (a budget of 60 s, no count)
-/// does, in its widening rounds, and says so.
+/// `late-update`'s tellers write the balance back after their unlock,
+/// with no system call between the load and the store: system-call points
+/// never stop there. Race-directed points judged the handover ordered and
+/// did not either, until a lock's handover put its page (the balance's) on
+/// probation, where the lock's own accesses order the rest and the late
+/// store races (docs/design.md, "Race-directed points"). The default check
+/// (a budget of 60 s, no count) finds it within its budget, and narrows
+/// it to the balance.
 #[test]
-fn a_race_only_memory_points_reach_is_reached_within_the_budget() {
+fn a_late_update_is_reached_within_the_budget() {
     let program = rewind_tests::guest_arg("late-update");
     let h = Home::new();
-    for (points, strategy) in [
-        ("races", "random"),
-        ("races", "pct"),
-        ("syscalls", "random"),
-    ] {
-        let out = h.rewind(&[
-            "check",
-            "--points",
-            points,
-            "--strategy",
-            strategy,
-            "--no-narrow",
-            "--",
-            &program,
-        ]);
-        assert_eq!(out.code, 0, "{points} {strategy}:\n{out}");
-    }
+    let out = h.rewind(&[
+        "check",
+        "--points",
+        "syscalls",
+        "--strategy",
+        "random",
+        "--no-narrow",
+        "--",
+        &program,
+    ]);
+    assert_eq!(out.code, 0, "syscalls random:\n{out}");
     let v = found(&h, &["--", &program]);
-    assert_eq!(found_by(&v).1, "memory", "{v:#}");
     assert_eq!(v["out_of_budget"], serde_json::Value::Null, "{v:#}");
     let sentence = v["narrowed"]["sentence"].as_str().unwrap();
     assert!(sentence.contains("(balance, in teller)"), "{sentence}");
@@ -215,9 +210,15 @@ fn a_check_keeps_what_it_found_and_remakes_the_rest() {
     let (out, v) = all.check_json(&[&args[..], &["--keep", "all"]].concat());
     assert_eq!(out.code, 0, "{out}");
     let (runs_all, bytes_all) = runs_and_bytes(all.path());
+    // The schedule 0s: race-directed and system-call points, and memory
+    // points when the 16 schedules reach the widening rounds (how many
+    // schedules a round takes follows the schedule 0s' steps).
+    let bases = |v: &serde_json::Value| v["bases"].as_array().unwrap().len();
+    let learning = usize::from(v["learned"]["run"] != v["bases"][0]["run"]);
     assert_eq!(
-        runs_all, 19,
-        "the learning run, two schedule 0s and 16 schedules"
+        runs_all,
+        learning + bases(&v) + 16,
+        "the learning run, the schedule 0s and 16 schedules: {v:#}"
     );
 
     let h = Home::new();
@@ -228,7 +229,7 @@ fn a_check_keeps_what_it_found_and_remakes_the_rest() {
         v2["tried"].as_array().unwrap().len()
     );
     let (runs, bytes) = runs_and_bytes(h.path());
-    assert_eq!(runs, 2, "the two schedule 0s alone");
+    assert_eq!(runs, bases(&v2), "the schedule 0s alone");
     assert!(
         bytes < bytes_all,
         "{bytes} bytes kept, {bytes_all} with --keep all"

@@ -24,6 +24,7 @@ pub mod sdk;
 pub mod signal;
 pub mod stack;
 pub mod symbols;
+mod sync_code;
 pub mod syscalls;
 pub mod task;
 pub mod thread;

@@ -328,43 +328,25 @@ impl Kernel<'_> {
             _ => {}
         }
         let (size, access) = self.decode_access(rip, error_code);
-        if self.points.race.is_some() {
-            let from = match owner {
-                Some(Owner::Thread(t)) => Some(t),
-                _ => None,
-            };
-            let (atomic, write) = (access == Access::Atomic, access != Access::Read);
-            if let (Some(t), false) = (from, atomic) {
-                if self.race_ordered(pid, page, t, tid) || !self.race_unordered(pid, page, t, write)
-                {
-                    // Handed over in order: the page is the new thread's, no point.
-                    self.race_grant(pid, page, tid);
-                    self.points.owners.insert((pid, page), Owner::Thread(tid));
-                    pt.set_user_access(&mut self.m.ram, page, true);
-                    return true;
-                }
-            }
-            if let (Some(r), true) = (self.points.race.as_mut(), atomic) {
-                if from.is_some() {
-                    let u = super::races::Unordered {
-                        atomic: true,
-                        write: true,
-                        ..Default::default()
-                    };
-                    r.unordered(pid, page, u);
-                }
-                r.atomic(pid, cr2, tid, from);
-            }
+        if self.race_fault(pid, cr2, owner, access, rip) {
+            // Handed over in order: the page is the new thread's, no point.
+            self.race_grant(pid, page, tid);
+            self.points.owners.insert((pid, page), Owner::Thread(tid));
+            pt.set_user_access(&mut self.m.ram, page, true);
+            return true;
         }
         // On probation and no race seen in its points: the page is the thread's again.
         let released = self.points.race.as_mut().is_some_and(|r| {
             let write = access != Access::Read;
-            r.point(pid, cr2, u64::from(size), tid, write) == super::races::Judged::Owned
+            let atomic = access == Access::Atomic;
+            r.point(pid, (cr2, u64::from(size)), tid, write, atomic) == super::races::Judged::Owned
         });
         // Race-directed: an atomic, or bytes another thread's points
         // touched, are what threads contend for; the run starts again there.
+        let atomic = access == Access::Atomic;
+        let sync = atomic && self.points.race.is_some() && self.sync_code(pid, rip);
         let contended = self.points.race.as_mut().is_some_and(|r| {
-            access == Access::Atomic || r.contested(pid, cr2, u64::from(size), tid)
+            (atomic && !sync) || r.contested(pid, cr2, u64::from(size), tid, atomic)
         });
         let race = self.points.race.is_some();
         let run = self.points.runs.entry((pid, page)).or_insert((tid, 0));

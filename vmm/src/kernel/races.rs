@@ -35,6 +35,7 @@ use super::mm::page_down;
 use super::points::Owner;
 use super::task::{Pid, Tid};
 use super::Kernel;
+use crate::run::Access;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -161,8 +162,9 @@ impl PageCopy {
 /// Byte ranges a page remembers its points by (`RaceState::contested`).
 const TOUCHED: usize = 64;
 
-/// Bytes a point touched (address, length) and the thread that made it.
-type Touched = (u64, u64, Tid);
+/// Bytes a point touched (address, length), the thread that made it and
+/// its own epoch then.
+type Touched = (u64, u64, Tid, u32);
 
 /// A point made on a page on probation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -177,6 +179,10 @@ struct Seen {
     /// (told by the page's copy), at the epoch it took the page.
     #[serde(default)]
     prior: bool,
+    /// Synchronisation, which never races: an atomic, or a plain access
+    /// to a word atomics touched (a relaxed load is a plain `mov`).
+    #[serde(default)]
+    sync: bool,
 }
 
 /// Points a page stays on probation without two threads' unordered
@@ -382,6 +388,7 @@ impl RaceState {
                             write: true,
                             epoch,
                             prior: true,
+                            sync: false,
                         })
                         .collect()
                 }
@@ -392,24 +399,45 @@ impl RaceState {
         true
     }
 
+    /// Whether `len` bytes at `addr` touch a word an atomic touched (at
+    /// most 8 bytes from its address): synchronisation, as the lock word,
+    /// or a condition variable's sequence read with a plain `mov`.
+    fn sync_word(&self, pid: Pid, addr: u64, len: u64) -> bool {
+        let from = (pid, addr.saturating_sub(7));
+        let to = (pid, addr.saturating_add(len.max(1)));
+        self.sync.range(from..to).next().is_some()
+    }
+
     /// A point on a trapping page: on probation, whether two threads'
     /// unordered accesses met on the same bytes, one writing (the page then
     /// traps for good), or the probation is over (the page is `tid`'s).
-    pub fn point(&mut self, pid: Pid, addr: u64, len: u64, tid: Tid, write: bool) -> Judged {
+    /// Atomics and accesses to their words are synchronisation: they
+    /// order (`atomic`), count towards the probation, and never race.
+    pub fn point(
+        &mut self,
+        pid: Pid,
+        (addr, len): (u64, u64),
+        tid: Tid,
+        write: bool,
+        atomic: bool,
+    ) -> Judged {
         let key = (pid, page_down(addr));
         if !self.probation.contains_key(&key) {
             return Judged::Traps;
         }
         let mine = self.clock(tid);
         let len = len.max(1);
+        let sync = atomic || self.sync_word(pid, addr, len);
         let seen = &self.probation[&key];
-        let races = seen.iter().any(|s| {
-            s.tid != tid
-                && (s.write || write)
-                && s.addr < addr.saturating_add(len)
-                && addr < s.addr.saturating_add(s.len)
-                && mine.get(&s.tid).copied().unwrap_or(0) < s.epoch
-        });
+        let races = !sync
+            && seen.iter().any(|s| {
+                s.tid != tid
+                    && !s.sync
+                    && (s.write || write)
+                    && s.addr < addr.saturating_add(len)
+                    && addr < s.addr.saturating_add(s.len)
+                    && mine.get(&s.tid).copied().unwrap_or(0) < s.epoch
+            });
         if races {
             self.probation.remove(&key);
             self.confirmed.insert(key.1);
@@ -421,9 +449,10 @@ impl RaceState {
             tid,
             addr,
             len,
-            write,
+            write: write && !sync,
             epoch,
             prior: false,
+            sync,
         });
         if seen.iter().filter(|s| !s.prior).count() < PROBATION {
             return Judged::Traps;
@@ -438,22 +467,33 @@ impl RaceState {
     }
 
     /// A point by `tid` on `len` bytes at `addr`: whether another thread's
-    /// point touched any of them (they are contended for). A thread whose
-    /// points on a racing page meet no other thread's bytes for a while is
-    /// using its own data there (a compressor's state beside the arena's
-    /// lock): `memory_point` gives it the page back.
-    pub fn contested(&mut self, pid: Pid, addr: u64, len: u64, tid: Tid) -> bool {
+    /// point touched any of them with nothing ordering the two (they are
+    /// contended for). A thread whose points on a racing page meet no other
+    /// thread's bytes unordered for a while is using its own data there
+    /// (a compressor's state beside the arena's lock), or data a lock on
+    /// the page orders: `memory_point` gives it the page back. An atomic,
+    /// or an access to a word atomics touched, is synchronisation: never
+    /// contended, and not remembered.
+    pub fn contested(&mut self, pid: Pid, addr: u64, len: u64, tid: Tid, atomic: bool) -> bool {
         let len = len.max(1);
+        if atomic || self.sync_word(pid, addr, len) {
+            return false;
+        }
+        let mine = self.clock(tid);
+        let epoch = mine.get(&tid).copied().unwrap_or(1);
         let seen = self.touched.entry((pid, page_down(addr))).or_default();
         let end = addr.saturating_add(len);
-        let met = seen
-            .iter()
-            .any(|(a, l, t)| *t != tid && *a < end && addr < a.saturating_add(*l));
-        seen.retain(|(a, l, _)| (*a, *l) != (addr, len));
+        let met = seen.iter().any(|(a, l, t, e)| {
+            *t != tid
+                && *a < end
+                && addr < a.saturating_add(*l)
+                && mine.get(t).copied().unwrap_or(0) < *e
+        });
+        seen.retain(|(a, l, _, _)| (*a, *l) != (addr, len));
         if seen.len() >= TOUCHED {
             seen.remove(0);
         }
-        seen.push((addr, len, tid));
+        seen.push((addr, len, tid, epoch));
         met
     }
 
@@ -540,6 +580,68 @@ impl Kernel<'_> {
             prior,
         };
         r.unordered(pid, page, u)
+    }
+
+    /// Race-directed, a fault of the running thread at `addr` on a page
+    /// `owner` holds (or that traps), by an `access` of the instruction at
+    /// `rip`: true when the page is handed over in order (no point), false
+    /// when the access is a point. A plain access unordered after the
+    /// owner's tenure puts the page on probation (`RaceState::unordered`).
+    /// An atomic of the C library's synchronisation (`sync_code`: a mutex,
+    /// a condition variable, malloc's arena lock) is a handover too: in
+    /// order, none; otherwise a point and a probation, where the lock's
+    /// own accesses order the rest and do not race. Any other atomic (a
+    /// lock-free variable, the program's own lock, where the interleaving
+    /// is the question) makes the page trap for good.
+    pub(super) fn race_fault(
+        &mut self,
+        pid: Pid,
+        addr: u64,
+        owner: Option<Owner>,
+        access: Access,
+        rip: u64,
+    ) -> bool {
+        if self.points.race.is_none() {
+            return false;
+        }
+        let (page, tid) = (page_down(addr), self.cur_tid());
+        let from = match owner {
+            Some(Owner::Thread(t)) => Some(t),
+            _ => None,
+        };
+        let atomic = access == Access::Atomic;
+        match from {
+            Some(t) if !atomic => {
+                let write = access != Access::Read;
+                return self.race_ordered(pid, page, t, tid)
+                    || !self.race_unordered(pid, page, t, write);
+            }
+            Some(t) if self.sync_code(pid, rip) => {
+                let ordered = self.race_ordered(pid, page, t, tid);
+                if !ordered {
+                    self.race_unordered(pid, page, t, true);
+                }
+                // The owner's last release there (its unlock, which made
+                // no point) is taken to be its latest, in order or not.
+                if let Some(r) = self.points.race.as_mut() {
+                    r.atomic(pid, addr, tid, Some(t));
+                }
+                return ordered;
+            }
+            _ => {}
+        }
+        if let (Some(r), true) = (self.points.race.as_mut(), atomic) {
+            if from.is_some() {
+                let u = Unordered {
+                    atomic: true,
+                    write: true,
+                    ..Default::default()
+                };
+                r.unordered(pid, page, u);
+            }
+            r.atomic(pid, addr, tid, from);
+        }
+        false
     }
 
     /// Thread `tid` ends: it stays the owner of its pages, and the nearest
@@ -665,20 +767,23 @@ mod tests {
         r.clone_thread(1, 3);
         r.grant(1, PAGE, 2);
         assert!(r.unordered(1, PAGE, plain(true)));
-        assert_eq!(r.point(1, PAGE + 8, 8, 3, true), Judged::Traps);
+        assert_eq!(r.point(1, (PAGE + 8, 8), 3, true, false), Judged::Traps);
         // Other bytes: no race yet; the same bytes, by the other thread: one.
-        assert_eq!(r.point(1, PAGE + 16, 8, 2, false), Judged::Traps);
+        assert_eq!(r.point(1, (PAGE + 16, 8), 2, false, false), Judged::Traps);
         assert!(r.confirmed().is_empty());
-        assert_eq!(r.point(1, PAGE + 12, 4, 2, false), Judged::Traps);
+        assert_eq!(r.point(1, (PAGE + 12, 4), 2, false, false), Judged::Traps);
         assert_eq!(r.confirmed(), vec![PAGE]);
 
         let other = PAGE + 0x1000;
         r.grant(1, other, 2);
         assert!(r.unordered(1, other, plain(false)));
         for i in 0..PROBATION as u64 - 1 {
-            assert_eq!(r.point(1, other + i * 4, 4, 3, false), Judged::Traps);
+            assert_eq!(
+                r.point(1, (other + i * 4, 4), 3, false, false),
+                Judged::Traps
+            );
         }
-        assert_eq!(r.point(1, other, 4, 3, false), Judged::Owned);
+        assert_eq!(r.point(1, (other, 4), 3, false, false), Judged::Owned);
         // Quiet now: a read that takes it needs no probation; a write does.
         assert!(!r.unordered(1, other, plain(false)));
         assert!(r.unordered(1, other, plain(true)));
@@ -708,9 +813,9 @@ mod tests {
         };
         assert!(r.unordered(1, PAGE, u));
         // Thread 3 reads bytes 2 never wrote, then one it wrote.
-        assert_eq!(r.point(1, PAGE + 200, 8, 3, false), Judged::Traps);
+        assert_eq!(r.point(1, (PAGE + 200, 8), 3, false, false), Judged::Traps);
         assert!(r.confirmed().is_empty());
-        assert_eq!(r.point(1, PAGE + 100, 1, 3, false), Judged::Traps);
+        assert_eq!(r.point(1, (PAGE + 100, 1), 3, false, false), Judged::Traps);
         assert_eq!(r.confirmed(), vec![PAGE]);
     }
 
@@ -733,15 +838,24 @@ mod tests {
     #[test]
     fn bytes_are_contested_only_once_another_thread_touched_them() {
         let mut r = RaceState::new(&[PAGE]);
-        assert!(!r.contested(1, PAGE + 8, 4, 2));
-        assert!(!r.contested(1, PAGE + 8, 4, 2));
+        r.clone_thread(1, 2);
+        r.clone_thread(1, 3);
+        assert!(!r.contested(1, PAGE + 8, 4, 2, false));
+        assert!(!r.contested(1, PAGE + 8, 4, 2, false));
         // Beside them: not contested; on them: contested, for both threads.
-        assert!(!r.contested(1, PAGE + 12, 4, 3));
-        assert!(r.contested(1, PAGE + 10, 4, 3));
-        assert!(r.contested(1, PAGE + 11, 1, 2));
+        assert!(!r.contested(1, PAGE + 12, 4, 3, false));
+        assert!(r.contested(1, PAGE + 10, 4, 3, false));
+        assert!(r.contested(1, PAGE + 11, 1, 2, false));
         // Another page, another process: nothing touched there yet.
-        assert!(!r.contested(1, PAGE + 0x1008, 4, 3));
-        assert!(!r.contested(2, PAGE + 8, 4, 3));
+        assert!(!r.contested(1, PAGE + 0x1008, 4, 3, false));
+        assert!(!r.contested(2, PAGE + 8, 4, 3, false));
+        // Ordered after what 2 did (a wake): not contested.
+        r.wake(2, 3);
+        assert!(!r.contested(1, PAGE + 11, 1, 3, false));
+        // An atomic, and the bytes of its word: synchronisation.
+        r.atomic(1, PAGE + 64, 2, None);
+        assert!(!r.contested(1, PAGE + 64, 4, 3, false));
+        assert!(!r.contested(1, PAGE + 64, 4, 2, true));
     }
 
     #[test]

@@ -44,7 +44,18 @@ impl PageStore {
         }
         let parent = path.parent().expect("a page path has a parent");
         std::fs::create_dir_all(parent).map_err(io(parent))?;
-        let packed = zstd::bulk::compress(bytes, ZSTD_LEVEL).map_err(io(&path))?;
+        // One compression context a thread: making one costs more than
+        // compressing a page, and a first keyframe puts thousands.
+        thread_local! {
+            static CCTX: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+                std::cell::RefCell::new(zstd::bulk::Compressor::new(ZSTD_LEVEL).ok());
+        }
+        let packed = CCTX
+            .with(|c| match c.borrow_mut().as_mut() {
+                Some(c) => c.compress(bytes),
+                None => zstd::bulk::compress(bytes, ZSTD_LEVEL),
+            })
+            .map_err(io(&path))?;
         // One name per writer: two threads of a check (`--jobs`) may put
         // the same page at once, and one's rename must not find the other's
         // temporary file gone.
