@@ -174,6 +174,11 @@ test('the failing pool run opens at the crash, and steps both ways', async () =>
     assert.match(worker.source.path, /pool\.c$/);
     assert.ok(worker.line > 0);
     assert.equal(worker.presentationHint, 'normal');
+    // A page of the stack (startFrame, levels), with the whole stack's size.
+    assert.equal(st.totalFrames, st.stackFrames.length);
+    const paged = (await dc.stackTraceRequest({ threadId: crashTid, startFrame: 1, levels: 1 })).body;
+    assert.deepEqual(paged.stackFrames, [st.stackFrames[1]]);
+    assert.equal(paged.totalFrames, st.stackFrames.length);
 
     const scopes = (await dc.scopesRequest({ frameId: st.stackFrames[0].id })).body.scopes;
     assert.deepEqual(scopes.map((s) => s.name), ['Locals', 'Arguments', 'Globals', 'Step', 'Registers']);

@@ -228,6 +228,10 @@ test('memory, disassembly, sources and modules; a write forks the session off th
     const mods = (await dc.customRequest('modules', {})).body;
     assert.equal(mods.totalModules, 1);
     assert.match(mods.modules[0].symbolStatus, /debug info/);
+    // A page of them (startModule, moduleCount): past the one, none.
+    const page = (await dc.customRequest('modules', { startModule: 1, moduleCount: 1 })).body;
+    assert.deepEqual(page.modules, []);
+    assert.equal(page.totalModules, 1);
     const src = (await dc.customRequest('source', { source: { path: SOURCE }, sourceReference: 0 })).body;
     assert.match(src.content, /static void \*worker/);
 

@@ -18,7 +18,7 @@
 //!
 //! `single-writer=GLOB` is tested in forks.rs, with programs of its own.
 
-use rewind_tests::{assert_lines, rewind_bin, Home, Output};
+use rewind_tests::{assert_lines, rewind_bin, without_wall_time, Home, Output};
 use std::path::Path;
 
 /// One `schedule   3: exited:2       5147 steps  run ecacaa2d59cfd019` line.
@@ -821,18 +821,6 @@ fn broken_property_scripts_are_warnings_not_aborts() {
 
 // ---- jobs and strategies ----
 
-/// The report without the wall time of the narrowing.
-fn without_times(stdout: &str) -> String {
-    stdout
-        .lines()
-        .map(|l| match l.strip_prefix("narrowed in ") {
-            Some(rest) => format!("narrowed in {}", rest.split(',').next().unwrap_or("")),
-            None => l.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[test]
 fn two_jobs_give_the_same_report_as_one() {
     for (example, extra) in [
@@ -853,8 +841,8 @@ fn two_jobs_give_the_same_report_as_one() {
         let two = check(&home, &[&args[..], &["--jobs", "2"]].concat());
         assert_eq!(one.out.code, two.out.code);
         assert_eq!(
-            without_times(&one.out.stdout),
-            without_times(&two.out.stdout),
+            without_wall_time(&one.out.stdout),
+            without_wall_time(&two.out.stdout),
             "--jobs 1 and --jobs 2 differ for {example} {extra:?}"
         );
         replay_all(&home, &two);

@@ -1,6 +1,7 @@
 //! Forking a run: a new run equal to it up to a step, then following
 //! another schedule or seed.
 
+use crate::progress::{Progress, Watched};
 use anyhow::{Context, Result};
 use vmm::record::diff::first_divergence;
 use vmm::record::fork::{fork_manifest, ForkWith};
@@ -83,7 +84,10 @@ pub fn fork_points(
     }
     let outcome = match show {
         Shown::Progress => {
-            let mut shown = crate::progress::Progress::new(&mut rec, "forking", parent.meta.steps);
+            let mut shown = Watched {
+                inner: &mut rec,
+                watch: Progress::new("forking", parent.meta.steps),
+            };
             parent.run_fork(store, kf.as_ref(), &inputs, &limits, &mut shown)?
         }
         _ => parent.run_fork(store, kf.as_ref(), &inputs, &limits, &mut rec)?,

@@ -1,5 +1,6 @@
 //! `rewind replay`: run a recorded run's inputs again and compare.
 
+use crate::progress::{Progress, Watched};
 use crate::util::parse_secs;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -35,7 +36,10 @@ pub fn main(args: ReplayArgs) -> Result<i32> {
     let outcome = runner::run(
         &inputs,
         &limits,
-        &mut crate::progress::Progress::new(&mut rec, "replaying", run.meta.steps),
+        &mut Watched {
+            inner: &mut rec,
+            watch: Progress::new("replaying", run.meta.steps),
+        },
     )
     .with_context(|| format!("cannot replay run {}", run.id))?;
 

@@ -270,54 +270,41 @@ fn runs(_s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
 /// Typed access to a request's arguments; errors name the field.
 struct Args<'a>(&'a Value);
 
-impl Args<'_> {
-    fn get(&self, k: &str) -> Option<&Value> {
+impl<'a> Args<'a> {
+    fn get(&self, k: &str) -> Option<&'a Value> {
         self.0.get(k).filter(|v| !v.is_null())
     }
+    /// Field `k` as `read` takes it; where `read` finds no `what` there
+    /// (`a whole number`), an error that names the field.
+    fn typed<T>(
+        &self,
+        k: &str,
+        what: &str,
+        read: impl FnOnce(&'a Value) -> Option<T>,
+    ) -> Result<Option<T>> {
+        self.get(k)
+            .map(|v| read(v).ok_or_else(|| anyhow!("`{k}` must be {what}")))
+            .transpose()
+    }
     fn u64(&self, k: &str) -> Result<Option<u64>> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .map(Some)
-                .ok_or_else(|| anyhow!("`{k}` must be a whole number")),
-        }
+        self.typed(k, "a whole number", Value::as_u64)
     }
     fn u64_req(&self, k: &str) -> Result<u64> {
         self.u64(k)?.ok_or_else(|| anyhow!("`{k}` is required"))
     }
-    fn str(&self, k: &str) -> Result<Option<&str>> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(v) => v
-                .as_str()
-                .map(Some)
-                .ok_or_else(|| anyhow!("`{k}` must be a string")),
-        }
+    fn str(&self, k: &str) -> Result<Option<&'a str>> {
+        self.typed(k, "a string", Value::as_str)
     }
     fn bool(&self, k: &str) -> Result<Option<bool>> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(v) => v
-                .as_bool()
-                .map(Some)
-                .ok_or_else(|| anyhow!("`{k}` must be true or false")),
-        }
+        self.typed(k, "true or false", Value::as_bool)
     }
     fn strings(&self, k: &str) -> Result<Option<Vec<String>>> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(Value::Array(a)) => a
+        self.typed(k, "an array of strings", |v| {
+            v.as_array()?
                 .iter()
-                .map(|x| {
-                    x.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| anyhow!("`{k}` must be an array of strings"))
-                })
-                .collect::<Result<Vec<_>>>()
-                .map(Some),
-            Some(_) => bail!("`{k}` must be an array of strings"),
-        }
+                .map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
     }
 }
 
@@ -495,4 +482,40 @@ fn check_from_here(s: &mut Session, seq: i64, a: &Args) -> Result<Value> {
         violations: violating,
         cancelled,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Args;
+
+    #[test]
+    fn arguments_are_typed_and_a_wrong_type_names_its_field() {
+        let v = serde_json::json!({
+            "n": 3, "s": "x", "b": true, "l": ["a", "b"], "none": null, "mixed": ["a", 1],
+        });
+        let a = Args(&v);
+        assert_eq!(a.u64("n").unwrap(), Some(3));
+        assert_eq!(a.u64_req("n").unwrap(), 3);
+        assert_eq!(a.str("s").unwrap(), Some("x"));
+        assert_eq!(a.bool("b").unwrap(), Some(true));
+        assert_eq!(a.strings("l").unwrap(), Some(vec!["a".into(), "b".into()]));
+        // Null is missing.
+        for k in ["none", "missing"] {
+            assert_eq!(a.u64(k).unwrap(), None);
+            assert_eq!(a.str(k).unwrap(), None);
+            assert_eq!(a.bool(k).unwrap(), None);
+            assert_eq!(a.strings(k).unwrap(), None);
+        }
+        let err = |r: anyhow::Error| r.to_string();
+        assert_eq!(err(a.u64_req("none").unwrap_err()), "`none` is required");
+        assert_eq!(err(a.u64("s").unwrap_err()), "`s` must be a whole number");
+        assert_eq!(err(a.str("n").unwrap_err()), "`n` must be a string");
+        assert_eq!(err(a.bool("s").unwrap_err()), "`s` must be true or false");
+        for k in ["s", "mixed"] {
+            assert_eq!(
+                err(a.strings(k).unwrap_err()),
+                format!("`{k}` must be an array of strings")
+            );
+        }
+    }
 }

@@ -7,6 +7,7 @@ use super::conn::{Control, Out};
 use super::wire;
 use crate::app::check::{self, CheckRequest};
 use crate::app::record::{prepare, summary, RunSpec};
+use crate::progress::{Watch, Watched};
 use crate::util::{parse_secs, parse_size};
 use anyhow::{anyhow, bail, Result};
 use dap::events::{Event, OutputEventBody, ProgressEndEventBody, ProgressStartEventBody};
@@ -15,8 +16,8 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 use vmm::check::Strategy;
 use vmm::record::fork::ForkWith;
+use vmm::run::EventKind;
 use vmm::run::Limits;
-use vmm::run::{Event as RunEvent, EventKind, Recorder};
 use vmm::runner;
 use vmm::store::{Run, RunDetails, Store};
 
@@ -381,17 +382,11 @@ fn progress_end(out: &Out, id: &str, message: String) {
 }
 
 /// Sends what the guest writes as `output` events while recording.
-pub struct Forward<'a> {
-    pub inner: &'a mut dyn Recorder,
-    pub out: Out,
-}
+pub struct Forward(pub Out);
 
-impl Recorder for Forward<'_> {
-    fn event(&mut self, e: &RunEvent) {
-        self.inner.event(e);
-    }
+impl Watch for Forward {
     fn output(&mut self, fd: i32, bytes: &[u8]) {
-        self.out.send(wire::event(Event::Output(OutputEventBody {
+        self.0.send(wire::event(Event::Output(OutputEventBody {
             category: Some(if fd == 2 {
                 OutputEventCategory::Stderr
             } else {
@@ -400,20 +395,6 @@ impl Recorder for Forward<'_> {
             output: String::from_utf8_lossy(bytes).into_owned(),
             ..Default::default()
         })));
-        self.inner.output(fd, bytes);
-    }
-    fn switch(&mut self, step: u64, pid: u32, tid: u32) {
-        self.inner.switch(step, pid, tid);
-    }
-    fn keyframe(
-        &mut self,
-        kf: &vmm::run::keyframe::Keyframe,
-        pages: &[(vmm::run::pages::PageHash, &[u8])],
-    ) {
-        self.inner.keyframe(kf, pages);
-    }
-    fn wants_keyframes(&self) -> bool {
-        self.inner.wants_keyframes()
     }
 }
 
@@ -438,9 +419,9 @@ fn record_first(store: &Store, m: &Map<String, Value>, out: &Out, seq: i64) -> R
         ..Default::default()
     };
     let outcome = {
-        let mut fwd = Forward {
+        let mut fwd = Watched {
             inner: &mut rec,
-            out: out.clone(),
+            watch: Forward(out.clone()),
         };
         runner::run(inputs, &limits, &mut fwd)
     };

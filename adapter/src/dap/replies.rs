@@ -7,6 +7,9 @@
 //!
 //! On the wire a `null` member is dropped (`wire::strip_nulls`), so an
 //! `Option` here is a member that may be missing: `?` or `| null` there.
+//!
+//! [`page`] is the part of a list a standard request asks for by a start
+//! and a count (`stackTrace`, `modules`).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -17,6 +20,23 @@ use vmm::store::bookmarks::Bookmark;
 pub fn body(r: &impl Serialize) -> Value {
     // Plain data with string keys: serializing it cannot fail.
     serde_json::to_value(r).expect("a reply serializes")
+}
+
+/// The part of `items` a request asks for by a start and a count, as
+/// `stackTrace` does by `startFrame` and `levels` and `modules` by
+/// `startModule` and `moduleCount`: from `start` (missing or negative: the
+/// first), at most `count` items (missing, zero or negative: all of them).
+pub fn page<T>(
+    items: impl IntoIterator<Item = T>,
+    start: Option<i64>,
+    count: Option<i64>,
+) -> Vec<T> {
+    let start = usize::try_from(start.unwrap_or(0)).unwrap_or(0);
+    let count = count
+        .and_then(|c| usize::try_from(c).ok())
+        .filter(|c| *c > 0)
+        .unwrap_or(usize::MAX);
+    items.into_iter().skip(start).take(count).collect()
 }
 
 /// An event of the run, as the timeline, the position and `rewind/events`
@@ -363,4 +383,21 @@ pub struct InstructionsReply {
 #[derive(Debug, Clone, Serialize)]
 pub struct GotoReply {
     pub step: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page;
+
+    #[test]
+    fn a_page_is_what_start_and_count_ask_for() {
+        let all = || 0..5;
+        assert_eq!(page(all(), None, None), [0, 1, 2, 3, 4]);
+        assert_eq!(page(all(), Some(1), Some(2)), [1, 2]);
+        assert_eq!(page(all(), Some(3), Some(10)), [3, 4]);
+        assert_eq!(page(all(), Some(9), None), Vec::<i32>::new());
+        // Zero or a negative count is all; a negative start is the first.
+        assert_eq!(page(all(), Some(2), Some(0)), [2, 3, 4]);
+        assert_eq!(page(all(), Some(-3), Some(-1)), [0, 1, 2, 3, 4]);
+    }
 }

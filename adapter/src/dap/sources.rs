@@ -2,7 +2,7 @@
 //! from the run's image or debuginfod) and modules, and the file a
 //! request's `source` names. docs/dap.md says what each answers.
 
-use super::replies::{body, Source, SourcesReply};
+use super::replies::{body, page, Source, SourcesReply};
 use super::session::Session;
 use anyhow::{anyhow, bail, Result};
 use dap::requests::{ModulesArguments, SourceArguments};
@@ -106,12 +106,7 @@ impl Session {
             })
             .collect();
         let total = all.len();
-        let start = a.start_module.unwrap_or(0).max(0) as usize;
-        let count = a
-            .module_count
-            .filter(|c| *c > 0)
-            .map_or(usize::MAX, |c| c as usize);
-        let modules = all.into_iter().skip(start).take(count).collect();
+        let modules = page(all, a.start_module, a.module_count);
         Ok(Some(body(&ModulesResponse {
             modules,
             total_modules: Some(total as i64),

@@ -3,6 +3,7 @@
 //! `evaluate` finds there when the program's variables do not have it.
 
 use super::open::{thread, Open};
+use super::replies::page;
 use super::session::Session;
 use super::view;
 use anyhow::{bail, Result};
@@ -70,12 +71,7 @@ impl Session {
             }
         }
         let total = frames.len() as i64;
-        let start = a.start_frame.unwrap_or(0).max(0) as usize;
-        let levels = a
-            .levels
-            .filter(|l| *l > 0)
-            .map_or(usize::MAX, |l| l as usize);
-        let frames = frames.into_iter().skip(start).take(levels).collect();
+        let frames = page(frames, a.start_frame, a.levels);
         body(ResponseBody::StackTrace(StackTraceResponse {
             stack_frames: frames,
             total_frames: Some(total),
