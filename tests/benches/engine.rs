@@ -11,7 +11,15 @@
 //!   (d) wall time of `bank` natively and under `rewind run`;
 //!   (e) a memory point's shared access, against (a);
 //!   (f) a step of Node.js with a worker thread against a `getpid` step (b),
-//!       and node's run beside native.
+//!       and node's run beside native;
+//!   (g) a step of the JVM (`java -Xint -version` through /usr/bin/java, over
+//!       the --root tree `tests/tests/executables.rs` runs it in) likewise.
+//!
+//! Wall time moves with whatever else the host runs, so (b), (f) and (g)
+//! also give CPU time: the `rewind` process's user and system time
+//! (getrusage of the children), against the bench's own thread's CPU time
+//! for a bare exit. Linux counts the time the vCPU spends in the guest as
+//! user time: "user" is the guest and the monitor's own code together.
 //!
 //! Run it with the release binary built first:
 //!
@@ -41,18 +49,22 @@ fn main() {
     let bare = Bare::new();
     let home = Home::unreplayed();
     let (mut exit_us, mut step_us, mut steps_per_call) = (f64::MAX, f64::MAX, 0.0);
+    let (mut exit_cpu, mut step_cpu) = (Cpu::MAX, Cpu::MAX);
     for _ in 0..5 {
+        let before = Cpu::thread();
         exit_us = exit_us.min(bare_syscalls(&bare, 20_000));
-        let (us, per) = differential(&home, &[], "getpid", 2_000, 20_000);
-        step_us = step_us.min(us);
-        steps_per_call = per;
+        exit_cpu = exit_cpu.min(Cpu::thread().minus(before).per(20_000));
+        let d = differential(&home, &[], "getpid", 2_000, 20_000);
+        step_us = step_us.min(d.us);
+        step_cpu = step_cpu.min(d.cpu);
+        steps_per_call = d.per;
     }
     let (mut fault_us, mut page_us, mut steps_per_page) = (f64::MAX, f64::MAX, 0.0);
     for round in 0..FAULT_ROUNDS {
         fault_us = fault_us.min(bare_faults(&bare, round, 8_000));
-        let (us, per) = differential(&home, &[], "pages", 1_000, 9_000);
-        page_us = page_us.min(us);
-        steps_per_page = per;
+        let d = differential(&home, &[], "pages", 1_000, 9_000);
+        page_us = page_us.min(d.us);
+        steps_per_page = d.per;
     }
 
     println!("(a) bare KVM exit round trip (syscall -> out -> sync regs):  {exit_us:7.2} us  = {:>9.0} exits/s", 1e6 / exit_us);
@@ -64,6 +76,20 @@ fn main() {
     println!(
         "    engine step rate / bare exit rate:                       {:6.1} %   (target: at least 80 %)",
         100.0 * exit_us / step_us
+    );
+    println!(
+        "    CPU a bare exit (the bench's thread, user + sys):        {:7.2} us  ({:.2} user)",
+        exit_cpu.total(),
+        exit_cpu.user
+    );
+    println!(
+        "    CPU a getpid step (the rewind process, user + sys):      {:7.2} us  ({:.2} user)",
+        step_cpu.total(),
+        step_cpu.user
+    );
+    println!(
+        "    engine step CPU rate / bare exit CPU rate:               {:6.1} %",
+        100.0 * exit_cpu.total() / step_cpu.total()
     );
     println!(
         "(c) engine, demand page faults:                              {page_us:7.2} us  = {:>9.0} faults/s  ({steps_per_page:.2} steps per page)",
@@ -79,8 +105,8 @@ fn main() {
     let (mut exit_us2, mut access_us) = (f64::MAX, f64::MAX);
     for _ in 0..3 {
         exit_us2 = exit_us2.min(bare_syscalls(&bare, 20_000));
-        let (us, per) = differential(&home, &["--points", "memory"], "counter", 200, 2_000);
-        access_us = access_us.min(us / per);
+        let d = differential(&home, &["--points", "memory"], "counter", 200, 2_000);
+        access_us = access_us.min(d.us / d.per);
     }
     println!(
         "(e) engine, a memory point (shared access, counter):        {access_us:7.2} us  = {:>9.0} accesses/s",
@@ -128,15 +154,17 @@ fn main() {
         engine_wall * 1e3,
         engine_wall / native
     );
-    node_steps(&home, step_us);
+    node_steps(&home, step_us, step_cpu);
+    java_steps(&home, step_us, step_cpu);
     println!();
     println!("load average after: {}", rewind_tests::load_average());
 }
 
 /// (f) A big runtime's steps against a `getpid` step: Node.js with a worker
 /// thread (tests/node/worker.js, as tests/tests/node.rs runs it), the run's
-/// own wall time (its status line) a step, beside node natively.
-fn node_steps(home: &Home, step_us: f64) {
+/// own wall time (its status line) and the whole command's CPU time a
+/// step, beside node natively.
+fn node_steps(home: &Home, step_us: f64, step_cpu: Cpu) {
     let node = "/usr/bin/node";
     if !std::path::Path::new(node).exists() {
         println!("(f) Node.js steps: skipped (no {node})");
@@ -144,32 +172,155 @@ fn node_steps(home: &Home, step_us: f64) {
     }
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("node/worker.js");
     let script = std::fs::read_to_string(script).expect("tests/node/worker.js");
-    let native = best(3, || {
-        let t = Instant::now();
-        let out = Command::new(node)
-            .args(["-e", &script])
-            .output()
-            .expect("node");
-        assert!(out.status.success(), "native node");
-        t.elapsed().as_secs_f64()
-    });
-    let (mut wall, mut steps) = (f64::MAX, 0);
-    for _ in 0..3 {
-        let (_, out) = timed(home, Some("rewind"), &["run", "--", node, "-e", &script]);
-        let run = parse_status(&out).unwrap_or_else(|| panic!("rewind run node: {out}"));
-        assert_eq!(run.status, "exited:0", "{out}");
-        wall = wall.min(wall_of(&run.line).unwrap_or(f64::NAN));
-        steps = run.steps.expect("the status line gives steps");
+    let native = best(3, || native_wall(node, &["-e", &script]));
+    let run = runtime_steps(home, &["run", "--", node, "-e", &script]);
+    println!(
+        "(f) node with a worker: {} steps in {:.2} s (the run's wall), natively {:.2} s",
+        run.steps, run.wall, native
+    );
+    run.print("node", step_us, step_cpu);
+}
+
+/// (g) The JVM's steps against a `getpid` step: `java -Xint -version`
+/// through /usr/bin/java (a link through /etc/alternatives) over the root
+/// tree the programs table's java row runs it in.
+fn java_steps(home: &Home, step_us: f64, step_cpu: Cpu) {
+    let java = "/usr/bin/java";
+    if !std::path::Path::new(java).exists() {
+        println!(
+            "(g) JVM steps: skipped (no {java}; scripts/setup-tests installs default-jre-headless)"
+        );
+        return;
     }
-    let per_step = wall * 1e6 / steps as f64;
+    let root = rewind_tests::roots::java_root(java);
+    let r = root.path().to_str().expect("UTF-8 path");
+    let native = best(3, || native_wall(java, &["-Xint", "-version"]));
+    let run = runtime_steps(home, &["run", "--root", r, "--", java, "-Xint", "-version"]);
     println!(
-        "(f) node with a worker: {steps} steps in {:.2} s (the run's wall), natively {:.2} s",
-        wall, native
+        "(g) java -Xint -version: {} steps in {:.2} s (the run's wall), natively {:.2} s",
+        run.steps, run.wall, native
     );
-    println!(
-        "    a node step / a getpid step:                             {:6.2} x   ({per_step:.1} us a step; goal: at most 2 x)",
-        per_step / step_us
-    );
+    run.print("JVM", step_us, step_cpu);
+}
+
+/// The wall time of a native run of `prog args`, which must succeed.
+fn native_wall(prog: &str, args: &[&str]) -> f64 {
+    let t = Instant::now();
+    let out = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("start the native program");
+    assert!(out.status.success(), "native {prog}");
+    t.elapsed().as_secs_f64()
+}
+
+/// The best of three runs of a big runtime under `rewind ARGS`.
+struct RuntimeRun {
+    steps: u64,
+    /// The run's own wall time (its status line), seconds.
+    wall: f64,
+    /// The whole command's CPU time.
+    cpu: Cpu,
+}
+
+fn runtime_steps(home: &Home, args: &[&str]) -> RuntimeRun {
+    let mut best = RuntimeRun {
+        steps: 0,
+        wall: f64::MAX,
+        cpu: Cpu::MAX,
+    };
+    for _ in 0..3 {
+        let before = Cpu::children();
+        let (_, out) = timed(home, Some("rewind"), args);
+        let cpu = Cpu::children().minus(before);
+        let run = parse_status(&out).unwrap_or_else(|| panic!("rewind {args:?}: {out}"));
+        assert_eq!(run.status, "exited:0", "{out}");
+        best.wall = best.wall.min(wall_of(&run.line).unwrap_or(f64::NAN));
+        best.cpu = best.cpu.min(cpu);
+        best.steps = run.steps.expect("the status line gives steps");
+    }
+    best
+}
+
+impl RuntimeRun {
+    fn print(&self, what: &str, step_us: f64, step_cpu: Cpu) {
+        let per_step = self.wall * 1e6 / self.steps as f64;
+        let cpu = self.cpu.per(self.steps);
+        println!(
+            "    a {what} step / a getpid step, wall:                    {:6.2} x   ({per_step:.1} us a step; goal: at most 2 x)",
+            per_step / step_us
+        );
+        println!(
+            "    a {what} step / a getpid step, CPU (user + sys):        {:6.2} x   ({:.1} us a step: {:.1} user, {:.1} sys, the whole command)",
+            cpu.total() / step_cpu.total(),
+            cpu.total(),
+            cpu.user,
+            cpu.sys
+        );
+    }
+}
+
+/// User and system CPU time, in microseconds (or per unit, once divided).
+#[derive(Clone, Copy, Debug)]
+struct Cpu {
+    user: f64,
+    sys: f64,
+}
+
+impl Cpu {
+    const MAX: Cpu = Cpu {
+        user: f64::MAX,
+        sys: f64::MAX,
+    };
+
+    fn of(who: libc::c_int) -> Cpu {
+        // SAFETY: getrusage fills the struct it is given.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(who, &mut u) };
+        let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+        Cpu {
+            user: us(u.ru_utime),
+            sys: us(u.ru_stime),
+        }
+    }
+
+    /// The ended children's, each counted once it was waited for.
+    fn children() -> Cpu {
+        Cpu::of(libc::RUSAGE_CHILDREN)
+    }
+
+    /// The calling thread's.
+    fn thread() -> Cpu {
+        Cpu::of(libc::RUSAGE_THREAD)
+    }
+
+    fn minus(self, o: Cpu) -> Cpu {
+        Cpu {
+            user: self.user - o.user,
+            sys: self.sys - o.sys,
+        }
+    }
+
+    fn per(self, n: u64) -> Cpu {
+        Cpu {
+            user: self.user / n as f64,
+            sys: self.sys / n as f64,
+        }
+    }
+
+    fn total(self) -> f64 {
+        self.user + self.sys
+    }
+
+    /// The smaller in total.
+    fn min(self, o: Cpu) -> Cpu {
+        if o.total() < self.total() {
+            o
+        } else {
+            self
+        }
+    }
 }
 
 fn host() -> String {
@@ -223,27 +374,51 @@ fn wall_of(line: &str) -> Option<f64> {
         .and_then(|n| n.parse().ok())
 }
 
-/// Runs `rewind run RUN_ARGS -- guest N` at two sizes; returns microseconds
-/// per unit of N and steps per unit of N, from the differences.
-fn differential(home: &Home, run_args: &[&str], guest: &str, small: u64, large: u64) -> (f64, f64) {
+/// What `differential` measures, per unit of the guest's N.
+struct Differential {
+    /// Wall microseconds.
+    us: f64,
+    /// Steps.
+    per: f64,
+    /// The `rewind` process's CPU time, per step.
+    cpu: Cpu,
+}
+
+/// Runs `rewind run RUN_ARGS -- guest N` at two sizes; returns wall
+/// microseconds and steps per unit of N, and CPU time per step, from the
+/// differences.
+fn differential(
+    home: &Home,
+    run_args: &[&str],
+    guest: &str,
+    small: u64,
+    large: u64,
+) -> Differential {
     let prog = guest_arg(guest);
-    let measure = |n: u64| -> (f64, u64) {
+    let measure = |n: u64| -> (f64, u64, Cpu) {
         let n = n.to_string();
         let mut args = vec!["run"];
         args.extend_from_slice(run_args);
         args.extend(["--", prog.as_str(), n.as_str()]);
+        let before = Cpu::children();
         let (elapsed, out) = timed(home, Some("rewind"), &args);
+        let cpu = Cpu::children().minus(before);
         let run = parse_status(&out).unwrap_or_else(|| panic!("rewind run {guest} {n}: {out}"));
         assert_eq!(run.status, "exited:0", "{out}");
-        (elapsed, run.steps.expect("the status line gives steps"))
+        (
+            elapsed,
+            run.steps.expect("the status line gives steps"),
+            cpu,
+        )
     };
-    let (t_small, s_small) = measure(small);
-    let (t_large, s_large) = measure(large);
+    let (t_small, s_small, c_small) = measure(small);
+    let (t_large, s_large, c_large) = measure(large);
     let units = (large - small) as f64;
-    (
-        (t_large - t_small) * 1e6 / units,
-        (s_large - s_small) as f64 / units,
-    )
+    Differential {
+        us: (t_large - t_small) * 1e6 / units,
+        per: (s_large - s_small) as f64 / units,
+        cpu: c_large.minus(c_small).per(s_large - s_small),
+    }
 }
 
 /// KVM_RUN calls and steps of one memory-point run of `guest n`, counted

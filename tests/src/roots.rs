@@ -114,6 +114,38 @@ fn is_elf_program(path: &Path) -> bool {
         && magic == *b"\x7fELF"
 }
 
+/// A root holding the JDK that the host's `java` (at `java`, a link
+/// through /etc/alternatives) runs from: the links on the way, the JDK's
+/// `bin/java`, `lib` and `conf`, the configuration `conf` links into, and
+/// the C libraries it loads. For `java -Xint -version` (the programs table's
+/// row and the engine bench).
+pub fn java_root(java: &str) -> tempfile::TempDir {
+    let real = std::fs::canonicalize(java).unwrap();
+    // .../bin/java -> the JDK's home, its libraries and configuration.
+    let jdk = real.parent().unwrap().parent().unwrap();
+    let root = new_root("rewind-java-root-");
+    mirror_path(root.path(), java);
+    for sub in ["bin/java", "lib", "conf"] {
+        mirror(root.path(), &jdk.join(sub));
+    }
+    for dir in ["/etc/java-17-openjdk", "/etc/java-21-openjdk"] {
+        if Path::new(dir).exists() {
+            mirror(root.path(), Path::new(dir));
+        }
+    }
+    for lib in [
+        "/lib64/ld-linux-x86-64.so.2",
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "/lib/x86_64-linux-gnu/libm.so.6",
+        "/lib/x86_64-linux-gnu/libz.so.1",
+        "/lib/x86_64-linux-gnu/libstdc++.so.6",
+        "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+    ] {
+        mirror_path(root.path(), lib);
+    }
+    root
+}
+
 /// Copies the host tree at `from` into `root` at the same path, symbolic
 /// links as they are, leaving what is there already.
 pub fn mirror(root: &Path, from: &Path) {

@@ -8,7 +8,7 @@
 //! /etc/alternatives whose loader finds `$ORIGIN/../lib` from
 //! /proc/self/exe, runs. Every recorded run is replayed (`Home` at drop).
 
-use rewind_tests::roots::{mirror, mirror_path};
+use rewind_tests::roots::java_root;
 use rewind_tests::*;
 use std::os::unix::fs::symlink;
 use std::path::Path;
@@ -115,34 +115,7 @@ fn java_through_its_alternatives_link_runs() {
     let Some(java) = host_program("/usr/bin/java", "default-jre-headless") else {
         return;
     };
-    let real = std::fs::canonicalize(&java).unwrap();
-    // .../bin/java -> the JDK's home, its libraries and configuration.
-    let jdk = real.parent().unwrap().parent().unwrap();
-    let root = tempfile::Builder::new()
-        .prefix("rewind-java-root-")
-        .tempdir()
-        .unwrap();
-
-    mirror_path(root.path(), &java);
-    for sub in ["bin/java", "lib", "conf"] {
-        mirror(root.path(), &jdk.join(sub));
-    }
-    // The configuration its conf/ links into, and the C libraries.
-    for dir in ["/etc/java-17-openjdk", "/etc/java-21-openjdk"] {
-        if Path::new(dir).exists() {
-            mirror(root.path(), Path::new(dir));
-        }
-    }
-    for lib in [
-        "/lib64/ld-linux-x86-64.so.2",
-        "/lib/x86_64-linux-gnu/libc.so.6",
-        "/lib/x86_64-linux-gnu/libm.so.6",
-        "/lib/x86_64-linux-gnu/libz.so.1",
-        "/lib/x86_64-linux-gnu/libstdc++.so.6",
-        "/lib/x86_64-linux-gnu/libgcc_s.so.1",
-    ] {
-        mirror_path(root.path(), lib);
-    }
+    let root = java_root(&java);
     let (native, native_wall) =
         table::timed(|| native_with_env(&[], None, &java, &["-Xint", "-version"], b""));
     assert_eq!(native.code, 0, "{native}");

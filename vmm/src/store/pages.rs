@@ -38,12 +38,18 @@ impl PageStore {
     /// Stores a page (if it is not there yet) and returns its hash.
     pub fn put(&self, bytes: &[u8]) -> Result<PageHash, StoreError> {
         let h = hash_page(bytes);
-        let path = self.path(&h);
-        if path.exists() {
-            return Ok(h);
+        if !self.contains(&h) {
+            self.put_missing(&h, bytes)?;
         }
+        Ok(h)
+    }
+
+    /// Stores page `bytes`, whose hash `h` the caller has (`hash_page`),
+    /// having found it missing (`contains`): neither is done again, which
+    /// a first keyframe's thousands of pages would feel.
+    pub fn put_missing(&self, h: &PageHash, bytes: &[u8]) -> Result<(), StoreError> {
+        let path = self.path(h);
         let parent = path.parent().expect("a page path has a parent");
-        std::fs::create_dir_all(parent).map_err(io(parent))?;
         // One compression context a thread: making one costs more than
         // compressing a page, and a first keyframe puts thousands.
         thread_local! {
@@ -61,14 +67,23 @@ impl PageStore {
         // temporary file gone.
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = parent.join(format!(".tmp-{}-{}-{n}", hex(&h), std::process::id()));
-        let written = std::fs::write(&tmp, &packed)
+        let tmp = parent.join(format!(".tmp-{}-{}-{n}", hex(h), std::process::id()));
+        // The directory is made only when missing (once per 256 of them),
+        // not asked after for every page.
+        let written = match std::fs::write(&tmp, &packed) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+                std::fs::write(&tmp, &packed)
+            }
+            r => r,
+        };
+        let written = written
             .map_err(io(&tmp))
             .and_then(|_| std::fs::rename(&tmp, &path).map_err(io(&path)));
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
-        written.map(|_| h)
+        written
     }
 
     /// A page, checked against its hash.

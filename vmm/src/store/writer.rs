@@ -331,7 +331,7 @@ impl Recorder for StoreRecorder {
             if self.pages.contains(h) {
                 return Ok(());
             }
-            self.pages.put(bytes).map(|_| ())
+            self.pages.put_missing(h, bytes)
         });
         let written = stored.and_then(|_| {
             self.keyframes

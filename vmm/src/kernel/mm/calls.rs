@@ -145,8 +145,8 @@ pub fn sys_mmap(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
     // MAP_FIXED may have replaced the last mapping of a shared object.
     k.collect_shared();
     k.flush_if(f)?;
-    if let Some(bytes) = contents {
-        k.fill_pages(start, &bytes).map_err(|_| ENOMEM)?;
+    if let Some((data, span)) = contents {
+        k.fill_pages(start, &data[span]).map_err(|_| ENOMEM)?;
         if prot.exec {
             k.note_mapped_elf(fd, off, start, start + len);
         }

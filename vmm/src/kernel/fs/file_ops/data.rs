@@ -145,10 +145,10 @@ fn read_into(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -
     Ok(done as u64)
 }
 
-pub(super) fn slice_at(data: &[u8], at: u64, want: usize) -> Vec<u8> {
+/// Where the `want` bytes of `data` from `at` are (fewer past its end).
+pub(super) fn span_at(data: &[u8], at: u64, want: usize) -> std::ops::Range<usize> {
     let start = (at.min(data.len() as u64)) as usize;
-    let end = start + want.min(data.len() - start);
-    data[start..end].to_vec()
+    start..start + want.min(data.len() - start)
 }
 
 /// Writes the guest's buffers to descriptor `fd`, at `pos` or at (and

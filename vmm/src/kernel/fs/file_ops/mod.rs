@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 pub mod data;
 pub mod descriptors;
-use data::slice_at;
+use data::span_at;
 
 /// Most entries of one iovec array (IOV_MAX).
 const IOV_MAX: u64 = 1024;
@@ -320,9 +320,15 @@ pub fn sys_fadvise64(k: &mut Kernel, a: [u64; 6]) -> SysResult<u64> {
 }
 
 /// The bytes a private file mapping of `fd` starts with, from `off`, at
-/// most `len` (the rest of the mapping is zeros). Changes to the mapping
-/// never reach the file.
-pub fn mmap_contents(k: &mut Kernel, fd: i32, off: u64, len: u64) -> SysResult<Vec<u8>> {
+/// most `len` (the rest of the mapping is zeros): the file's bytes and the
+/// span of them, not a copy (the caller copies them into the mapping's
+/// pages). Changes to the mapping never reach the file.
+pub fn mmap_contents(
+    k: &mut Kernel,
+    fd: i32,
+    off: u64,
+    len: u64,
+) -> SysResult<(Arc<Vec<u8>>, std::ops::Range<usize>)> {
     let (_, d) = k.desc(fd as i64 as u64)?;
     if d.flags & O_PATH != 0 {
         return Err(EBADF);
@@ -332,13 +338,14 @@ pub fn mmap_contents(k: &mut Kernel, fd: i32, off: u64, len: u64) -> SysResult<V
     }
     let len = len.min(MAX_FILE) as usize;
     match &d.target {
-        Target::Gen { data, .. } => Ok(slice_at(data, off, len)),
+        Target::Gen { data, .. } => Ok((data.clone(), span_at(data, off, len))),
         Target::Node(ino) => match k.vfs.tree.node(*ino)?.kind.clone() {
             Kind::File(_) => {
                 let data = k.file_data(*ino)?;
-                Ok(slice_at(&data, off, len))
+                let span = span_at(&data, off, len);
+                Ok((data, span))
             }
-            Kind::Dev(vfs::Device::Zero) => Ok(Vec::new()),
+            Kind::Dev(vfs::Device::Zero) => Ok((Arc::default(), 0..0)),
             _ => Err(ENODEV),
         },
         _ => Err(ENODEV),
