@@ -35,6 +35,9 @@ const MAX_ENTRIES: u64 = 1 << 22;
 const MAX_FRAME: u32 = 1 << 16;
 pub const PACKS_DIR: &str = "packs";
 
+/// A pack's entry: a page's hash, and the offset and length of its frame.
+pub type Entry = (PageHash, u64, u32);
+
 /// Where a page is in a pack.
 #[derive(Debug, Clone)]
 pub struct Packed {
@@ -82,7 +85,7 @@ impl PackIndex {
         }
     }
 
-    pub fn add(&mut self, pack: &Path, list: Vec<(PageHash, u64, u32)>) {
+    pub fn add(&mut self, pack: &Path, list: Vec<Entry>) {
         let pack = Arc::new(pack.to_path_buf());
         self.seen.insert(pack.to_path_buf());
         for (h, offset, len) in list {
@@ -117,7 +120,7 @@ fn corrupt(path: &Path, what: &str) -> StoreError {
 }
 
 /// A pack's entries: (hash, offset, length).
-pub fn read_index(path: &Path) -> Result<Vec<(PageHash, u64, u32)>, StoreError> {
+pub fn read_index(path: &Path) -> Result<Vec<Entry>, StoreError> {
     let mut f = std::fs::File::open(path).map_err(io(path))?;
     let size = f.metadata().map_err(io(path))?.len();
     let mut head = [0u8; HEADER];
@@ -163,7 +166,7 @@ pub fn read_frame(p: &Packed) -> Result<Vec<u8>, StoreError> {
 pub fn write(
     dir: &Path,
     frames: &[(PageHash, Vec<u8>)],
-) -> Result<(PathBuf, Vec<(PageHash, u64, u32)>), StoreError> {
+) -> Result<(PathBuf, Vec<Entry>), StoreError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let mut out = Vec::with_capacity(HEADER + frames.len() * ENTRY);
     out.extend_from_slice(MAGIC);
