@@ -109,7 +109,7 @@ impl PageStore {
         let (path, packed) = match std::fs::read(self.path(h)) {
             Ok(b) => (self.path(h), b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match self.packed(h, true) {
-                Some(p) => (p.pack.to_path_buf(), pack::read_frame(&p)?),
+                Some(p) => self.read_packed(h, p)?,
                 None => return Err(io(&self.path(h))(e)),
             },
             Err(e) => return Err(io(&self.path(h))(e)),
@@ -133,6 +133,24 @@ impl PageStore {
             return Err(corrupt("page does not match its hash"));
         }
         Ok(bytes)
+    }
+
+    /// A packed page's frame. A pack gone since its index was read (`rewind
+    /// gc` wrote its kept pages into a new one) is forgotten and the page
+    /// looked for again.
+    fn read_packed(&self, h: &PageHash, p: pack::Packed) -> Result<(PathBuf, Vec<u8>), StoreError> {
+        match pack::read_frame(&p) {
+            Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                let mut index = self.packs.lock().unwrap_or_else(|e| e.into_inner());
+                index.forget(p.pack.as_path());
+                drop(index);
+                match self.packed(h, true) {
+                    Some(again) => Ok((again.pack.to_path_buf(), pack::read_frame(&again)?)),
+                    None => Err(io(p.pack.as_path())(source)),
+                }
+            }
+            r => r.map(|frame| (p.pack.to_path_buf(), frame)),
+        }
     }
 
     /// Every stored page's hash and file size (in a pack, its frame's).
@@ -314,6 +332,9 @@ mod tests {
         let (removed, freed) = other.retain(|h| keep.contains(h)).unwrap();
         assert_eq!(removed as usize, refs.len() - keep.len());
         assert!(freed > 0);
+        // A store that read the old pack's index finds the kept pages anew.
+        let (h, b) = refs[0];
+        assert_eq!(s.get(&h).unwrap(), b);
         let again = PageStore::at(&dir);
         assert_eq!(again.list().unwrap().len(), keep.len());
         for (h, b) in &refs {
