@@ -197,10 +197,14 @@ impl Crashes {
             .filter(|(dir, _)| dir.starts_with(home.path()))
             .flat_map(|(_, pages)| pages)
             .collect();
+        // A page has a file of its own, or is in a pack (`store::pack`).
+        let store = vmm::store::pages::PageStore::at(home.path().join("pages"));
         for h in used {
-            let x = hex(h);
-            let p = home.path().join("pages").join(&x[..2]).join(&x);
-            assert!(p.exists(), "{after}: page {x} of a listed run is gone");
+            assert!(
+                store.get(h).is_ok(),
+                "{after}: page {} of a listed run is gone",
+                hex(h)
+            );
         }
     }
 

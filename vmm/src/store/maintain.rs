@@ -229,15 +229,10 @@ impl Store {
             }
         }
         let pages = self.pages();
-        for (h, _) in pages.list()? {
-            if used.contains(&h) {
-                report.pages_kept += 1;
-            } else {
-                let bytes = pages.remove(&h)?;
-                report.pages_removed += 1;
-                report.page_bytes += bytes;
-            }
-        }
+        let (removed, bytes) = pages.retain(|h| used.contains(h))?;
+        report.pages_removed += removed;
+        report.page_bytes += bytes;
+        report.pages_kept += pages.list()?.len() as u64;
         if let Ok(d) = std::fs::read_dir(pages.dir()) {
             for sub in d.flatten() {
                 if let Ok(files) = std::fs::read_dir(sub.path()) {

@@ -14,6 +14,7 @@
 //! runs/<id>/bookmarks       notes at steps (store::bookmarks)
 //! checks/<ns>-<id>.json     what each `rewind check` concluded (store::checks)
 //! pages/<xx>/<blake3>       guest pages of keyframes, zstd (store::pages)
+//! pages/packs/<blake3>.pack  many pages in one file (store::pack)
 //! images/<image hash>/      images of imported runs (store::archive::import)
 //! examples/<blake3>-<name>  built-in example programs, written on first use
 //! cache/file-hashes         root images' file hashes by lstat (image::FileHashes)
@@ -32,6 +33,7 @@ pub mod lock;
 pub mod maintain;
 pub mod meta;
 pub mod output;
+mod pack;
 pub mod pages;
 mod pending;
 mod writer;

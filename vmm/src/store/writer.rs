@@ -327,12 +327,7 @@ impl Recorder for StoreRecorder {
         if self.keyframes.is_none() {
             return;
         }
-        let stored = pages.iter().try_for_each(|(h, bytes)| {
-            if self.pages.contains(h) {
-                return Ok(());
-            }
-            self.pages.put_missing(h, bytes)
-        });
+        let stored = self.pages.put_all(pages);
         let written = stored.and_then(|_| {
             self.keyframes
                 .as_mut()
