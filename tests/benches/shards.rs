@@ -93,10 +93,34 @@ fn at_once(home: &Home, runs: &[Vec<String>], stdin: Option<&Path>) -> Duration 
     started.elapsed()
 }
 
+/// Every home and results directory the bench made, removed only when it
+/// ends: removing thousands of page files makes the next thousands slower
+/// to create for a minute or more on this machine's ext4 (a profile of
+/// such a merge: most of its time in the kernel's inode allocator skipping
+/// inodes deleted lately, `find_inode_bit` and `recently_deleted`), which
+/// would be measured as the merge's and the shards' own time.
+#[derive(Default)]
+struct Kept {
+    homes: Vec<Home>,
+    dirs: Vec<tempfile::TempDir>,
+}
+
+impl Kept {
+    fn home(&mut self) -> &Home {
+        self.homes.push(Home::unreplayed());
+        self.homes.last().unwrap()
+    }
+
+    fn dir(&mut self) -> PathBuf {
+        self.dirs.push(tempfile::tempdir().unwrap());
+        self.dirs.last().unwrap().path().to_path_buf()
+    }
+}
+
 /// `rewind check --merge DIR`'s wall time, in a home of its own.
-fn merge_time(dir: &Path) -> Duration {
+fn merge_time(dir: &Path, kept: &mut Kept) -> Duration {
     let merge = vec!["check".into(), "--merge".into(), dir.display().to_string()];
-    at_once(&Home::unreplayed(), &[merge], None)
+    at_once(kept.home(), &[merge], None)
 }
 
 /// A record's `duration` (`{"secs", "nanos"}`).
@@ -142,28 +166,27 @@ fn schedule_times(dir: &Path) -> String {
 /// One round: the `--jobs 2` check, then `shards` shards at once (each
 /// `--jobs 2/shards`, at least 1), each measured right after the other so
 /// that both see about the same load.
-fn round(base: &[String], stdin: Option<&Path>, n: f64, shards: u32) {
+fn round(base: &[String], stdin: Option<&Path>, n: f64, shards: u32, kept: &mut Kept) {
     let rate = |d: Duration| n / d.as_secs_f64();
     let load = load_average();
     let cpu = children_cpu();
-    let jobs2 = at_once(&Home::unreplayed(), &[with(base, &["--jobs", "2"])], stdin);
+    let jobs2 = at_once(kept.home(), &[with(base, &["--jobs", "2"])], stdin);
     let jobs2_cpu = children_cpu() - cpu;
-    let home = Home::unreplayed();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = kept.dir();
     let jobs = (2 / shards).max(1).to_string();
     let runs: Vec<Vec<String>> = (1..=shards)
         .map(|i| {
             let shard = format!("{i}/{shards}");
-            let results = dir.path().display().to_string();
+            let results = dir.display().to_string();
             with(
                 base,
                 &["--jobs", &jobs, "--shard", &shard, "--results", &results],
             )
         })
         .collect();
-    let wall = at_once(&home, &runs, stdin);
+    let wall = at_once(kept.home(), &runs, stdin);
     let cpu = children_cpu();
-    let merge = merge_time(dir.path());
+    let merge = merge_time(&dir, kept);
     let merge_cpu = children_cpu() - cpu;
     println!(
         "{shards} shard(s) at once, --jobs {jobs}: {:5.2} schedules/s ({:.1} s) against one \
@@ -182,7 +205,7 @@ fn round(base: &[String], stdin: Option<&Path>, n: f64, shards: u32) {
         jobs2_cpu.as_secs_f64(),
         load_average()
     );
-    println!("  the shards' runs: {}", schedule_times(dir.path()));
+    println!("  the shards' runs: {}", schedule_times(&dir));
 }
 
 /// The program to check, as `REWIND_SHARDS_BENCH_PROGRAM` says; None when
@@ -234,10 +257,11 @@ fn main() {
         load_average()
     );
     let base = check_args(&c, &points, &schedules);
+    let mut kept = Kept::default();
     for r in 1..=rounds {
         println!("round {r}:");
         for &shards in &counts {
-            round(&base, c.stdin.as_deref(), n, shards);
+            round(&base, c.stdin.as_deref(), n, shards, &mut kept);
         }
     }
     println!("load average after: {}", load_average());
