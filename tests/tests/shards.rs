@@ -44,6 +44,45 @@ fn merge(home: &Home, dirs: &[&Path], json: bool) -> Output {
     home.rewind(&args)
 }
 
+/// `rewind check ARGS`, which finds a violation, split into each count of
+/// `splits` shards (in one home), each split merged in a home of its own:
+/// the same report and the same JSON as the one-machine check (ARGS and
+/// `one_also`), and the failing run it names replays identically there. The
+/// one-machine JSON.
+fn merges_into_the_one_machine_check(
+    args: &[&str],
+    one_also: &[&str],
+    splits: &[u32],
+) -> serde_json::Value {
+    let one = Home::new();
+    let whole = [&["check"][..], args, one_also].concat();
+    let text = one.rewind(&whole);
+    assert_eq!(text.code, 1, "the check finds a race, {args:?}:\n{text}");
+    let json = one.rewind(&[&whole[..], &["--json"]].concat());
+    let want = masked_json(&json.stdout);
+    let shard_home = Home::new();
+    for &n in splits {
+        let dir = tempfile::tempdir().unwrap();
+        shards(&shard_home, args, n, dir.path(), |_| true);
+        let merged = Home::new();
+        let out = merge(&merged, &[dir.path()], false);
+        assert_eq!(out.code, text.code, "merge of {n} shards:\n{out}");
+        assert_eq!(
+            masked(&out.stdout),
+            masked(&text.stdout),
+            "{args:?} in {n} shards merges into the one-machine report"
+        );
+        let out = merge(&merged, &[dir.path()], true);
+        assert_eq!(
+            masked_json(&out.stdout),
+            want,
+            "{args:?} in {n} shards merges into the one-machine --json"
+        );
+        merged.replay_identical(&failing_run_in(&text));
+    }
+    want
+}
+
 /// `rewind check --example NAME` split into 1, 2, 3 and 7 shards, each
 /// split merged in a home of its own: the same report and the same JSON
 /// as the one-machine check of the default portfolio with the shards'
@@ -52,16 +91,11 @@ fn merge(home: &Home, dirs: &[&Path], json: bool) -> Output {
 /// there.
 fn splits_merge_into_the_one_machine_check(example: &str) {
     let args = ["--example", example];
-    let one = Home::new();
-    let whole = [&["check"][..], &args, &["--schedules", "64"]].concat();
-    let text = one.rewind(&whole);
-    assert_eq!(text.code, 1, "the check finds {example}'s race:\n{text}");
-    let json = one.rewind(&[&whole[..], &["--json"]].concat());
-    let want = masked_json(&json.stdout);
+    let want = merges_into_the_one_machine_check(&args, &["--schedules", "64"], &[1, 2, 3, 7]);
     let tried = want["tried"].as_array().expect("schedules tried");
     assert!(
         tried.iter().all(|t| t["entry"].is_object()),
-        "the one-machine check is the portfolio's:\n{json}"
+        "the one-machine check is the portfolio's:\n{want:#}"
     );
     // Every schedule before the first violation passed: its run is removed.
     let passed = &tried[..tried.len() - 1];
@@ -69,28 +103,8 @@ fn splits_merge_into_the_one_machine_check(example: &str) {
         passed
             .iter()
             .all(|t| t["kept"] == false && t["remake"].is_string()),
-        "the check removes passing runs and says how to remake them:\n{json}"
+        "the check removes passing runs and says how to remake them:\n{want:#}"
     );
-    let shard_home = Home::new();
-    for n in [1, 2, 3, 7] {
-        let dir = tempfile::tempdir().unwrap();
-        shards(&shard_home, &args, n, dir.path(), |_| true);
-        let merged = Home::new();
-        let out = merge(&merged, &[dir.path()], false);
-        assert_eq!(out.code, text.code, "merge of {n} shards:\n{out}");
-        assert_eq!(
-            masked(&out.stdout),
-            masked(&text.stdout),
-            "{example} in {n} shards merges into the one-machine report"
-        );
-        let out = merge(&merged, &[dir.path()], true);
-        assert_eq!(
-            masked_json(&out.stdout),
-            want,
-            "{example} in {n} shards merges into the one-machine --json"
-        );
-        merged.replay_identical(&failing_run_in(&text));
-    }
 }
 
 #[test]
@@ -106,6 +120,38 @@ fn pool_in_shards() {
 #[test]
 fn flag_in_shards() {
     splits_merge_into_the_one_machine_check("flag");
+}
+
+/// A check windowed by `--schedule-from F` (handoff with memory points, F
+/// four fifths into schedule 0, where the consumers still count pages):
+/// every shard records schedule 0 itself, so its seeded (random) and PCT
+/// schedules start from that run's latest keyframe before F, as the check
+/// on one machine does (`Checker::window_start`); such a run is the run
+/// made from step 0, so split into 2 and 3 shards the check merges into
+/// the one-machine report and --json byte for byte.
+#[test]
+fn a_windowed_check_in_shards() {
+    let home = Home::new();
+    let base = home.run(&["-q", "--points", "memory", "--example", "handoff"]);
+    assert_eq!(base.status, "exited:0", "{}", base.out);
+    let from = (base.steps.expect("schedule 0's steps") * 4 / 5).to_string();
+    for (strategy, splits) in [("random", &[2, 3][..]), ("pct", &[3][..])] {
+        let args = [
+            "--example",
+            "handoff",
+            "--points",
+            "memory",
+            "--strategy",
+            strategy,
+            "--schedule-from",
+            &from,
+            "--schedules",
+            "32",
+        ];
+        let want = merges_into_the_one_machine_check(&args, &[], splits);
+        let tried = want["tried"].as_array().expect("schedules tried");
+        assert!(tried.len() > 2, "the race is not schedule 1's: {want:#}");
+    }
 }
 
 /// Records of schedules named `schedule-N.json` in `dir`, schedule 0's aside.

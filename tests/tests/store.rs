@@ -545,6 +545,68 @@ fn damaged_or_path_traversing_exports_are_refused_and_nothing_is_written() {
     home.replay_identical(&run.id);
 }
 
+/// An import verifies the file as it writes it (into a temporary place
+/// inside the store): a file damaged in its last entry, once its run, image
+/// and pages were written there, leaves the store as it was; a link
+/// that comes after a file inside it is refused and never made; a damaged
+/// copy of a run the store holds is refused (such a file is only verified);
+/// and a damaged file imported into a home that does not exist leaves none.
+#[test]
+fn an_import_that_writes_as_it_verifies_leaves_nothing_of_a_refused_file() {
+    let src = Home::new();
+    let run = src.run(&["-q", "--points", "memory", "--example", "bank"]);
+    src.replay_identical(&run.id);
+    let file = src.path().join("x.rwd");
+    let file_s = file.to_str().unwrap();
+    src.ok(&["export", &run.id, "--replayable", "-o", file_s]);
+    let good = std::fs::read(&file).unwrap();
+    // The last byte of the last entry's data (a page when the run took
+    // keyframes, else a file of its image), before the end record.
+    let mut last_page = good.clone();
+    last_page[good.len() - 42] ^= 0x10;
+
+    let home = Home::new();
+    let mine = home.run_guest("hello", &[]);
+    home.replay_identical(&mine.id);
+    refused(&home, "last-page.rwd", &last_page, "damaged");
+
+    let escape = home.path().parent().unwrap().join("rewind-escaped-late");
+    let _ = std::fs::remove_file(&escape);
+    let info = format!(
+        "{{\"format\":1,\"run\":\"{}\",\"replayable\":true,\"image\":\"root\",\"rewind\":\"x\"}}",
+        run.id
+    );
+    let bytes = craft(&[
+        (1, 0o100644, "rwd.json", info.as_bytes()),
+        (1, 0o100644, "image/root/up/rewind-escaped-late", b"escaped"),
+        (
+            3,
+            0o120777,
+            "image/root/up",
+            escape.parent().unwrap().to_str().unwrap().as_bytes(),
+        ),
+    ]);
+    refused(&home, "link-after.rwd", &bytes, "inside a link");
+    assert!(!escape.exists());
+
+    home.ok(&["import", file_s]);
+    refused(&home, "again-damaged.rwd", &last_page, "damaged");
+    let again = home.ok(&["import", file_s]);
+    assert!(again.stdout.contains("already"), "{again}");
+    home.replay_identical(&run.id);
+
+    let nowhere = tempfile::tempdir().unwrap();
+    let fresh = nowhere.path().join("home");
+    let damaged = nowhere.path().join("damaged.rwd");
+    std::fs::write(&damaged, &last_page).unwrap();
+    let mut cmd = Command::new(rewind_bin());
+    cmd.args(["import", damaged.to_str().unwrap()])
+        .env("REWIND_HOME", &fresh);
+    let out = run_command(cmd, DEADLINE);
+    assert_eq!(out.code, 2, "{out}");
+    assert!(!fresh.exists(), "a refused file made the home:\n{out}");
+}
+
 fn info_plain(id: &str) -> String {
     format!(
         "{{\"format\":1,\"run\":\"{id}\",\"replayable\":false,\"image\":null,\"rewind\":\"x\"}}"

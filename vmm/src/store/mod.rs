@@ -260,17 +260,25 @@ impl Store {
         self.home.join("runs")
     }
 
-    /// Creates `runs/` if needed and checks that it is writable; returns it.
+    /// Creates `runs/` if needed and checks that it is writable, with a
+    /// file made and removed there once a home a process (a check prepares
+    /// before every run it records, a merge before every import); returns it.
     pub fn prepare(&self) -> Result<PathBuf, StoreError> {
+        static PROBED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
         let runs = self.runs_dir();
         let unwritable = |source| StoreError::Unwritable {
             path: self.home.clone(),
             source,
         };
         std::fs::create_dir_all(&runs).map_err(unwritable)?;
+        let mut probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
+        if probed.contains(&runs) {
+            return Ok(runs);
+        }
         let probe = runs.join(format!(".probe-{}", std::process::id()));
         std::fs::write(&probe, b"").map_err(unwritable)?;
         let _ = std::fs::remove_file(&probe);
+        probed.push(runs.clone());
         Ok(runs)
     }
 

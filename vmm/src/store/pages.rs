@@ -119,6 +119,36 @@ impl PageStore {
         written
     }
 
+    /// Writes page `h` as `packed` (its zstd frame, as a page file holds
+    /// it) straight to its name, with no temporary name: for a directory no
+    /// one else reads yet (an import's, renamed into the store's once the
+    /// whole file is verified). Its parent is made when missing.
+    pub fn write_unshared(&self, h: &PageHash, packed: &[u8]) -> Result<(), StoreError> {
+        use std::io::Write;
+        let path = self.path(h);
+        let create = || {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+        };
+        let mut f = match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let parent = path.parent().expect("a page path has a parent");
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+                create()
+            }
+            f => f,
+        }
+        .map_err(io(&path))?;
+        f.write_all(packed).map_err(io(&path))
+    }
+
+    /// `bytes`, packed as a page file holds a page.
+    pub fn pack(bytes: &[u8]) -> Result<Vec<u8>, std::io::Error> {
+        zstd::bulk::compress(bytes, ZSTD_LEVEL)
+    }
+
     /// A page, checked against its hash.
     pub fn get(&self, h: &PageHash) -> Result<Vec<u8>, StoreError> {
         let (path, packed) = match std::fs::read(self.path(h)) {

@@ -40,6 +40,8 @@ pub const MAGIC: &[u8; 8] = b"\x89RWD\r\n\x1a\n";
 pub const FORMAT_VERSION: u32 = 1;
 const END: u8 = 0xff;
 const ZSTD_LEVEL: i32 = 3;
+/// Entries up to this size are decompressed whole, with one context.
+const SMALL_ENTRY: u64 = 64 << 10;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -117,6 +119,8 @@ pub struct ArchiveWriter<W: Write> {
     /// Entries written so far.
     pub(super) count: u64,
     bytes: u64,
+    /// One compression context for every entry (thousands of pages).
+    cctx: Option<zstd::bulk::Compressor<'static>>,
 }
 
 impl<W: Write> ArchiveWriter<W> {
@@ -126,6 +130,7 @@ impl<W: Write> ArchiveWriter<W> {
             hasher: blake3::Hasher::new(),
             count: 0,
             bytes: 0,
+            cctx: zstd::bulk::Compressor::new(ZSTD_LEVEL).ok(),
         };
         w.put(MAGIC)?;
         w.put(&FORMAT_VERSION.to_le_bytes())?;
@@ -140,7 +145,10 @@ impl<W: Write> ArchiveWriter<W> {
 
     pub fn add(&mut self, kind: Kind, mode: u32, path: &str, data: &[u8]) -> std::io::Result<()> {
         let packed = if data.len() >= 64 {
-            zstd::bulk::compress(data, ZSTD_LEVEL).ok()
+            match &mut self.cctx {
+                Some(c) => c.compress(data).ok(),
+                None => zstd::bulk::compress(data, ZSTD_LEVEL).ok(),
+            }
         } else {
             None
         };
@@ -187,6 +195,11 @@ impl<W: Write> ArchiveWriter<W> {
 pub trait Visitor {
     /// An entry's header, before its data: refuse it or get ready.
     fn begin(&mut self, e: &Entry) -> Result<(), ArchiveError>;
+    /// The entry's data as stored, when it is a zstd frame, before its
+    /// decompressed data (neither verified yet).
+    fn packed(&mut self, _frame: &[u8]) -> Result<(), ArchiveError> {
+        Ok(())
+    }
     /// A stretch of the entry's decompressed data (not verified yet).
     fn data(&mut self, chunk: &[u8]) -> Result<(), ArchiveError>;
     /// The entry's data matched its checksum.
@@ -281,6 +294,7 @@ pub fn read(src: impl Read, visitor: &mut dyn Visitor) -> Result<u64, ArchiveErr
         ));
     }
     let mut n = 0u64;
+    let mut small = zstd::bulk::Decompressor::new().ok();
     loop {
         let what = format!("entry {}", n + 1);
         let mut kind = [0u8; 1];
@@ -362,6 +376,9 @@ pub fn read(src: impl Read, visitor: &mut dyn Visitor) -> Result<u64, ArchiveErr
         }
         s.hasher.update(&stored);
         s.pos += stored_len;
+        if compression[0] == 1 {
+            visitor.packed(&stored)?;
+        }
         let mut h = blake3::Hasher::new();
         let mut total = 0u64;
         let mut feed = |chunk: &[u8]| -> Result<(), ArchiveError> {
@@ -376,6 +393,13 @@ pub fn read(src: impl Read, visitor: &mut dyn Visitor) -> Result<u64, ArchiveErr
             for c in stored.chunks(1 << 16) {
                 feed(c)?;
             }
+        } else if let (true, Some(d)) = (raw_len <= SMALL_ENTRY, small.as_mut()) {
+            // One context for every small entry (pages): making one costs
+            // more than decompressing a page.
+            let out = d
+                .decompress(&stored, raw_len as usize)
+                .or_else(|_| refused(format!("damaged: {what} does not decompress")))?;
+            feed(&out)?;
         } else {
             let mut dec = zstd::stream::read::Decoder::new(&stored[..])
                 .or_else(|e| refused(format!("damaged: {what}: {e}")))?;

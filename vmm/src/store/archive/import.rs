@@ -1,17 +1,25 @@
 //! Import: checks a `.rwd` file (`format.rs`) and adds its run to a store.
 //!
-//! An import reads the whole file once to verify it (magic, version, every
-//! header and data checksum, the whole-file checksum, that every path is one
-//! of the names `format.rs` lists, with no `..`, no absolute path and nothing inside a
-//! link, that the run's id is its manifest's hash) before it writes
-//! anything. Then it extracts into a temporary directory inside `runs/`,
-//! checks the image against the manifest's image hash and standard input
-//! against its hash, and only then moves pages, the image (to
-//! `images/<image hash>/`) and the run (to `runs/<id>`, its `meta.json`
-//! pointing at the imported image) into place, each with one rename. Links
-//! of a root image are created last and never followed. An image the store
-//! already holds intact (its hash is the manifest's) is neither extracted
-//! nor hashed from the file: the run points at the store's.
+//! An import reads the file once: it verifies every entry (magic, version,
+//! every header and data checksum, the whole-file checksum, that every path
+//! is one of the names `format.rs` lists, with no `..`, no absolute path and
+//! nothing inside a link, that the run's id is its manifest's hash) as it
+//! extracts it into a temporary directory inside `runs/`, where an entry is
+//! written only once its name is checked, and no link is made until the
+//! whole file is verified. Then it checks the image against the manifest's
+//! image hash and standard input against its hash, and only then moves
+//! pages, the image (to `images/<image hash>/`) and the run (to
+//! `runs/<id>`, its `meta.json` pointing at the imported image) into place,
+//! each with one rename; a file refused at any point leaves nothing but the
+//! temporary directory, which is removed. Links of a root image are created
+//! last and never followed. A store with no runs yet verifies the whole file
+//! first, so that a file it refuses leaves it exactly as it was (no `runs/`,
+//! no lock). An image the store already holds intact (its hash is the
+//! manifest's, read before the image's entries) is neither extracted nor
+//! hashed from the file: the run points at the store's; pages it holds are
+//! not written again; and when rwd.json names a run the store holds
+//! already, the file is only verified (that the name is the manifest's hash
+//! too).
 
 use super::super::lock::StoreLock;
 use super::super::maintain::{remove_tree, IMAGES_DIR};
@@ -26,7 +34,7 @@ use crate::image::Image;
 use crate::run::pages::PAGE_BYTES;
 use crate::run::Manifest;
 use std::collections::BTreeSet;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -251,10 +259,15 @@ impl Check {
 struct Extract {
     tmp: PathBuf,
     pages: PageStore,
-    /// Whether the image's entries are written (not when the store has it).
-    image: bool,
+    /// The store's pages: those it holds are not written again.
+    have: PageStore,
+    /// Whether the image's entries are written (not when the store has
+    /// it): decided at the first of them (`Import::decide`).
+    image: Option<bool>,
     file: Option<std::fs::File>,
+    /// A page being read: its data, or the zstd frame it was stored as.
     page: Option<Vec<u8>>,
+    packed: Option<Vec<u8>>,
     link: Option<Vec<u8>>,
     /// Links to create and modes to set once every file is written.
     links: Vec<(PathBuf, Vec<u8>)>,
@@ -266,7 +279,7 @@ impl Extract {
         match name {
             Name::Info | Name::Page(_) => None,
             Name::RunFile(f) => Some(self.tmp.join("run").join(f)),
-            Name::Program | Name::Root(_) | Name::Dep(_) if !self.image => None,
+            Name::Program | Name::Root(_) | Name::Dep(_) if self.image == Some(false) => None,
             Name::Program => Some(self.tmp.join("image").join("program")),
             Name::Root(parts) => {
                 let mut p = self.tmp.join("image");
@@ -294,9 +307,13 @@ impl Visitor for Extract {
         let name = parse_name(&e.path).or_else(|why| refused(format!("refused: {why}")))?;
         self.file = None;
         self.page = None;
+        self.packed = None;
         self.link = None;
-        if let Name::Page(_) = name {
-            self.page = Some(Vec::with_capacity(PAGE_BYTES));
+        if let Name::Page(h) = &name {
+            // Its name is its hash (`Check` made sure), which `read` verifies.
+            if !self.have.contains(h) {
+                self.page = Some(Vec::with_capacity(PAGE_BYTES));
+            }
             return Ok(());
         }
         let Some(path) = self.target(&name) else {
@@ -331,11 +348,21 @@ impl Visitor for Extract {
         Ok(())
     }
 
+    fn packed(&mut self, frame: &[u8]) -> Result<(), ArchiveError> {
+        // One whole frame, as a page file holds: written as it is, not
+        // compressed again.
+        let one = zstd::zstd_safe::find_frame_compressed_size(frame) == Ok(frame.len());
+        if self.page.is_some() && one {
+            self.packed = Some(frame.to_vec());
+        }
+        Ok(())
+    }
+
     fn data(&mut self, chunk: &[u8]) -> Result<(), ArchiveError> {
         if let Some(f) = &mut self.file {
             f.write_all(chunk)
                 .map_err(|err| write_err(&self.tmp, err))?;
-        } else if let Some(p) = &mut self.page {
+        } else if let (Some(p), None) = (&mut self.page, &self.packed) {
             p.extend_from_slice(chunk);
         } else if let Some(l) = &mut self.link {
             l.extend_from_slice(chunk);
@@ -345,11 +372,14 @@ impl Visitor for Extract {
 
     fn end(&mut self, e: &Entry) -> Result<(), ArchiveError> {
         self.file = None;
+        // `read` verified the data against the entry's hash, which `Check`
+        // made sure is the page's name.
         if let Some(bytes) = self.page.take() {
-            let h = self.pages.put(&bytes)?;
-            if h != e.hash {
-                return refused(format!("damaged: `{}` is not the page it names", e.path));
-            }
+            let packed = match self.packed.take() {
+                Some(p) => p,
+                None => PageStore::pack(&bytes).map_err(|err| write_err(&self.tmp, err))?,
+            };
+            self.pages.write_unshared(&e.hash, &packed)?;
         }
         if let Some(target) = self.link.take() {
             if let Some(p) = parse_name(&e.path).ok().and_then(|name| self.target(&name)) {
@@ -391,8 +421,110 @@ pub struct ImportSummary {
     pub pages: u64,
 }
 
+/// The one pass over a file: every entry checked (`Check`) and, until the
+/// run turns out to be in the store already, written (`Extract`).
+struct Import<'a> {
+    check: Check,
+    x: Option<Extract>,
+    store: &'a Store,
+    /// Whether a run the store holds already stops the writing.
+    skip_existing: bool,
+}
+
+impl Check {
+    /// rwd.json, the manifest and meta, as read so far (unchecked).
+    fn so_far(&self) -> Option<Checked> {
+        Some(Checked {
+            info: self.info.clone()?,
+            manifest: serde_json::from_slice(self.manifest.as_deref()?).ok()?,
+            meta: serde_json::from_slice(self.meta.as_deref()?).ok()?,
+            pages: 0,
+        })
+    }
+}
+
+impl Import<'_> {
+    /// At the image's first entry: whether to write it, from what was read
+    /// before it (an image the store holds intact is not written).
+    fn decide(&mut self, name: &Name) {
+        let Some(x) = &mut self.x else { return };
+        if x.image.is_some() || !matches!(name, Name::Program | Name::Root(_) | Name::Dep(_)) {
+            return;
+        }
+        let reuse = self.check.so_far().is_some_and(|c| {
+            let home = self.store.home().join(IMAGES_DIR).join(&c.manifest.image);
+            image_locations(&c, &x.tmp.join("image"), &home)
+                .is_ok_and(|(_, home)| image_usable(&home, &c.manifest.image))
+        });
+        x.image = Some(!reuse);
+    }
+
+    /// After rwd.json: whether the store holds the run it names already
+    /// (that the name is the manifest's hash is checked at the end).
+    fn existing(&mut self, e: &Entry) {
+        if !self.skip_existing || e.path != "rwd.json" {
+            return;
+        }
+        let Some(id) = self.check.info.as_ref().map(|i| i.run.clone()) else {
+            return;
+        };
+        if !safe_component(&id) || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return;
+        }
+        if self
+            .store
+            .runs_dir()
+            .join(&id)
+            .join("manifest.json")
+            .exists()
+        {
+            self.x = None;
+        }
+    }
+}
+
+impl Visitor for Import<'_> {
+    fn begin(&mut self, e: &Entry) -> Result<(), ArchiveError> {
+        // Its name is checked before anything is written.
+        self.check.begin(e)?;
+        if self.x.is_some() {
+            if let Ok(name) = parse_name(&e.path) {
+                self.decide(&name);
+            }
+        }
+        match &mut self.x {
+            Some(x) => x.begin(e),
+            None => Ok(()),
+        }
+    }
+
+    fn packed(&mut self, frame: &[u8]) -> Result<(), ArchiveError> {
+        match &mut self.x {
+            Some(x) => x.packed(frame),
+            None => Ok(()),
+        }
+    }
+
+    fn data(&mut self, chunk: &[u8]) -> Result<(), ArchiveError> {
+        self.check.data(chunk)?;
+        match &mut self.x {
+            Some(x) => x.data(chunk),
+            None => Ok(()),
+        }
+    }
+
+    fn end(&mut self, e: &Entry) -> Result<(), ArchiveError> {
+        self.check.end(e)?;
+        if let Some(x) = &mut self.x {
+            x.end(e)?;
+        }
+        self.existing(e);
+        Ok(())
+    }
+}
+
 impl Store {
-    /// Verifies an exported file, then adds its run to the store (see the
+    /// Verifies an exported file as it adds its run to the store (see the
     /// module's doc). A file that is refused leaves the store as it was.
     pub fn import(&self, file: &Path) -> Result<ImportSummary, ArchiveError> {
         let open = || {
@@ -400,25 +532,13 @@ impl Store {
                 .map(BufReader::new)
                 .map_err(|e| ArchiveError::Store(io(file)(e)))
         };
-        // Pass 1: verify everything, write nothing.
-        let mut check = Check::default();
-        read(open()?, &mut check)?;
-        let checked = check.finish()?;
-        let id = checked.manifest.id();
-        let existing = self.runs_dir().join(&id);
-        if existing.join("manifest.json").exists() {
-            if let Ok(run) = Run::load(&existing) {
-                return Ok(ImportSummary {
-                    run,
-                    replayable: checked.info.replayable,
-                    already: true,
-                    pages: 0,
-                });
-            }
-        }
-
-        // Pass 2: extract into a temporary directory, check, move into place.
         let had_runs = self.runs_dir().exists();
+        if !had_runs {
+            // Nothing written (not even runs/ or the lock) for a file refused.
+            let mut check = Check::default();
+            read(open()?, &mut check)?;
+            check.finish()?;
+        }
         self.prepare()?;
         let lock = self.lock_shared()?;
         let tmp = self
@@ -427,11 +547,11 @@ impl Store {
         let _ = remove_tree(&tmp);
         pending::register_locked(&tmp, None);
         let result = self
-            .extract_and_install(open()?, &tmp, &checked, &lock)
+            .import_into(&open, &tmp, true, &lock)
             .map_err(|e| match e {
-                ArchiveError::Store(e) => ArchiveError::Store(
-                    e.or_full(self.home(), || format!("run {id} was not imported")),
-                ),
+                ArchiveError::Store(e) => ArchiveError::Store(e.or_full(self.home(), || {
+                    format!("the run of {} was not imported", file.display())
+                })),
                 refused => refused,
             });
         let _ = remove_tree(&tmp);
@@ -443,14 +563,62 @@ impl Store {
         result
     }
 
-    fn extract_and_install(
+    /// The pass over the file (`Import`) into `tmp`, then the run into place.
+    fn import_into(
         &self,
-        src: impl Read,
+        open: &dyn Fn() -> Result<BufReader<std::fs::File>, ArchiveError>,
+        tmp: &Path,
+        skip_existing: bool,
+        lock: &StoreLock,
+    ) -> Result<ImportSummary, ArchiveError> {
+        let _ = remove_tree(tmp);
+        std::fs::create_dir(tmp).map_err(|e| write_err(tmp, e))?;
+        let mut pass = Import {
+            check: Check::default(),
+            x: Some(Extract {
+                tmp: tmp.to_path_buf(),
+                pages: PageStore::at(tmp.join("pages")),
+                have: self.pages(),
+                image: None,
+                file: None,
+                page: None,
+                packed: None,
+                link: None,
+                links: Vec::new(),
+                modes: Vec::new(),
+            }),
+            store: self,
+            skip_existing,
+        };
+        read(open()?, &mut pass)?;
+        let checked = pass.check.finish()?;
+        let id = checked.manifest.id();
+        let Some(mut x) = pass.x else {
+            // The run was in the store already: nothing was changed.
+            if let Ok(run) = Run::load(&self.runs_dir().join(&id)) {
+                return Ok(ImportSummary {
+                    run,
+                    replayable: checked.info.replayable,
+                    already: true,
+                    pages: 0,
+                });
+            }
+            // Removed since: written after all.
+            return self.import_into(open, tmp, false, lock);
+        };
+        self.install(&mut x, tmp, &checked, lock)
+    }
+
+    /// The extracted run checked as a whole, then moved into place.
+    fn install(
+        &self,
+        x: &mut Extract,
         tmp: &Path,
         checked: &Checked,
         _lock: &StoreLock,
     ) -> Result<ImportSummary, ArchiveError> {
-        std::fs::create_dir(tmp).map_err(|e| write_err(tmp, e))?;
+        // Links only now, once the whole file is verified.
+        x.finish()?;
         let image_tmp = tmp.join("image");
         let images = self.home().join(IMAGES_DIR);
         let image_home = images.join(&checked.manifest.image);
@@ -460,23 +628,14 @@ impl Store {
             None
         };
         // An image the store holds intact already (the run's schedule 0, a
-        // run of the same program): the file's copy is neither written nor
-        // hashed again, and the run points at the store's.
-        let reuse = located
-            .as_ref()
-            .is_some_and(|(_, home)| image_usable(home, &checked.manifest.image));
-        let mut x = Extract {
-            tmp: tmp.to_path_buf(),
-            pages: PageStore::at(tmp.join("pages")),
-            image: !reuse,
-            file: None,
-            page: None,
-            link: None,
-            links: Vec::new(),
-            modes: Vec::new(),
+        // run of the same program): the file's copy was neither written nor
+        // is it hashed, and the run points at the store's.
+        let reuse = match x.image {
+            Some(written) => !written,
+            None => located
+                .as_ref()
+                .is_some_and(|(_, home)| image_usable(home, &checked.manifest.image)),
         };
-        read(src, &mut x)?;
-        x.finish()?;
 
         let id = checked.manifest.id();
         let run_tmp = tmp.join("run");
@@ -533,24 +692,23 @@ impl Store {
         })
     }
 
-    /// Moves the extracted pages into the store's, but those it has.
+    /// Moves the extracted pages into the store's (those it held were not
+    /// extracted): one rename each, one directory made for each prefix.
     fn install_pages(&self, tmp: &Path) -> Result<(), ArchiveError> {
         let pages = self.pages();
         let Ok(dirs) = std::fs::read_dir(tmp.join("pages")) else {
             return Ok(());
         };
         for d in dirs.flatten() {
+            let dest_dir = pages.dir().join(d.file_name());
+            std::fs::create_dir_all(&dest_dir).map_err(|e| write_err(&dest_dir, e))?;
             for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
                 let name = f.file_name();
                 if name.to_string_lossy().starts_with('.') {
                     continue;
                 }
-                let dest_dir = pages.dir().join(d.file_name());
+                // A page the store gained since is the same bytes.
                 let dest = dest_dir.join(&name);
-                if dest.exists() {
-                    continue;
-                }
-                std::fs::create_dir_all(&dest_dir).map_err(|e| write_err(&dest_dir, e))?;
                 std::fs::rename(f.path(), &dest).map_err(|e| write_err(&dest, e))?;
             }
         }
