@@ -683,6 +683,36 @@ fn remove_takes_forks_along_and_gc_returns_the_store_to_its_size() {
 }
 
 #[test]
+fn an_imported_run_keeps_its_keyframes_pages_in_one_pack() {
+    let home = Home::new();
+    let long = home.run_guest("getpid", &["30000"]);
+    home.replay_identical(&long.id);
+    let file = home.path().join("long.rwd");
+    let file_s = file.to_str().unwrap();
+    home.ok(&["export", &long.id, "--replayable", "-o", file_s]);
+
+    let other = Home::new();
+    other.ok(&["import", file_s]);
+    // The keyframes' pages arrive together: one pack, not a file a page.
+    let packs: Vec<_> = std::fs::read_dir(other.path().join("pages/packs"))
+        .expect("the import wrote a pack")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".pack"))
+        .collect();
+    assert_eq!(packs.len(), 1, "{packs:?}");
+    let loose = tree(&other.path().join("pages"))
+        .keys()
+        .filter(|k| !k.starts_with("packs"))
+        .count();
+    assert_eq!(loose, 0, "pages outside the pack");
+    other.replay_identical(&long.id);
+    // A fork from a late keyframe reads its pages from the pack.
+    let f = fork(&other, &[&long.id, "29000", "--schedule", "1"]);
+    other.replay_identical(&f);
+    assert_eq!(other.events(&long.id), home.events(&long.id));
+}
+
+#[test]
 fn gc_keeps_the_pages_of_runs_it_keeps() {
     let home = Home::new();
     let a = home.run_guest("getpid", &["30000"]);

@@ -123,7 +123,7 @@ impl PageStore {
     /// it) straight to its name, with no temporary name: for a directory no
     /// one else reads yet (an import's, renamed into the store's once the
     /// whole file is verified). Its parent is made when missing.
-    pub fn write_unshared(&self, h: &PageHash, packed: &[u8]) -> Result<(), StoreError> {
+    fn write_unshared(&self, h: &PageHash, packed: &[u8]) -> Result<(), StoreError> {
         use std::io::Write;
         let path = self.path(h);
         let create = || {
@@ -146,7 +146,19 @@ impl PageStore {
 
     /// `bytes`, packed as a page file holds a page.
     pub fn pack(bytes: &[u8]) -> Result<Vec<u8>, std::io::Error> {
-        zstd::bulk::compress(bytes, ZSTD_LEVEL)
+        compress(bytes)
+    }
+
+    /// Writes pages given as their zstd frames, checked by the caller, into
+    /// a directory no one else reads yet (an import's): one pack when there
+    /// are at least `PACK_MIN` of them, else a file each (`write_unshared`).
+    pub fn write_frames_unshared(&self, frames: &[(PageHash, Vec<u8>)]) -> Result<(), StoreError> {
+        if frames.len() < PACK_MIN {
+            return frames
+                .iter()
+                .try_for_each(|(h, f)| self.write_unshared(h, f));
+        }
+        pack::write(&self.packs_dir(), frames).map(|_| ())
     }
 
     /// A page, checked against its hash.

@@ -31,7 +31,7 @@ use super::format::{
     Visitor, FORMAT_VERSION, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG,
 };
 use crate::image::Image;
-use crate::run::pages::PAGE_BYTES;
+use crate::run::pages::{PageHash, PAGE_BYTES};
 use crate::run::Manifest;
 use std::collections::BTreeSet;
 use std::io::{BufReader, Write};
@@ -268,6 +268,9 @@ struct Extract {
     /// A page being read: its data, or the zstd frame it was stored as.
     page: Option<Vec<u8>>,
     packed: Option<Vec<u8>>,
+    /// Pages read and not yet written: written together, into one pack
+    /// (one file where a page each cost an inode), `FRAMES_AT_ONCE` at most.
+    frames: Vec<(PageHash, Vec<u8>)>,
     link: Option<Vec<u8>>,
     /// Links to create and modes to set once every file is written.
     links: Vec<(PathBuf, Vec<u8>)>,
@@ -379,7 +382,10 @@ impl Visitor for Extract {
                 Some(p) => p,
                 None => PageStore::pack(&bytes).map_err(|err| write_err(&self.tmp, err))?,
             };
-            self.pages.write_unshared(&e.hash, &packed)?;
+            self.frames.push((e.hash, packed));
+            if self.frames.len() >= FRAMES_AT_ONCE {
+                self.write_frames()?;
+            }
         }
         if let Some(target) = self.link.take() {
             if let Some(p) = parse_name(&e.path).ok().and_then(|name| self.target(&name)) {
@@ -390,9 +396,19 @@ impl Visitor for Extract {
     }
 }
 
+/// Pages an import holds in memory before it writes them (about 8 MB).
+const FRAMES_AT_ONCE: usize = 4096;
+
 impl Extract {
-    /// Creates the links and sets the modes, directories deepest first.
+    fn write_frames(&mut self) -> Result<(), ArchiveError> {
+        let frames = std::mem::take(&mut self.frames);
+        Ok(self.pages.write_frames_unshared(&frames)?)
+    }
+
+    /// Writes the pages left, creates the links and sets the modes,
+    /// directories deepest first.
     fn finish(&mut self) -> Result<(), ArchiveError> {
+        self.write_frames()?;
         for (p, target) in &self.links {
             if target.contains(&0) {
                 return refused("refused: a link target holds a NUL byte");
@@ -582,6 +598,7 @@ impl Store {
                 image: None,
                 file: None,
                 page: None,
+                frames: Vec::new(),
                 packed: None,
                 link: None,
                 links: Vec::new(),
