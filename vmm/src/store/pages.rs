@@ -61,10 +61,17 @@ impl PageStore {
     /// `PACK_MIN` of them (a fresh store's first keyframe), else one file each.
     pub fn put_all(&self, pages: &[(PageHash, &[u8])]) -> Result<(), StoreError> {
         let mut seen = std::collections::HashSet::new();
-        let new: Vec<&(PageHash, &[u8])> = pages
-            .iter()
-            .filter(|(h, _)| seen.insert(*h) && !self.contains(h))
-            .collect();
+        // The packs directory is looked at once, not once a page (`contains`).
+        let new: Vec<&(PageHash, &[u8])> = {
+            let mut index = self.packs.lock().unwrap_or_else(|e| e.into_inner());
+            index.refresh(&self.packs_dir(), false);
+            pages
+                .iter()
+                .filter(|(h, _)| {
+                    seen.insert(*h) && index.get(h).is_none() && !self.path(h).exists()
+                })
+                .collect()
+        };
         if new.len() < PACK_MIN {
             return new.iter().try_for_each(|(h, b)| self.put_missing(h, b));
         }
@@ -142,11 +149,6 @@ impl PageStore {
         }
         .map_err(io(&path))?;
         f.write_all(packed).map_err(io(&path))
-    }
-
-    /// `bytes`, packed as a page file holds a page.
-    pub fn pack(bytes: &[u8]) -> Result<Vec<u8>, std::io::Error> {
-        compress(bytes)
     }
 
     /// Writes pages given as their zstd frames, checked by the caller, into
@@ -308,9 +310,10 @@ impl PageStore {
     }
 }
 
-/// A page's zstd frame, with one compression context a thread: making one
-/// costs more than compressing a page, and a first keyframe puts thousands.
-fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+/// A page's zstd frame, as a page file or a pack holds it, with one
+/// compression context a thread: making one costs more than compressing a
+/// page, and a first keyframe puts thousands.
+pub fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     thread_local! {
         static CCTX: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
             std::cell::RefCell::new(zstd::bulk::Compressor::new(ZSTD_LEVEL).ok());

@@ -24,7 +24,7 @@
 use super::super::lock::StoreLock;
 use super::super::maintain::{remove_tree, IMAGES_DIR};
 use super::super::meta::{ImageLocation, Meta};
-use super::super::pages::PageStore;
+use super::super::pages::{self, PageStore};
 use super::super::{io, pending, Run, Store, StoreError};
 use super::format::{
     parse_name, read, refused, safe_component, ArchiveError, Entry, Info, Kind, Name, Refused,
@@ -380,7 +380,7 @@ impl Visitor for Extract {
         if let Some(bytes) = self.page.take() {
             let packed = match self.packed.take() {
                 Some(p) => p,
-                None => PageStore::pack(&bytes).map_err(|err| write_err(&self.tmp, err))?,
+                None => pages::compress(&bytes).map_err(|err| write_err(&self.tmp, err))?,
             };
             self.frames.push((e.hash, packed));
             if self.frames.len() >= FRAMES_AT_ONCE {
