@@ -94,6 +94,11 @@ pub struct MemPoints {
     /// how many it has made in a row, no other thread's between.
     #[serde(default)]
     runs: BTreeMap<(Pid, u64), (Tid, u32)>,
+    /// Of each shared page: the address of its run's last point, and how
+    /// many of the run's last points were each at a higher address than
+    /// the one before (a scan, which reads no byte twice: not a spin).
+    #[serde(default)]
+    scans: BTreeMap<(Pid, u64), (u64, u32)>,
     /// What the step being served is (PCT counts system calls and some accesses).
     #[serde(default)]
     pub made: Made,
@@ -354,14 +359,23 @@ impl Kernel<'_> {
             *run = (tid, 0);
         }
         run.1 += 1;
+        let count = run.1;
+        let scan = self.points.scans.entry((pid, page)).or_insert((cr2, 0));
+        let rising = count > 1 && !atomic && cr2 > scan.0;
+        *scan = (cr2, if rising { scan.1 + 1 } else { 1 });
+        let scanned = scan.1 >= OWN_POINTS;
         // Seen to use the page alone for a while: it is its own again. With
         // memory points only a page of its stack: a thread that took back a
         // page of data it then spins on, reading a flag another thread will
         // set, would make no point and never yield. Race-directed, a run
         // that met no other thread's bytes is the thread's own data beside
-        // what races (the next thread to touch the page is judged again).
+        // what races (the next thread to touch the page is judged again),
+        // taken at a write, or after a scan of `OWN_POINTS` reads each
+        // above the last (libbz2 reading its input block): a spin reads its
+        // flag again, so a scan is not one.
         let own = released
-            || run.1 >= OWN_POINTS
+            || race && scanned
+            || count >= OWN_POINTS
                 && access == Access::Write
                 && (race || {
                     let rsp = self.m.regs().rsp;
@@ -372,6 +386,7 @@ impl Kernel<'_> {
                 });
         if own {
             self.points.runs.remove(&(pid, page));
+            self.points.scans.remove(&(pid, page));
             self.race_grant(pid, page, tid);
         }
         let owner = if own {
