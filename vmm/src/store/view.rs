@@ -30,7 +30,7 @@ pub fn write(
         View::Recorded(r) => r.sight.clone(),
         View::Host => return Ok(()),
     };
-    if let Some(p) = parent.map(|p| read(p)).transpose()?.flatten() {
+    if let Some(p) = parent.map(read).transpose()?.flatten() {
         merge(&mut sight, p);
     }
     let cache = FileHashes::open(home.join(super::FILE_HASHES));
