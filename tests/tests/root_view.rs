@@ -69,7 +69,11 @@ fn a_root_run_reads_as_recorded_after_the_tree_changed() {
         "{got}"
     );
     let got = cat(&middle, "/etc/greeting");
-    assert_eq!((got.code, got.stdout.as_str()), (0, "hello from the root\n"), "{got}");
+    assert_eq!(
+        (got.code, got.stdout.as_str()),
+        (0, "hello from the root\n"),
+        "{got}"
+    );
     // What the run did not see is not there.
     assert_eq!(cat(&last, "/data/c").code, 1);
     for unread in ["/etc/unread", "/data/b"] {

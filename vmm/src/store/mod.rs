@@ -12,11 +12,13 @@
 //! runs/<id>/stdin.bin       standard input, when there was any
 //! runs/<id>/keyframes       saved machine states (record::keyframe)
 //! runs/<id>/bookmarks       notes at steps (store::bookmarks)
+//! runs/<id>/image-view      what a --root run saw of its root (store::view)
 //! checks/<ns>-<id>.json     what each `rewind check` concluded (store::checks)
 //! pages/<xx>/<blake3>       guest pages of keyframes, zstd (store::pages)
 //! pages/packs/<blake3>.pack  many pages in one file (store::pack)
 //! images/<image hash>/      images of imported runs (store::archive::import)
 //! examples/<blake3>-<name>  built-in example programs, written on first use
+//! files/<xx>/<blake3>       root files runs read, kept for their image views
 //! cache/file-hashes         root images' file hashes by lstat (image::FileHashes)
 //! lock                      the advisory lock (store::lock)
 //! ```

@@ -1,4 +1,5 @@
-//! What the tree reads of the host: an image directory's entries and a
+//! What the tree reads of the host (or of a run's recorded view of it,
+//! `image::View`): an image directory's entries and a
 //! file's bytes, read lazily, and host files put into a shell's tree.
 
 use super::*;
