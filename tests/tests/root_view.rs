@@ -85,6 +85,21 @@ fn a_root_run_reads_as_recorded_after_the_tree_changed() {
     let ps = home.ok(&["ps", &run.id, "--at", &middle]);
     assert!(ps.stdout.contains("process 1000"), "{ps}");
     home.replay_identical(&run.id);
+    // A fork runs over the view too, and keeps a view of its own.
+    let fork = home.rewind(&["fork", &run.id, &middle, "--schedule", "2", "-q"]);
+    let fork_id = fork
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("rewind: run "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no fork run:\n{fork}"))
+        .to_string();
+    assert!(fork.stderr.contains("exited:0"), "{fork}");
+    let fork_dir = home.path().join("runs").join(&fork_id);
+    assert!(fork_dir.join("image-view").exists(), "{fork}");
+    home.replay_identical(&fork_id);
+    let got = home.rewind(&["cat", &fork_id, &last, "/etc/greeting"]);
+    assert_eq!(got.stdout, "hello from the root\n", "{got}");
 
     // A damaged view is a clear error, never a panic.
     let view = home.path().join("runs").join(&run.id).join("image-view");
@@ -109,6 +124,9 @@ fn a_root_run_reads_as_recorded_after_the_tree_changed() {
         walk_files(&files) >= 2,
         "the program and /etc/greeting are kept"
     );
+    let gc = home.ok(&["gc", "--json"]);
+    assert!(gc.stdout.contains("\"files_removed\":0"), "{gc}");
+    home.ok(&["remove", &fork_id]);
     let gc = home.ok(&["gc", "--json"]);
     assert!(gc.stdout.contains("\"files_removed\":0"), "{gc}");
     home.ok(&["remove", &run.id]);
