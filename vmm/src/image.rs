@@ -19,9 +19,11 @@ use std::path::{Path, PathBuf};
 
 mod cache;
 mod linked;
+mod view;
 mod walk;
 pub use cache::FileHashes;
 pub use linked::{dyn_info, linked_files, DynInfo, LinkError};
+pub use view::{stored_path, Recorded, Seen, Sight, View, VIEW_VERSION};
 
 /// Top-level directories of a root the monitor replaces with its own.
 pub const HIDDEN_TOP: &[&str] = &["dev", "proc", "sys"];
@@ -43,8 +45,13 @@ pub enum Image {
         #[serde(default)]
         deps: Vec<Dep>,
     },
-    /// A directory tree that is the guest's `/`.
-    Root { dir: PathBuf },
+    /// A directory tree that is the guest's `/`, and where the answers
+    /// about it come from (not saved: a restore gets its inputs' view).
+    Root {
+        dir: PathBuf,
+        #[serde(skip)]
+        view: View,
+    },
     /// A Nix build's: the store paths of a derivation's input closure at
     /// their `/nix/store` paths, and an empty build directory. Its identity
     /// is the paths' names, which are already hashes of what they hold, so
@@ -119,6 +126,49 @@ impl Image {
         })
     }
 
+    /// A root image of `dir`, read from the host.
+    pub fn root(dir: PathBuf) -> Image {
+        Image::Root {
+            dir,
+            view: View::Host,
+        }
+    }
+
+    /// Where a root image's answers come from (the host for other images).
+    pub fn view(&self) -> &View {
+        static HOST: View = View::Host;
+        match self {
+            Image::Root { view, .. } => view,
+            _ => &HOST,
+        }
+    }
+
+    /// This image with answers from `view` (a root image's; others as they are).
+    pub fn with_view(mut self, new: View) -> Image {
+        self.set_view(new);
+        self
+    }
+
+    /// Makes `new` where a root image's answers come from.
+    pub fn set_view(&mut self, new: View) {
+        if let Image::Root { view, .. } = self {
+            *view = new;
+        }
+    }
+
+    /// The bytes of host file `host` of the image (a recorded view's copy).
+    pub fn read_file(&self, host: &Path) -> std::io::Result<Vec<u8>> {
+        let view = self.view();
+        if let Some(stored) = view.stored_file(host) {
+            return stored.map_err(|()| {
+                std::io::Error::other("the recorded run never read this file of its root")
+            });
+        }
+        let bytes = std::fs::read(host)?;
+        view.note_read(host);
+        Ok(bytes)
+    }
+
     /// The host file behind an absolute guest path, if any: with a root,
     /// symbolic links on the way are followed inside it (the result may not
     /// exist; it is never outside the root).
@@ -148,7 +198,7 @@ impl Image {
                         DepKind::Symlink { .. } => None,
                     })
             }
-            Image::Root { dir } => resolve_in_root(dir, guest),
+            Image::Root { dir, view } => resolve_in_root(dir, guest, view),
             Image::Store(s) => {
                 // Links inside the closure are read from the host; nothing
                 // outside it is the image's.
@@ -195,7 +245,7 @@ impl Image {
                     }
                 }
             }
-            Image::Root { dir } => walk::hash_tree(&mut h, cache, dir)?,
+            Image::Root { dir, .. } => walk::hash_tree(&mut h, cache, dir)?,
             Image::Store(s) => {
                 h.update(b"nix store\0");
                 for p in std::iter::once(&s.drv).chain(&s.paths) {
@@ -256,14 +306,10 @@ fn hash_link(h: &mut blake3::Hasher, guest: &str, target: &str) {
 /// `guest` under `root`, following symbolic links as the guest would see
 /// them: relative to their directory, absolute ones from `root`, `..` never
 /// above `root`. None for a loop.
-fn resolve_in_root(root: &Path, guest: &str) -> Option<PathBuf> {
+fn resolve_in_root(root: &Path, guest: &str, view: &View) -> Option<PathBuf> {
     let path = resolve_links(guest, |p| {
-        let host = root.join(p.trim_start_matches('/'));
-        match std::fs::symlink_metadata(&host) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let t = std::fs::read_link(&host).map_err(|_| ())?;
-                Ok(Some(t.to_str().ok_or(())?.to_string()))
-            }
+        match view.lstat(&root.join(p.trim_start_matches('/'))) {
+            Some(Seen::Symlink(t)) => Ok(Some(t)),
             _ => Ok(None),
         }
     })?;
@@ -371,7 +417,7 @@ mod tests {
         std::os::unix::fs::symlink("/usr/bin", root.join("bin")).unwrap();
         std::os::unix::fs::symlink("../../../../..", root.join("usr/up")).unwrap();
         std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
-        let img = Image::Root { dir: root.clone() };
+        let img = Image::root(root.clone());
         assert_eq!(img.host_path("/bin/tool"), Some(root.join("usr/bin/tool")));
         assert_eq!(
             img.host_path("/usr/up/bin/tool"),

@@ -193,7 +193,7 @@ fn file_program(spec: &RunSpec, cwd: &str, env: &[String]) -> Result<Program> {
     std::fs::read_dir(root).with_context(|| format!("cannot read --root {shown}"))?;
     let root =
         std::fs::canonicalize(root).with_context(|| format!("cannot read --root {shown}"))?;
-    let image = Image::Root { dir: root };
+    let image = Image::root(root).with_view(vmm::image::View::noting());
     let guest = find_in_root(&image, prog, cwd, env)
         .with_context(|| format!("cannot run {prog} in --root {shown}"))?;
     let host = image.host_path(&guest).expect("a normalized guest path");

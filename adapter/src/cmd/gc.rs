@@ -1,4 +1,4 @@
-//! `rewind gc`: removes pages and images no run uses, and leftovers of
+//! `rewind gc`: removes pages, images and root files no run uses, and leftovers of
 //! interrupted commands.
 
 use anyhow::Result;
@@ -7,8 +7,8 @@ use clap::Args;
 #[derive(Args, Debug)]
 pub struct GcArgs {
     /// Print what was freed as one JSON object: freed_bytes, pages_removed,
-    /// page_bytes, pages_kept, images_removed, image_bytes,
-    /// leftovers_removed, leftover_bytes.
+    /// page_bytes, pages_kept, images_removed, image_bytes, files_removed,
+    /// file_bytes, leftovers_removed, leftover_bytes.
     #[arg(long)]
     pub json: bool,
 }
@@ -53,6 +53,13 @@ pub fn main(args: GcArgs) -> Result<i32> {
                 "{} image{}",
                 r.images_removed,
                 if r.images_removed == 1 { "" } else { "s" }
+            ));
+        }
+        if r.files_removed > 0 {
+            parts.push(format!(
+                "{} root file{} no run's view names",
+                r.files_removed,
+                if r.files_removed == 1 { "" } else { "s" }
             ));
         }
         if r.leftovers_removed > 0 {

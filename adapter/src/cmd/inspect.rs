@@ -34,12 +34,23 @@ pub struct PsArgs {
 pub fn cat(args: CatArgs) -> Result<i32> {
     let run = run_at(&args.run.spec, args.step)?;
     let path = args.path.clone();
-    match seek_or_last(&run, args.step, |k| k.file_contents(&path))? {
-        Some(bytes) => {
+    let got = seek_or_last(&run, args.step, |k| {
+        (k.file_contents(&path), k.vfs.tree.image.view().missed())
+    })?;
+    match got {
+        (Some(bytes), _) => {
             std::io::stdout().write_all(&bytes)?;
             Ok(0)
         }
-        None => {
+        (None, Some(_)) => {
+            eprintln!(
+                "rewind: {}: run {} never read this file, and its root changed since \
+                 (a run keeps only the files it read)",
+                args.path, run.id
+            );
+            Ok(2)
+        }
+        (None, None) => {
             eprintln!(
                 "rewind: {} did not exist at step {} of run {}",
                 args.path, args.step, run.id

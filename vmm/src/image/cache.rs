@@ -411,7 +411,7 @@ mod tests {
         std::fs::create_dir_all(root.join("usr/bin")).unwrap();
         std::fs::write(root.join("usr/bin/tool"), b"x").unwrap();
         std::os::unix::fs::symlink("usr/bin", root.join("bin")).unwrap();
-        let image = crate::image::Image::Root { dir: root.clone() };
+        let image = crate::image::Image::root(root.clone());
         let plain = image.hash().unwrap();
         let cache = dir.path().join("cache");
         for _ in 0..2 {

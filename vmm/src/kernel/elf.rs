@@ -30,7 +30,7 @@ pub fn read_program(image: &Image, guest_path: &str) -> Result<Vec<u8>, EngineEr
         path: PathBuf::from(guest_path),
         source: std::io::Error::from(std::io::ErrorKind::NotFound),
     })?;
-    let bytes = std::fs::read(&host).map_err(EngineError::io(&host))?;
+    let bytes = image.read_file(&host).map_err(EngineError::io(&host))?;
     parse(&bytes).map_err(|e| e.engine(&host))?;
     Ok(bytes)
 }
@@ -60,7 +60,7 @@ pub fn first_program(image: &Image, man: &Manifest) -> Result<FirstProgram, Engi
             path: PathBuf::from(&guest),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         })?;
-        let bytes = std::fs::read(&host).map_err(EngineError::io(&host))?;
+        let bytes = image.read_file(&host).map_err(EngineError::io(&host))?;
         let script = super::process::interpreter(&bytes)
             .map_err(|_| EngineError::BadElf(host.clone(), "a bad `#!` line".into()))?;
         let Some((interp, arg)) = script else {

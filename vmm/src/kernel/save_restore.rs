@@ -441,6 +441,8 @@ fn restore_machine<P: PageSource + Clone + 'static>(
             .map_err(|e| EngineError::BadKeyframe(format!("kernel state: {e}")))?;
     st.check()
         .map_err(|why| EngineError::BadKeyframe(format!("kernel state: {why}")))?;
+    // Not saved: where the image's answers come from is the inputs' say.
+    st.vfs.tree.image.set_view(inputs.image.view().clone());
     if !same_run {
         st.sched.perturber = crate::schedule::Perturber::from_manifest(man).map(|mut p| {
             p.applied = man

@@ -127,6 +127,9 @@ pub struct GcReport {
     pub pages_kept: u64,
     pub images_removed: u64,
     pub image_bytes: u64,
+    /// Root files kept for runs' image views (`store::view`).
+    pub files_removed: u64,
+    pub file_bytes: u64,
     /// Leftovers of interrupted commands (temporary runs, pages, files).
     pub leftovers_removed: u64,
     pub leftover_bytes: u64,
@@ -134,7 +137,7 @@ pub struct GcReport {
 
 impl GcReport {
     pub fn freed(&self) -> u64 {
-        self.page_bytes + self.image_bytes + self.leftover_bytes
+        self.page_bytes + self.image_bytes + self.file_bytes + self.leftover_bytes
     }
 }
 
@@ -203,6 +206,8 @@ impl Store {
         let mut used: BTreeSet<PageHash> = BTreeSet::new();
         let mut used_images: BTreeSet<String> = BTreeSet::new();
         let mut unknown_image = false;
+        // Root files: all kept while a run's image view is unreadable.
+        let mut used_files: Option<BTreeSet<String>> = Some(BTreeSet::new());
         let entries = match std::fs::read_dir(self.runs_dir()) {
             Ok(d) => d.flatten().collect(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -220,6 +225,10 @@ impl Store {
                      (`rewind remove` the run to collect the rest)"
                 ),
             })?);
+            match (super::view::named_files(&dir), used_files.as_mut()) {
+                (Ok(named), Some(used)) => used.extend(named),
+                _ => used_files = None,
+            }
             // Images are named by their hash: kept while any run has it.
             match super::read_json::<crate::run::Manifest>(&dir.join("manifest.json")) {
                 Ok(m) => {
@@ -268,7 +277,41 @@ impl Store {
             }
         }
         let _ = std::fs::remove_dir(&images);
+        if let Some(used) = used_files {
+            self.remove_files(&used, &mut report)?;
+        }
         Ok(report)
+    }
+
+    /// Removes the root files (`files/`) no run's image view names.
+    fn remove_files(
+        &self,
+        used: &BTreeSet<String>,
+        report: &mut GcReport,
+    ) -> Result<(), StoreError> {
+        let files = self.home().join(super::view::FILES_DIR);
+        let Ok(d) = std::fs::read_dir(&files) else {
+            return Ok(());
+        };
+        for sub in d.flatten() {
+            for f in std::fs::read_dir(sub.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let name = f.file_name().to_string_lossy().into_owned();
+                if used.contains(&name) {
+                    continue;
+                }
+                let bytes = disk_bytes(&f.path());
+                std::fs::remove_file(f.path()).map_err(io(&f.path()))?;
+                report.files_removed += 1;
+                report.file_bytes += bytes;
+            }
+            let _ = std::fs::remove_dir(sub.path());
+        }
+        let _ = std::fs::remove_dir(&files);
+        Ok(())
     }
 
     /// Forks that ran exactly as an older run did (the same events, output

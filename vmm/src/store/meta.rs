@@ -36,7 +36,7 @@ impl From<&Image> for ImageLocation {
                 host_path: host_path.clone(),
                 deps: deps.clone(),
             },
-            Image::Root { dir } => ImageLocation::Root { dir: dir.clone() },
+            Image::Root { dir, .. } => ImageLocation::Root { dir: dir.clone() },
             Image::Store(s) => ImageLocation::Store(s.clone()),
         }
     }
@@ -54,7 +54,7 @@ impl ImageLocation {
                 host_path: host_path.clone(),
                 deps: deps.clone(),
             },
-            ImageLocation::Root { dir } => Image::Root { dir: dir.clone() },
+            ImageLocation::Root { dir } => Image::root(dir.clone()),
             ImageLocation::Store(s) => Image::Store(s.clone()),
         }
     }

@@ -12,11 +12,13 @@
 //! runs/<id>/stdin.bin       standard input, when there was any
 //! runs/<id>/keyframes       saved machine states (record::keyframe)
 //! runs/<id>/bookmarks       notes at steps (store::bookmarks)
+//! runs/<id>/image-view      what a --root run saw of its root (store::view)
 //! checks/<ns>-<id>.json     what each `rewind check` concluded (store::checks)
 //! pages/<xx>/<blake3>       guest pages of keyframes, zstd (store::pages)
 //! pages/packs/<blake3>.pack  many pages in one file (store::pack)
 //! images/<image hash>/      images of imported runs (store::archive::import)
 //! examples/<blake3>-<name>  built-in example programs, written on first use
+//! files/<xx>/<blake3>       root files runs read, kept for their image views
 //! cache/file-hashes         root images' file hashes by lstat (image::FileHashes)
 //! lock                      the advisory lock (store::lock)
 //! ```
@@ -36,6 +38,7 @@ pub mod output;
 mod pack;
 pub mod pages;
 mod pending;
+pub mod view;
 mod writer;
 
 pub use meta::{ImageLocation, Meta};
@@ -686,6 +689,12 @@ impl Run {
         })
     }
 
+    /// The view this run recorded of its root image, if it has one.
+    fn recorded_view(&self) -> Result<Option<crate::image::View>, StoreError> {
+        let runs = self.dir.parent().unwrap_or(&self.dir);
+        view::recorded(runs.parent().unwrap_or(runs), &self.dir)
+    }
+
     /// Every event of the run.
     pub fn events(&self) -> Result<Vec<crate::run::Event>, StoreError> {
         let mut t = self.trace()?;
@@ -743,17 +752,36 @@ impl Run {
         }
     }
 
-    /// The run's inputs, to run it again. Fails when the image on the host
-    /// no longer hashes to what was recorded.
+    /// The run's inputs, to run it again. A root image that changed since
+    /// is seen as the run recorded it (its image view); without one, or
+    /// for another image that changed, it fails.
     pub fn inputs(&self) -> Result<RunInputs, StoreError> {
-        let image = self.meta.image.to_image();
+        self.inputs_viewed(true)
+    }
+
+    /// The run's inputs with its image as the host has it, which must be
+    /// what it was (an export of the image's files).
+    pub fn exact_inputs(&self) -> Result<RunInputs, StoreError> {
+        self.inputs_viewed(false)
+    }
+
+    fn inputs_viewed(&self, viewed: bool) -> Result<RunInputs, StoreError> {
+        use crate::image::{Image, View};
+        let mut image = self.meta.image.to_image();
         let now = self.image_hash_now()?;
-        if now != self.manifest.image {
-            return Err(StoreError::ImageChanged {
-                id: self.id.clone(),
-                recorded: self.manifest.image.clone(),
-                now,
-            });
+        let root = viewed && matches!(image, Image::Root { .. });
+        if now == self.manifest.image {
+            // What a fork of it sees is noted, for the fork's own view.
+            image.set_view(View::noting());
+        } else {
+            let Some(view) = root.then(|| self.recorded_view()).transpose()?.flatten() else {
+                return Err(StoreError::ImageChanged {
+                    id: self.id.clone(),
+                    recorded: self.manifest.image.clone(),
+                    now,
+                });
+            };
+            image.set_view(view);
         }
         Ok(RunInputs {
             manifest: self.manifest.clone(),

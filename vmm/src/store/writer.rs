@@ -237,6 +237,13 @@ impl StoreRecorder {
             &self.tmp.join(SWITCHES_FILE),
             &crate::record::switches::encode(&self.switches),
         )?;
+        let parent = self
+            .manifest
+            .fork_of
+            .as_ref()
+            .map(|f| self.runs.join(&f.parent));
+        let home = self.runs.parent().unwrap_or(&self.runs);
+        super::view::write(home, &self.tmp, &details.image, parent.as_deref())?;
         let json = serde_json::to_vec_pretty(&meta).expect("meta serializes");
         write_file(&self.tmp.join("meta.json"), &json)?;
         let dest = self.runs.join(&self.id);

@@ -83,7 +83,7 @@ fn image_entries(image: &Image) -> Result<Vec<(String, Kind, u32, PathBuf)>, Sto
     let mut entries = Vec::new();
     match image {
         Image::Program { .. } => {}
-        Image::Root { dir } => walk_root(dir, "", &mut entries)?,
+        Image::Root { dir, .. } => walk_root(dir, "", &mut entries)?,
         Image::Store(s) => {
             for p in &s.paths {
                 let host = s.host_root.join(p.trim_start_matches('/'));
@@ -125,7 +125,7 @@ impl Store {
             ..Default::default()
         };
         let inputs = if replayable {
-            Some(run.inputs()?)
+            Some(run.exact_inputs()?)
         } else {
             None
         };

@@ -821,9 +821,7 @@ fn image_locations(
         _ => {
             std::fs::create_dir_all(&image_tmp).map_err(|e| write_err(&image_tmp, e))?;
             (
-                Image::Root {
-                    dir: image_tmp.clone(),
-                },
+                Image::root(image_tmp.clone()),
                 ImageLocation::Root {
                     dir: image_home.clone(),
                 },

@@ -1,7 +1,9 @@
-//! What the tree reads of the host: an image directory's entries and a
+//! What the tree reads of the host (or of a run's recorded view of it,
+//! `image::View`): an image directory's entries and a
 //! file's bytes, read lazily, and host files put into a shell's tree.
 
 use super::*;
+use crate::image::{Seen, View};
 use std::path::{Path, PathBuf};
 
 pub(super) enum HostEntry {
@@ -12,26 +14,13 @@ pub(super) enum HostEntry {
 
 impl HostEntry {
     /// What the guest may see of the host's `path`: a directory, regular
-    /// file or symbolic link with a UTF-8 target.
-    pub(super) fn at(path: PathBuf) -> Option<HostEntry> {
-        use std::os::unix::fs::PermissionsExt;
-        let meta = std::fs::symlink_metadata(&path).ok()?;
-        let perm = meta.permissions().mode() & 0o7777;
-        let ft = meta.file_type();
-        if ft.is_dir() {
-            Some(HostEntry::Dir { perm, path })
-        } else if ft.is_file() {
-            Some(HostEntry::File {
-                perm,
-                size: meta.len(),
-                path,
-            })
-        } else if ft.is_symlink() {
-            let t = std::fs::read_link(&path).ok()?;
-            Some(HostEntry::Symlink(t.into_os_string().into_string().ok()?))
-        } else {
-            None
-        }
+    /// file or symbolic link with a UTF-8 target (as `view` answers).
+    pub(super) fn at(view: &View, path: PathBuf) -> Option<HostEntry> {
+        Some(match view.lstat(&path)? {
+            Seen::Dir { perm } => HostEntry::Dir { perm, path },
+            Seen::File { perm, size } => HostEntry::File { perm, size, path },
+            Seen::Symlink(target) => HostEntry::Symlink(target),
+        })
     }
 
     /// Its node as child `name` of directory `parent` (a directory's
@@ -68,27 +57,32 @@ impl HostEntry {
 /// The entries of an image directory the guest may see: directories,
 /// regular files and symbolic links with UTF-8 names (what the image's hash
 /// covers); anything else is left out.
-pub(super) fn read_host_dir(dir: &std::path::Path) -> Vec<(String, HostEntry)> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in rd.flatten() {
-        let Ok(name) = e.file_name().into_string() else {
-            continue;
+pub(super) fn read_host_dir(view: &View, dir: &Path) -> Vec<(String, HostEntry)> {
+    let names = view.listing(dir, || {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return Vec::new();
         };
-        if let Some(entry) = HostEntry::at(e.path()) {
-            out.push((name, entry));
-        }
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+        let mut names: Vec<String> = rd
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        names.sort();
+        names
+    });
+    names
+        .into_iter()
+        .filter_map(|name| Some((name.clone(), HostEntry::at(view, dir.join(&name))?)))
+        .collect()
 }
 
 /// A regular file of the image, read whole; never follows a link or opens
-/// anything but a regular file (a FIFO would block the monitor).
-pub(super) fn read_host_file(path: &std::path::Path) -> SysResult<Vec<u8>> {
+/// anything but a regular file (a FIFO would block the monitor). With a
+/// recorded view, the store's copy (EIO for a file the run never read).
+pub(super) fn read_host_file(view: &View, path: &std::path::Path) -> SysResult<Vec<u8>> {
     use std::io::Read;
+    if let Some(stored) = view.stored_file(path) {
+        return stored.map_err(|()| EIO);
+    }
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
         .read(true)
@@ -104,6 +98,7 @@ pub(super) fn read_host_file(path: &std::path::Path) -> SysResult<Vec<u8>> {
     }
     let mut v = Vec::with_capacity(meta.len() as usize);
     f.read_to_end(&mut v).map_err(host_errno)?;
+    view.note_read(path);
     Ok(v)
 }
 

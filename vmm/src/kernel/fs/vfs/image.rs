@@ -18,11 +18,14 @@ impl Tree {
             dyn_names: BTreeMap::new(),
         };
         match image {
-            Image::Root { dir } => {
-                let mode = std::fs::metadata(dir).map_or(0o755, |m| {
-                    use std::os::unix::fs::PermissionsExt;
-                    m.permissions().mode() & 0o7777
-                });
+            Image::Root { dir, view } => {
+                let mode = view
+                    .root_perm(|| {
+                        use std::os::unix::fs::PermissionsExt;
+                        let m = std::fs::metadata(dir).ok()?;
+                        Some(m.permissions().mode() & 0o7777)
+                    })
+                    .unwrap_or(0o755);
                 t.nodes.insert(
                     ROOT_INO,
                     Node::new(
@@ -115,7 +118,7 @@ impl Tree {
         for p in &s.paths {
             let host = s.host_root.join(p.trim_start_matches('/'));
             let (dir, name) = p.rsplit_once('/').unwrap_or(("", p));
-            if let Some(entry) = HostEntry::at(host) {
+            if let Some(entry) = HostEntry::at(&crate::image::View::Host, host) {
                 let parent = self.image_dir(dir);
                 let node = entry.node(parent, name, self.epoch_ns);
                 self.insert_image_path(p, node);

@@ -334,7 +334,8 @@ impl Tree {
             _ => return Err(ENOTDIR),
         };
         if let Some(host) = host {
-            let found = host.map(|h| read_host_dir(&h)).unwrap_or_default();
+            let view = self.image.view();
+            let found = host.map(|h| read_host_dir(view, &h)).unwrap_or_default();
             if let Kind::Dir(d) = &mut self.node_mut(dir)?.kind {
                 d.entries = Some(BTreeMap::new());
             }
@@ -620,7 +621,7 @@ impl Tree {
             _ => return Err(EINVAL),
         };
         let bytes = match host {
-            Some(h) => read_host_file(&h)?,
+            Some(h) => read_host_file(self.image.view(), &h)?,
             None => Vec::new(),
         };
         let arc = Arc::new(bytes);

@@ -1,0 +1,148 @@
+//! A `--root` run stays readable after the host's tree changed (issue #24
+//! item 2): the run's image view (`runs/<id>/image-view`) answers what the
+//! run saw, the files it read are kept in the store (`files/`), a file it
+//! never read is a clear error, and `gc` drops the kept files once no run
+//! names them. Every recorded run is replayed and must be identical.
+
+use rewind_tests::*;
+use std::path::Path;
+
+fn make_root(dir: &Path) {
+    for d in ["bin", "etc", "data"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::copy(guest("fs-tool"), dir.join("bin/fs-tool")).unwrap();
+    std::fs::write(dir.join("etc/greeting"), "hello from the root\n").unwrap();
+    std::fs::write(dir.join("etc/unread"), "looked at, never read\n").unwrap();
+    std::fs::write(dir.join("data/a"), "a\n").unwrap();
+    std::fs::write(dir.join("data/b"), "bb\n").unwrap();
+}
+
+/// Changes a file the run read, removes one it listed, adds one, and
+/// changes one it only looked at.
+fn change_root(dir: &Path) {
+    std::fs::write(dir.join("etc/greeting"), "changed\n").unwrap();
+    std::fs::remove_file(dir.join("data/a")).unwrap();
+    std::fs::write(dir.join("data/c"), "new\n").unwrap();
+    std::fs::write(dir.join("etc/unread"), "changed too\n").unwrap();
+}
+
+#[test]
+fn a_root_run_reads_as_recorded_after_the_tree_changed() {
+    let home = Home::new();
+    let root = tempfile::tempdir().unwrap();
+    make_root(root.path());
+    let r = root.path().to_str().unwrap();
+    let run = home.run(&[
+        "--root",
+        r,
+        "--",
+        "/bin/fs-tool", //
+        "cat",
+        "/etc/greeting", //
+        "ls",
+        "/data", //
+        "stat",
+        "/etc/unread",
+    ]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    assert_lines(
+        &run.out.stdout,
+        &["hello from the root", "/data: ./ ../ a b"],
+    );
+    assert!(home
+        .path()
+        .join("runs")
+        .join(&run.id)
+        .join("image-view")
+        .exists());
+    let steps = run.steps.expect("the run's steps");
+    let last = steps.to_string();
+    let middle = (steps / 2).to_string();
+    change_root(root.path());
+
+    let cat = |step: &str, file: &str| home.rewind(&["cat", &run.id, step, file]);
+    let got = cat(&last, "/etc/greeting");
+    assert_eq!(
+        (got.code, got.stdout.as_str()),
+        (0, "hello from the root\n"),
+        "{got}"
+    );
+    let got = cat(&middle, "/etc/greeting");
+    assert_eq!(
+        (got.code, got.stdout.as_str()),
+        (0, "hello from the root\n"),
+        "{got}"
+    );
+    // What the run did not see is not there.
+    assert_eq!(cat(&last, "/data/c").code, 1);
+    for unread in ["/etc/unread", "/data/b"] {
+        let got = cat(&last, unread);
+        assert_eq!(got.code, 2, "{got}");
+        assert!(got.stderr.contains("never read this file"), "{got}");
+        assert_eq!(got.stderr.lines().count(), 1, "{got}");
+    }
+    let ps = home.ok(&["ps", &run.id, "--at", &middle]);
+    assert!(ps.stdout.contains("process 1000"), "{ps}");
+    home.replay_identical(&run.id);
+    // A fork runs over the view too, and keeps a view of its own.
+    let fork = home.rewind(&["fork", &run.id, &middle, "--schedule", "2", "-q"]);
+    let fork_id = fork
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("rewind: run "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no fork run:\n{fork}"))
+        .to_string();
+    assert!(fork.stderr.contains("exited:0"), "{fork}");
+    let fork_dir = home.path().join("runs").join(&fork_id);
+    assert!(fork_dir.join("image-view").exists(), "{fork}");
+    home.replay_identical(&fork_id);
+    let got = home.rewind(&["cat", &fork_id, &last, "/etc/greeting"]);
+    assert_eq!(got.stdout, "hello from the root\n", "{got}");
+
+    // A damaged view is a clear error, never a panic.
+    let view = home.path().join("runs").join(&run.id).join("image-view");
+    let good = std::fs::read(&view).unwrap();
+    std::fs::write(&view, &good[..good.len() / 2]).unwrap();
+    let got = cat(&last, "/etc/greeting");
+    assert_eq!(got.code, 2, "{got}");
+    assert!(got.stderr.contains("damaged image view"), "{got}");
+    let other =
+        String::from_utf8(good.clone())
+            .unwrap()
+            .replacen("\"version\":1", "\"version\":99", 1);
+    std::fs::write(&view, other).unwrap();
+    let got = cat(&last, "/etc/greeting");
+    assert!(got.stderr.contains("image view version 99"), "{got}");
+    assert!(!got.stderr.contains("panicked"), "{got}");
+    std::fs::write(&view, &good).unwrap();
+
+    // The kept files go with the last run that names them.
+    let files = home.path().join("files");
+    assert!(
+        walk_files(&files) >= 2,
+        "the program and /etc/greeting are kept"
+    );
+    let gc = home.ok(&["gc", "--json"]);
+    assert!(gc.stdout.contains("\"files_removed\":0"), "{gc}");
+    home.ok(&["remove", &fork_id]);
+    let gc = home.ok(&["gc", "--json"]);
+    assert!(gc.stdout.contains("\"files_removed\":0"), "{gc}");
+    home.ok(&["remove", &run.id]);
+    let gc = home.ok(&["gc", "--json"]);
+    assert!(!gc.stdout.contains("\"files_removed\":0"), "{gc}");
+    assert_eq!(walk_files(&files), 0);
+}
+
+fn walk_files(dir: &Path) -> usize {
+    let Ok(d) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    d.flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => walk_files(&e.path()),
+            _ => 1,
+        })
+        .sum()
+}
