@@ -47,8 +47,10 @@ pub fn write(
         };
     }
     let _ = cache.save();
-    let json = serde_json::to_vec(&sight).expect("a view serializes");
     let p = tmp.join(VIEW_FILE);
+    // A root path that is not UTF-8 cannot be a JSON key: an error, not a panic.
+    let json = serde_json::to_vec(&sight)
+        .map_err(|e| io(&p)(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
     std::fs::write(&p, json).map_err(io(&p))
 }
 
