@@ -31,29 +31,39 @@ fn a_java_runs_export_carries_what_it_read() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("java.rwd");
     let bytes = export(&home, &run.id, &file);
-    let tree = du(root.path());
+    let all = entries(&file);
+    let read: Vec<u64> = all
+        .iter()
+        .filter(|(e, _)| e.path.starts_with("image/files/"))
+        .map(|(e, _)| e.raw_len)
+        .collect();
+    assert!(!all.iter().any(|(e, _)| e.path.starts_with("image/root/")));
+    let (tree, files) = du(root.path());
     eprintln!(
-        "java -Xint -version over a {:.1} MB root: a replayable export of {:.2} MB",
+        "java -Xint -version over a {:.1} MB root ({files} files): a replayable export of \
+         {:.2} MB carrying the {} files it read ({:.1} MB)",
         tree as f64 / 1e6,
-        bytes as f64 / 1e6
+        bytes as f64 / 1e6,
+        read.len(),
+        read.iter().sum::<u64>() as f64 / 1e6
     );
     let other = Home::new();
     other.ok(&["import", file.to_str().unwrap()]);
     other.replay_identical(&run.id);
 }
 
-/// Bytes of the files under `dir`, links not followed.
-fn du(dir: &Path) -> u64 {
+/// Bytes and number of the files under `dir`, links not followed.
+fn du(dir: &Path) -> (u64, u64) {
     let Ok(d) = std::fs::read_dir(dir) else {
-        return 0;
+        return (0, 0);
     };
     d.flatten()
         .map(|e| match e.file_type() {
             Ok(t) if t.is_dir() => du(&e.path()),
-            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
-            _ => 0,
+            Ok(t) if t.is_file() => (e.metadata().map(|m| m.len()).unwrap_or(0), 1),
+            _ => (0, 0),
         })
-        .sum()
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
 /// The entries of export `file`, whole.
