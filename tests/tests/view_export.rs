@@ -2,8 +2,9 @@
 //! files it read (issue #24 item 2), not the whole tree: it is made after
 //! the host's tree changed, and the imported run replays identically,
 //! `cat`s what the run read, seeks and forks; a forged or damaged view or
-//! file is refused in one line with nothing added. Every recorded and
-//! imported run is replayed and must be identical.
+//! file is refused in one line with nothing added; a run without a view
+//! exports its tree as before, and a version 1 file still imports. Every
+//! recorded and imported run is replayed and must be identical.
 
 use rewind_tests::roots::{change_view_root, java_root, new_root, view_root};
 use rewind_tests::*;
@@ -303,4 +304,34 @@ fn a_version_1_export_still_imports() {
     other.replay_identical(&run.id);
     // A version this build does not know is refused in one line.
     refused(&write(&entries(&file), 3), "format version 3");
+}
+
+/// A `--root` run without a view (recorded before views existed) exports
+/// its tree as before while the tree is unchanged, and is refused in one
+/// line once it changed.
+#[test]
+fn a_root_run_without_a_view_exports_its_tree_as_before() {
+    let home = Home::new();
+    let root = new_root("rewind-view-export-old-");
+    view_root(root.path());
+    let r = root.path().to_str().unwrap();
+    let run = home.run(&["--root", r, "--", "/bin/fs-tool", "cat", "/etc/greeting"]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    home.replay_identical(&run.id);
+    std::fs::remove_file(home.path().join("runs").join(&run.id).join("image-view")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("old.rwd");
+    export(&home, &run.id, &file);
+    let all = entries(&file);
+    assert!(all.iter().any(|(e, _)| e.path == "image/root/etc/unread"));
+    assert!(!all.iter().any(|(e, _)| e.path.starts_with("image/files/")));
+    let other = Home::new();
+    other.ok(&["import", file.to_str().unwrap()]);
+    other.replay_identical(&run.id);
+    change_view_root(root.path());
+    let f = dir.path().join("changed.rwd");
+    let out = home.rewind(&["export", &run.id, "--replayable", "-o", f.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{out}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out}");
+    assert!(!f.exists());
 }
