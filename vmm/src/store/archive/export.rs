@@ -233,20 +233,7 @@ impl Store {
         w.add(Kind::File, S_IFREG | 0o644, "rwd.json", &json)?;
 
         // The run's files.
-        let mut names: Vec<String> = if replayable {
-            let mut v = Vec::new();
-            for e in std::fs::read_dir(&run.dir).map_err(|e| io(&run.dir)(e))? {
-                let e = e.map_err(|e| io(&run.dir)(e))?;
-                let name = e.file_name().to_string_lossy().into_owned();
-                let is_file = e.file_type().map(|t| t.is_file()).unwrap_or(false);
-                if is_file && !name.starts_with('.') && e.file_name().to_str().is_some() {
-                    v.push(name);
-                }
-            }
-            v
-        } else {
-            PLAIN_RUN_FILES.iter().map(|s| s.to_string()).collect()
-        };
+        let mut names = run_file_names(run, replayable)?;
         names.sort();
         if !keyframes_ok {
             names.retain(|n| n != crate::run::keyframe::KEYFRAMES_FILE);
@@ -282,6 +269,23 @@ impl Store {
         summary.pages = pages.len() as u64;
         Ok(())
     }
+}
+
+/// The names of the files of `run`'s directory an export carries.
+fn run_file_names(run: &Run, replayable: bool) -> Result<Vec<String>, StoreError> {
+    if !replayable {
+        return Ok(PLAIN_RUN_FILES.iter().map(|s| s.to_string()).collect());
+    }
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(&run.dir).map_err(io(&run.dir))? {
+        let e = e.map_err(io(&run.dir))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let is_file = e.file_type().map(|t| t.is_file()).unwrap_or(false);
+        if is_file && !name.starts_with('.') && e.file_name().to_str().is_some() {
+            v.push(name);
+        }
+    }
+    Ok(v)
 }
 
 /// An image's files, directories and links (`image/program` and
