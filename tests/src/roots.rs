@@ -188,3 +188,25 @@ pub fn mirror_path(root: &Path, path: &str) -> Option<String> {
     mirror(root, Path::new(&real));
     Some(real)
 }
+
+/// A small root for image-view tests: fs-tool at /bin, /etc/greeting,
+/// /etc/unread and /data/{a,b}.
+pub fn view_root(dir: &Path) {
+    for d in ["bin", "etc", "data"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::copy(crate::guest("fs-tool"), dir.join("bin/fs-tool")).unwrap();
+    std::fs::write(dir.join("etc/greeting"), "hello from the root\n").unwrap();
+    std::fs::write(dir.join("etc/unread"), "looked at, never read\n").unwrap();
+    std::fs::write(dir.join("data/a"), "a\n").unwrap();
+    std::fs::write(dir.join("data/b"), "bb\n").unwrap();
+}
+
+/// Changes a file the run read, removes one it listed, adds one, and
+/// changes one it only looked at.
+pub fn change_view_root(dir: &Path) {
+    std::fs::write(dir.join("etc/greeting"), "changed\n").unwrap();
+    std::fs::remove_file(dir.join("data/a")).unwrap();
+    std::fs::write(dir.join("data/c"), "new\n").unwrap();
+    std::fs::write(dir.join("etc/unread"), "changed too\n").unwrap();
+}

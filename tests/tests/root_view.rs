@@ -4,28 +4,9 @@
 //! never read is a clear error, and `gc` drops the kept files once no run
 //! names them. Every recorded run is replayed and must be identical.
 
+use rewind_tests::roots::{change_view_root as change_root, view_root as make_root};
 use rewind_tests::*;
 use std::path::Path;
-
-fn make_root(dir: &Path) {
-    for d in ["bin", "etc", "data"] {
-        std::fs::create_dir_all(dir.join(d)).unwrap();
-    }
-    std::fs::copy(guest("fs-tool"), dir.join("bin/fs-tool")).unwrap();
-    std::fs::write(dir.join("etc/greeting"), "hello from the root\n").unwrap();
-    std::fs::write(dir.join("etc/unread"), "looked at, never read\n").unwrap();
-    std::fs::write(dir.join("data/a"), "a\n").unwrap();
-    std::fs::write(dir.join("data/b"), "bb\n").unwrap();
-}
-
-/// Changes a file the run read, removes one it listed, adds one, and
-/// changes one it only looked at.
-fn change_root(dir: &Path) {
-    std::fs::write(dir.join("etc/greeting"), "changed\n").unwrap();
-    std::fs::remove_file(dir.join("data/a")).unwrap();
-    std::fs::write(dir.join("data/c"), "new\n").unwrap();
-    std::fs::write(dir.join("etc/unread"), "changed too\n").unwrap();
-}
 
 #[test]
 fn a_root_run_reads_as_recorded_after_the_tree_changed() {

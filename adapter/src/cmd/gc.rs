@@ -8,7 +8,8 @@ use clap::Args;
 pub struct GcArgs {
     /// Print what was freed as one JSON object: freed_bytes, pages_removed,
     /// page_bytes, pages_kept, images_removed, image_bytes, files_removed,
-    /// file_bytes, leftovers_removed, leftover_bytes.
+    /// file_bytes, leftovers_removed, leftover_bytes, damaged_packs (page
+    /// packs kept because their header cannot be read).
     #[arg(long)]
     pub json: bool,
 }
@@ -37,6 +38,20 @@ pub fn main(args: GcArgs) -> Result<i32> {
         eprintln!("rewind: waiting for the runs being recorded in this store to finish...")
     })?;
     let r = store.gc(&lock)?;
+    if !r.damaged_packs.is_empty() {
+        let names: Vec<String> = r
+            .damaged_packs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        eprintln!(
+            "rewind: warning: kept {} page pack{} whose header is damaged (the pages in it cannot be \
+             read, nor told used or not): {}",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        );
+    }
     if args.json {
         let mut v = serde_json::to_value(&r)?;
         v["freed_bytes"] = r.freed().into();

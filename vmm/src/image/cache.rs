@@ -188,7 +188,10 @@ impl FileHashes {
 
     /// Writes the cache back (under a temporary name, renamed whole) when
     /// the walk added to it: the entries this walk used first, then older
-    /// ones up to a bound.
+    /// ones, and those another walk saved since this one loaded the file
+    /// (a run's image-hash thread and its writer both save), up to a bound.
+    /// One save at a time in a process; across processes the last rename
+    /// may drop what another saved meanwhile, which costs a read.
     pub fn save(&self) -> std::io::Result<()> {
         let Some(file) = &self.file else {
             return Ok(());
@@ -199,6 +202,9 @@ impl FileHashes {
         }
         let dir = file.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
+        static SAVING: Mutex<()> = Mutex::new(());
+        let _one = SAVING.lock().unwrap_or_else(|e| e.into_inner());
+        let since = load(file).unwrap_or_default();
         // The walk's own first: what it added, what it found, then the rest.
         let mut order: Vec<(Key, Stamp, [u8; 32], bool)> =
             added.iter().map(|&(k, s, h)| (k, s, h, true)).collect();
@@ -209,6 +215,12 @@ impl FileHashes {
                 .iter()
                 .filter(|(k, _)| seen.insert(**k, ()).is_none())
                 .map(|(k, e)| (*k, e.stamp, e.hash, e.used.load(Relaxed))),
+        );
+        order.extend(
+            since
+                .iter()
+                .filter(|(k, _)| seen.insert(**k, ()).is_none())
+                .map(|(k, e)| (*k, e.stamp, e.hash, false)),
         );
         order[first..].sort_by_key(|e| !e.3);
         order.truncate(MAX_ENTRIES);
@@ -402,6 +414,29 @@ mod tests {
             assert_eq!(mode & 0o077, 0);
             assert_eq!(settled(&cache).entries.len(), 1);
         }
+    }
+
+    /// Two walks that loaded the same file (the image-hash thread and the
+    /// run's writer) both keep what they hashed, whichever saves last.
+    #[test]
+    fn two_saves_of_one_cache_keep_both_walks_hashes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, g, cache) = (
+            dir.path().join("f"),
+            dir.path().join("g"),
+            dir.path().join("cache"),
+        );
+        std::fs::write(&f, b"one").unwrap();
+        std::fs::write(&g, b"two").unwrap();
+        let (a, b) = (settled(&cache), settled(&cache));
+        hash(&a, &f);
+        hash(&b, &g);
+        a.save().unwrap();
+        b.save().unwrap();
+        let c = settled(&cache);
+        hash(&c, &f);
+        hash(&c, &g);
+        assert_eq!(c.counts(), (0, 2));
     }
 
     #[test]

@@ -133,6 +133,9 @@ pub struct GcReport {
     /// Leftovers of interrupted commands (temporary runs, pages, files).
     pub leftovers_removed: u64,
     pub leftover_bytes: u64,
+    /// Page packs whose header is damaged: their pages cannot be told, so
+    /// the packs are kept as they are.
+    pub damaged_packs: Vec<PathBuf>,
 }
 
 impl GcReport {
@@ -238,6 +241,11 @@ impl Store {
             }
         }
         let pages = self.pages();
+        report.damaged_packs = pages
+            .unreadable_packs()
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
         let (removed, bytes) = pages.retain(|h| used.contains(h))?;
         report.pages_removed += removed;
         report.page_bytes += bytes;

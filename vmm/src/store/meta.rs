@@ -96,4 +96,9 @@ pub struct Meta {
     /// The `--timeout` the run was recorded with, in seconds.
     #[serde(default)]
     pub timeout_secs: Option<f64>,
+    /// The run's image is its image view alone (`runs/<id>/image-view`):
+    /// an imported `--root` run, or one recorded over a view. The host's
+    /// tree is neither hashed nor read for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub viewed: bool,
 }

@@ -768,8 +768,21 @@ impl Run {
     fn inputs_viewed(&self, viewed: bool) -> Result<RunInputs, StoreError> {
         use crate::image::{Image, View};
         let mut image = self.meta.image.to_image();
-        let now = self.image_hash_now()?;
         let root = viewed && matches!(image, Image::Root { .. });
+        if root && self.meta.viewed {
+            // Its view is its image: the host's tree is not looked at.
+            let view = self.recorded_view()?.ok_or_else(|| StoreError::Corrupt {
+                path: self.dir.join(view::VIEW_FILE),
+                what: "the run's image view is missing".into(),
+            })?;
+            image.set_view(view);
+            return Ok(RunInputs {
+                manifest: self.manifest.clone(),
+                image,
+                stdin: self.stdin()?,
+            });
+        }
+        let now = self.image_hash_now()?;
         if now == self.manifest.image {
             // What a fork of it sees is noted, for the fork's own view.
             image.set_view(View::noting());

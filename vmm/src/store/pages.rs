@@ -298,6 +298,22 @@ impl PageStore {
         Ok((removed, freed))
     }
 
+    /// The packs whose index cannot be read (a damaged header): no page of
+    /// theirs is known, so `retain` leaves them as they are.
+    pub fn unreadable_packs(&self) -> Vec<(PathBuf, StoreError)> {
+        let Ok(entries) = std::fs::read_dir(self.packs_dir()) else {
+            return Vec::new();
+        };
+        let mut out: Vec<_> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "pack"))
+            .filter_map(|p| pack::read_index(&p).err().map(|e| (p, e)))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
     /// Removes a page's own file; returns the bytes freed.
     pub fn remove(&self, h: &PageHash) -> Result<u64, StoreError> {
         let path = self.path(h);

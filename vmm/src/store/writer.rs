@@ -232,6 +232,9 @@ impl StoreRecorder {
             events,
             output_bytes,
             timeout_secs: details.timeout.map(|t| t.as_secs_f64()),
+            // Recorded over a view (a fork of a run whose tree changed, or
+            // of an imported one): its view is its image from now on.
+            viewed: matches!(details.image.view(), crate::image::View::Recorded(_)),
         };
         write_file(
             &self.tmp.join(SWITCHES_FILE),

@@ -4,11 +4,14 @@
 //! an interrupted export leaves no partial file under the name asked for.
 
 use super::super::maintain::run_pages;
+use super::super::meta::ImageLocation;
+use super::super::view::{self, FILES_DIR};
 use super::super::{io, pending, Run, Store, StoreError};
 use super::format::{ArchiveWriter, Info, Kind, FORMAT_VERSION, S_IFLNK, S_IFREG};
-use crate::image::{Image, HIDDEN_TOP};
+use crate::image::{stored_path, Image, Sight, HIDDEN_TOP};
 use crate::run::pages::{hex, PageHash};
 use serde::Serialize;
+use std::collections::BTreeSet;
 use std::io::{BufWriter, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -124,10 +127,21 @@ impl Store {
             replayable,
             ..Default::default()
         };
-        let inputs = if replayable {
+        // A root run with an image view carries the view and the files it
+        // read; another, its whole image, as the host has it unchanged.
+        let view = match (replayable, &run.meta.image) {
+            (true, ImageLocation::Root { .. }) => view::read(&run.dir)?,
+            _ => None,
+        };
+        let inputs = if replayable && view.is_none() {
             Some(run.exact_inputs()?)
         } else {
             None
+        };
+        let image = match (inputs, view) {
+            (Some(i), _) => Some(Exported::Inputs(Box::new(i))),
+            (None, Some(v)) => Some(Exported::View(v)),
+            (None, None) => None,
         };
 
         let dir = out
@@ -143,7 +157,7 @@ impl Store {
         let result = (|| {
             let file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
             let mut w = ArchiveWriter::new(BufWriter::new(file)).map_err(io(&tmp))?;
-            self.write_entries(run, inputs.as_ref(), &mut w, &mut summary)
+            self.write_entries(run, image.as_ref(), &mut w, &mut summary)
                 .map_err(|e| match e {
                     Failure::Io(e) => io(&tmp)(e),
                     Failure::Store(e) => e,
@@ -165,11 +179,11 @@ impl Store {
     fn write_entries<W: Write>(
         &self,
         run: &Run,
-        inputs: Option<&crate::run::RunInputs>,
+        image: Option<&Exported>,
         w: &mut ArchiveWriter<W>,
         summary: &mut ExportSummary,
     ) -> Result<(), Failure> {
-        let replayable = inputs.is_some();
+        let replayable = image.is_some();
         // Keyframes and their pages, if they can all be read.
         let mut pages: Vec<(PageHash, Vec<u8>)> = Vec::new();
         let mut keyframes_ok = true;
@@ -200,10 +214,13 @@ impl Store {
                 }
             }
         }
-        let image_kind = inputs.map(|i| match &i.image {
-            Image::Program { .. } => "program".to_string(),
-            Image::Root { .. } => "root".to_string(),
-            Image::Store(_) => "store".to_string(),
+        let image_kind = image.map(|i| match i {
+            Exported::Inputs(i) => match &i.image {
+                Image::Program { .. } => "program".to_string(),
+                Image::Root { .. } => "root".to_string(),
+                Image::Store(_) => "store".to_string(),
+            },
+            Exported::View(_) => "view".to_string(),
         });
         let info = Info {
             format: FORMAT_VERSION,
@@ -216,20 +233,7 @@ impl Store {
         w.add(Kind::File, S_IFREG | 0o644, "rwd.json", &json)?;
 
         // The run's files.
-        let mut names: Vec<String> = if replayable {
-            let mut v = Vec::new();
-            for e in std::fs::read_dir(&run.dir).map_err(|e| io(&run.dir)(e))? {
-                let e = e.map_err(|e| io(&run.dir)(e))?;
-                let name = e.file_name().to_string_lossy().into_owned();
-                let is_file = e.file_type().map(|t| t.is_file()).unwrap_or(false);
-                if is_file && !name.starts_with('.') && e.file_name().to_str().is_some() {
-                    v.push(name);
-                }
-            }
-            v
-        } else {
-            PLAIN_RUN_FILES.iter().map(|s| s.to_string()).collect()
-        };
+        let mut names = run_file_names(run, replayable)?;
         names.sort();
         if !keyframes_ok {
             names.retain(|n| n != crate::run::keyframe::KEYFRAMES_FILE);
@@ -249,53 +253,10 @@ impl Store {
             w.add(Kind::File, S_IFREG | 0o644, &format!("run/{name}"), &bytes)?;
         }
 
-        // The image.
-        if let Some(inputs) = inputs {
-            match &inputs.image {
-                Image::Program {
-                    host_path, deps, ..
-                } => {
-                    let meta = std::fs::metadata(host_path).map_err(|e| io(host_path)(e))?;
-                    let bytes = std::fs::read(host_path).map_err(|e| io(host_path)(e))?;
-                    w.add(
-                        Kind::File,
-                        meta.permissions().mode(),
-                        "image/program",
-                        &bytes,
-                    )?;
-                    summary.image_files = 1;
-                    for d in deps {
-                        let name = format!("image/deps/{}", d.guest.trim_start_matches('/'));
-                        match &d.kind {
-                            crate::image::DepKind::File { host } => {
-                                let meta = std::fs::metadata(host).map_err(|e| io(host)(e))?;
-                                let bytes = std::fs::read(host).map_err(|e| io(host)(e))?;
-                                w.add(Kind::File, meta.permissions().mode(), &name, &bytes)?;
-                            }
-                            crate::image::DepKind::Symlink { target } => {
-                                w.add(Kind::Symlink, S_IFLNK | 0o777, &name, target.as_bytes())?;
-                            }
-                        }
-                        summary.image_files += 1;
-                    }
-                }
-                Image::Root { .. } | Image::Store(_) => {
-                    let entries = image_entries(&inputs.image)?;
-                    for (rel, kind, mode, p) in entries {
-                        let data = match kind {
-                            Kind::Dir => Vec::new(),
-                            Kind::Symlink => std::fs::read_link(&p)
-                                .map_err(|e| io(&p)(e))?
-                                .as_os_str()
-                                .as_bytes()
-                                .to_vec(),
-                            Kind::File => std::fs::read(&p).map_err(|e| io(&p)(e))?,
-                        };
-                        w.add(kind, mode, &format!("image/root/{rel}"), &data)?;
-                        summary.image_files += 1;
-                    }
-                }
-            }
+        match image {
+            Some(Exported::Inputs(inputs)) => write_image(&inputs.image, w, summary)?,
+            Some(Exported::View(sight)) => self.write_view_files(sight, w, summary)?,
+            None => {}
         }
         for (h, bytes) in &pages {
             w.add(
@@ -308,6 +269,118 @@ impl Store {
         summary.pages = pages.len() as u64;
         Ok(())
     }
+}
+
+/// The names of the files of `run`'s directory an export carries.
+fn run_file_names(run: &Run, replayable: bool) -> Result<Vec<String>, StoreError> {
+    if !replayable {
+        return Ok(PLAIN_RUN_FILES.iter().map(|s| s.to_string()).collect());
+    }
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(&run.dir).map_err(io(&run.dir))? {
+        let e = e.map_err(io(&run.dir))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let is_file = e.file_type().map(|t| t.is_file()).unwrap_or(false);
+        if is_file && !name.starts_with('.') && e.file_name().to_str().is_some() {
+            v.push(name);
+        }
+    }
+    Ok(v)
+}
+
+/// An image's files, directories and links (`image/program` and
+/// `image/deps/`, or `image/root/`), as the host has them.
+fn write_image<W: Write>(
+    image: &Image,
+    w: &mut ArchiveWriter<W>,
+    summary: &mut ExportSummary,
+) -> Result<(), Failure> {
+    match image {
+        Image::Program {
+            host_path, deps, ..
+        } => {
+            let meta = std::fs::metadata(host_path).map_err(|e| io(host_path)(e))?;
+            let bytes = std::fs::read(host_path).map_err(|e| io(host_path)(e))?;
+            w.add(
+                Kind::File,
+                meta.permissions().mode(),
+                "image/program",
+                &bytes,
+            )?;
+            summary.image_files = 1;
+            for d in deps {
+                let name = format!("image/deps/{}", d.guest.trim_start_matches('/'));
+                match &d.kind {
+                    crate::image::DepKind::File { host } => {
+                        let meta = std::fs::metadata(host).map_err(|e| io(host)(e))?;
+                        let bytes = std::fs::read(host).map_err(|e| io(host)(e))?;
+                        w.add(Kind::File, meta.permissions().mode(), &name, &bytes)?;
+                    }
+                    crate::image::DepKind::Symlink { target } => {
+                        w.add(Kind::Symlink, S_IFLNK | 0o777, &name, target.as_bytes())?;
+                    }
+                }
+                summary.image_files += 1;
+            }
+        }
+        Image::Root { .. } | Image::Store(_) => {
+            let entries = image_entries(image)?;
+            for (rel, kind, mode, p) in entries {
+                let data = match kind {
+                    Kind::Dir => Vec::new(),
+                    Kind::Symlink => std::fs::read_link(&p)
+                        .map_err(|e| io(&p)(e))?
+                        .as_os_str()
+                        .as_bytes()
+                        .to_vec(),
+                    Kind::File => std::fs::read(&p).map_err(|e| io(&p)(e))?,
+                };
+                w.add(kind, mode, &format!("image/root/{rel}"), &data)?;
+                summary.image_files += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Store {
+    /// The bytes of each file a root run's image view names, from the
+    /// store's `files/`, checked against their names.
+    fn write_view_files<W: Write>(
+        &self,
+        sight: &Sight,
+        w: &mut ArchiveWriter<W>,
+        summary: &mut ExportSummary,
+    ) -> Result<(), Failure> {
+        let files = self.home().join(FILES_DIR);
+        let hashes: BTreeSet<&String> = sight.files.values().filter(|h| !h.is_empty()).collect();
+        for h in hashes {
+            let p = stored_path(&files, h);
+            let bytes = std::fs::read(&p).map_err(|e| io(&p)(e))?;
+            if blake3::hash(&bytes).to_hex().as_str() != h.as_str() {
+                return Err(Failure::Store(StoreError::Corrupt {
+                    path: p,
+                    what: "a file the run read is not the bytes its name says".into(),
+                }));
+            }
+            w.add(
+                Kind::File,
+                S_IFREG | 0o644,
+                &format!("image/files/{h}"),
+                &bytes,
+            )?;
+            summary.image_files += 1;
+        }
+        Ok(())
+    }
+}
+
+/// What a replayable export carries of the run's image.
+enum Exported {
+    /// The image as the host has it (it must be unchanged).
+    Inputs(Box<crate::run::RunInputs>),
+    /// A root run's image view (in the run's files) and the files it read.
+    View(Sight),
 }
 
 enum Failure {

@@ -2,11 +2,11 @@
 //! file writes and reads it and names its entries; `export.rs` makes one
 //! from a run, `import.rs` checks one and adds its run to a store.
 //!
-//! # Format (version 1)
+//! # Format (version 2)
 //!
 //! ```text
 //! magic      8 bytes  "\x89RWD\r\n\x1a\n"
-//! version    u32 LE   1
+//! version    u32 LE   2 (files of version 1 are read too)
 //! entries, each:
 //!   kind        u8      1 file, 2 directory, 3 symbolic link (its data is the target)
 //!   compression u8      0 stored, 1 zstd
@@ -28,8 +28,14 @@
 //! file) with `image/deps/<path>` (a dynamically linked program's
 //! interpreter, libraries and links, at their guest paths), or
 //! `image/root/<path>` (a root directory's files, directories and links, as
-//! the image hash covers them), and `page/<hash>` for every page
-//! the run's keyframes use (4 KiB, named by their BLAKE3).
+//! the image hash covers them), or, for a `--root` run with an image view
+//! (`run/image-view`: what it saw of its root), `image/files/<hash>` for
+//! each file the view names (the bytes the run read, named by their
+//! BLAKE3; rwd.json's image is then `view`), and `page/<hash>` for every
+//! page the run's keyframes use (4 KiB, named by their BLAKE3).
+//!
+//! Version 2 added `image/files/` and the `view` image; a version 1 file
+//! holds neither, and is read as it was written.
 
 use super::super::StoreError;
 use crate::run::pages::PageHash;
@@ -37,7 +43,9 @@ use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 
 pub const MAGIC: &[u8; 8] = b"\x89RWD\r\n\x1a\n";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest version this build reads.
+pub const OLDEST_VERSION: u32 = 1;
 const END: u8 = 0xff;
 const ZSTD_LEVEL: i32 = 3;
 /// Entries up to this size are decompressed whole, with one context.
@@ -77,7 +85,8 @@ pub struct Info {
     pub format: u32,
     pub run: String,
     pub replayable: bool,
-    /// `program`, `root`, or none without `--replayable`.
+    /// `program`, `root`, `store`, `view` (a root run's image view and
+    /// the files it read), or none without `--replayable`.
     pub image: Option<String>,
     /// The rewind that wrote it.
     pub rewind: String,
@@ -283,9 +292,9 @@ pub fn read(src: impl Read, visitor: &mut dyn Visitor) -> Result<u64, ArchiveErr
         Ok(()) => {}
     }
     let version = s.u32("the header")?;
-    if version != FORMAT_VERSION {
+    if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
         return refused(format!(
-            "format version {version}; this rewind reads version {FORMAT_VERSION}{}",
+            "format version {version}; this rewind reads versions {OLDEST_VERSION} to {FORMAT_VERSION}{}",
             if version > FORMAT_VERSION {
                 " (it was written by a newer rewind)"
             } else {
@@ -435,6 +444,8 @@ pub(super) enum Name {
     /// A dynamically linked program's interpreter, library or link, by its
     /// guest path's components.
     Dep(Vec<String>),
+    /// A file a root run's image view names, by its BLAKE3 (hex).
+    ViewFile(String),
 }
 
 pub(super) fn safe_component(c: &str) -> bool {
@@ -458,6 +469,11 @@ pub(super) fn parse_name(path: &str) -> Result<Name, String> {
             .map(|h| Name::Page(*h.as_bytes()))
             .map_err(|_| format!("`{path}` is not a page name")),
         ["image", "program"] => Ok(Name::Program),
+        // Lower-case hex only: one name for one file.
+        ["image", "files", h] => match blake3::Hash::from_hex(h) {
+            Ok(hash) if hash.to_hex().as_str() == *h => Ok(Name::ViewFile(h.to_string())),
+            _ => Err(format!("`{path}` is not a file's hash")),
+        },
         ["image", "root", rest @ ..] if !rest.is_empty() => {
             Ok(Name::Root(rest.iter().map(|s| s.to_string()).collect()))
         }
@@ -489,6 +505,14 @@ mod tests {
         assert!(parse_name("image/root/a//b").is_err());
         assert!(parse_name("image/root/a/./b").is_err());
         assert!(parse_name("page/xyz").is_err());
+        assert!(parse_name("image/files/xyz").is_err());
+        assert!(parse_name("image/files").is_err());
+        let h = blake3::hash(b"x").to_hex().to_string();
+        assert!(parse_name(&format!("image/files/{}", h.to_uppercase())).is_err());
+        assert_eq!(
+            parse_name(&format!("image/files/{h}")),
+            Ok(Name::ViewFile(h))
+        );
         assert_eq!(
             parse_name("image/root/usr/bin/sh"),
             Ok(Name::Root(vec!["usr".into(), "bin".into(), "sh".into()]))

@@ -23,237 +23,20 @@
 
 use super::super::lock::StoreLock;
 use super::super::maintain::{remove_tree, IMAGES_DIR};
-use super::super::meta::{ImageLocation, Meta};
+use super::super::meta::ImageLocation;
 use super::super::pages::{self, PageStore};
+use super::super::view::FILES_DIR;
 use super::super::{io, pending, Run, Store, StoreError};
+use super::check::{Check, Checked};
 use super::format::{
-    parse_name, read, refused, safe_component, ArchiveError, Entry, Info, Kind, Name, Refused,
-    Visitor, FORMAT_VERSION, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG,
+    parse_name, read, refused, safe_component, ArchiveError, Entry, Kind, Name, Visitor,
 };
-use crate::image::Image;
+use crate::image::{stored_path, Image};
 use crate::run::pages::{PageHash, PAGE_BYTES};
-use crate::run::Manifest;
-use std::collections::BTreeSet;
 use std::io::{BufReader, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-
-/// Small entries read into memory while verifying.
-const MAX_JSON: u64 = 64 << 20;
-const MAX_LINK: u64 = 4096;
-
-/// The first pass: checks every entry and keeps the small ones it needs.
-#[derive(Default)]
-struct Check {
-    index: u64,
-    seen: BTreeSet<String>,
-    /// Paths inside a root image that are links, and that are files.
-    links: BTreeSet<Vec<String>>,
-    files: BTreeSet<Vec<String>>,
-    root_paths: Vec<Vec<String>>,
-    capture: Option<Vec<u8>>,
-    info: Option<Info>,
-    manifest: Option<Vec<u8>>,
-    meta: Option<Vec<u8>>,
-    run_files: BTreeSet<String>,
-    program: bool,
-    root: bool,
-    /// `image/deps/` entries (beside `image/program` only).
-    deps: bool,
-    pages: u64,
-}
-
-impl Visitor for Check {
-    fn begin(&mut self, e: &Entry) -> Result<(), ArchiveError> {
-        self.index += 1;
-        let name = parse_name(&e.path).or_else(|why| refused(format!("refused: {why}")))?;
-        if !self.seen.insert(e.path.clone()) {
-            return refused(format!("refused: `{}` appears twice", e.path));
-        }
-        if self.index == 1 && name != Name::Info {
-            return refused("not a rewind export: it does not start with rwd.json");
-        }
-        let ty = e.mode & S_IFMT;
-        let want_ty = match e.kind {
-            Kind::File => S_IFREG,
-            Kind::Dir => S_IFDIR,
-            Kind::Symlink => S_IFLNK,
-        };
-        if ty != want_ty {
-            return refused(format!("refused: `{}` has a mode of another kind", e.path));
-        }
-        if e.kind != Kind::File && !matches!(name, Name::Root(_) | Name::Dep(_)) {
-            return refused(format!(
-                "refused: `{}` must be a file (links and directories only belong in a root image)",
-                e.path
-            ));
-        }
-        self.capture = None;
-        match &name {
-            Name::Info => {
-                if e.raw_len > MAX_JSON {
-                    return refused("refused: rwd.json is too large");
-                }
-                self.capture = Some(Vec::new());
-            }
-            Name::RunFile(f) => {
-                if (f == "manifest.json" || f == "meta.json") && e.raw_len > MAX_JSON {
-                    return refused(format!("refused: `{}` is too large", e.path));
-                }
-                if f == "manifest.json" || f == "meta.json" {
-                    self.capture = Some(Vec::new());
-                }
-                self.run_files.insert(f.clone());
-            }
-            Name::Page(h) => {
-                if e.raw_len != PAGE_BYTES as u64 || &e.hash != h {
-                    return refused(format!("damaged: `{}` is not the page it names", e.path));
-                }
-                self.pages += 1;
-            }
-            Name::Program => self.program = true,
-            Name::Root(parts) | Name::Dep(parts) => {
-                let (kind, parts) = match &name {
-                    Name::Root(_) => {
-                        self.root = true;
-                        ("root", parts)
-                    }
-                    _ => {
-                        self.deps = true;
-                        ("deps", parts)
-                    }
-                };
-                if e.kind == Kind::Dir && kind == "deps" {
-                    return refused(format!("refused: `{}` must be a file or a link", e.path));
-                }
-                // Keyed by the entry's path under image/.
-                let parts: Vec<String> = std::iter::once(kind.to_string())
-                    .chain(parts.iter().cloned())
-                    .collect();
-                if e.kind == Kind::Symlink && e.raw_len > MAX_LINK {
-                    return refused(format!("refused: the link `{}` is too long", e.path));
-                }
-                match e.kind {
-                    Kind::Symlink => {
-                        self.links.insert(parts.clone());
-                    }
-                    Kind::File => {
-                        self.files.insert(parts.clone());
-                    }
-                    Kind::Dir => {}
-                }
-                self.root_paths.push(parts);
-            }
-        }
-        Ok(())
-    }
-
-    fn data(&mut self, chunk: &[u8]) -> Result<(), ArchiveError> {
-        if let Some(c) = &mut self.capture {
-            c.extend_from_slice(chunk);
-        }
-        Ok(())
-    }
-
-    fn end(&mut self, e: &Entry) -> Result<(), ArchiveError> {
-        let Some(bytes) = self.capture.take() else {
-            return Ok(());
-        };
-        match parse_name(&e.path) {
-            Ok(Name::Info) => {
-                let info: Info = serde_json::from_slice(&bytes)
-                    .or_else(|err| refused(format!("damaged: rwd.json: {err}")))?;
-                self.info = Some(info);
-            }
-            Ok(Name::RunFile(f)) if f == "manifest.json" => self.manifest = Some(bytes),
-            Ok(Name::RunFile(f)) if f == "meta.json" => self.meta = Some(bytes),
-            _ => {}
-        }
-        Ok(())
-    }
-}
-
-/// What the first pass found, checked as a whole.
-struct Checked {
-    info: Info,
-    manifest: Manifest,
-    meta: Meta,
-    pages: u64,
-}
-
-impl Check {
-    fn finish(self) -> Result<Checked, ArchiveError> {
-        // Nothing may lie inside a link or a file of a root image (or of a
-        // program's libraries); paths are keyed by `root/` or `deps/`.
-        for p in &self.root_paths {
-            for k in 2..p.len() {
-                let prefix = &p[..k];
-                if self.links.contains(prefix) {
-                    return refused(format!(
-                        "refused: `image/{}` lies inside a link",
-                        p.join("/")
-                    ));
-                }
-                if self.files.contains(prefix) {
-                    return refused(format!(
-                        "refused: `image/{}` lies inside a file",
-                        p.join("/")
-                    ));
-                }
-            }
-        }
-        let info = self
-            .info
-            .ok_or_else(|| ArchiveError::Refused(Refused("refused: no rwd.json".into())))?;
-        if info.format != FORMAT_VERSION {
-            return refused(format!(
-                "rwd.json says format {}; this rewind reads {FORMAT_VERSION}",
-                info.format
-            ));
-        }
-        for must in ["manifest.json", "meta.json", "events"] {
-            if !self.run_files.contains(must) {
-                return refused(format!("refused: it has no run/{must}"));
-            }
-        }
-        let manifest: Manifest = serde_json::from_slice(self.manifest.as_deref().unwrap_or(b""))
-            .or_else(|e| refused(format!("refused: run/manifest.json: {e}")))?;
-        if let Err(e) = manifest.validate() {
-            return refused(format!("refused: run/manifest.json: {e}"));
-        }
-        let meta: Meta = serde_json::from_slice(self.meta.as_deref().unwrap_or(b""))
-            .or_else(|e| refused(format!("refused: run/meta.json: {e}")))?;
-        let id = manifest.id();
-        if id != info.run || meta.id != id {
-            return refused(format!(
-                "refused: the run's id {} is not its manifest's hash {id}",
-                info.run
-            ));
-        }
-        if info.replayable {
-            let ok = match info.image.as_deref() {
-                Some("program") => self.program && !self.root,
-                Some("root" | "store") => !self.program && !self.deps,
-                _ => false,
-            };
-            if !ok {
-                return refused("refused: its image does not match what rwd.json says");
-            }
-            if manifest.stdin.is_some() && !self.run_files.contains("stdin.bin") {
-                return refused("refused: it has no run/stdin.bin");
-            }
-        } else if self.program || self.root || self.deps || self.pages > 0 {
-            return refused("refused: an export without --replayable carries an image or pages");
-        }
-        Ok(Checked {
-            info,
-            manifest,
-            meta,
-            pages: self.pages,
-        })
-    }
-}
 
 /// The second pass: writes every entry under a temporary directory.
 struct Extract {
@@ -261,6 +44,9 @@ struct Extract {
     pages: PageStore,
     /// The store's pages: those it holds are not written again.
     have: PageStore,
+    /// The store's `files/`: an image view's files it holds are not
+    /// written again.
+    files: PathBuf,
     /// Whether the image's entries are written (not when the store has
     /// it): decided at the first of them (`Import::decide`).
     image: Option<bool>,
@@ -281,6 +67,8 @@ impl Extract {
     fn target(&self, name: &Name) -> Option<PathBuf> {
         match name {
             Name::Info | Name::Page(_) => None,
+            Name::ViewFile(h) if stored_path(&self.files, h).exists() => None,
+            Name::ViewFile(h) => Some(self.tmp.join(FILES_DIR).join(h)),
             Name::RunFile(f) => Some(self.tmp.join("run").join(f)),
             Name::Program | Name::Root(_) | Name::Dep(_) if self.image == Some(false) => None,
             Name::Program => Some(self.tmp.join("image").join("program")),
@@ -447,18 +235,6 @@ struct Import<'a> {
     skip_existing: bool,
 }
 
-impl Check {
-    /// rwd.json, the manifest and meta, as read so far (unchecked).
-    fn so_far(&self) -> Option<Checked> {
-        Some(Checked {
-            info: self.info.clone()?,
-            manifest: serde_json::from_slice(self.manifest.as_deref()?).ok()?,
-            meta: serde_json::from_slice(self.meta.as_deref()?).ok()?,
-            pages: 0,
-        })
-    }
-}
-
 impl Import<'_> {
     /// At the image's first entry: whether to write it, from what was read
     /// before it (an image the store holds intact is not written).
@@ -595,6 +371,7 @@ impl Store {
                 tmp: tmp.to_path_buf(),
                 pages: PageStore::at(tmp.join("pages")),
                 have: self.pages(),
+                files: self.home().join(FILES_DIR),
                 image: None,
                 file: None,
                 page: None,
@@ -639,7 +416,8 @@ impl Store {
         let image_tmp = tmp.join("image");
         let images = self.home().join(IMAGES_DIR);
         let image_home = images.join(&checked.manifest.image);
-        let located = if checked.info.replayable {
+        let viewed = checked.viewed();
+        let located = if checked.info.replayable && !viewed {
             Some(image_locations(checked, &image_tmp, &image_home)?)
         } else {
             None
@@ -678,11 +456,20 @@ impl Store {
             }
             meta.image = final_location;
         }
+        if viewed {
+            // Its image is the view it carries (`Check` made sure of its
+            // files): the host's tree at its root is never looked at.
+            staged
+                .stdin()
+                .or_else(|e| refused(format!("refused: {e}")))?;
+            meta.viewed = true;
+        }
 
         // Into place: pages, then the image, then the run.
         self.install_pages(tmp)?;
+        self.install_view_files(tmp)?;
         if checked.info.replayable {
-            if !reuse {
+            if !reuse && !viewed {
                 std::fs::create_dir_all(&images).map_err(|e| write_err(&images, e))?;
                 install_image(&image_tmp, &image_home, &checked.manifest.image)?;
             }
@@ -707,6 +494,23 @@ impl Store {
             already,
             pages: checked.pages,
         })
+    }
+
+    /// Moves the extracted files of an image view into the store's
+    /// `files/` (those it held were not extracted).
+    fn install_view_files(&self, tmp: &Path) -> Result<(), ArchiveError> {
+        let Ok(extracted) = std::fs::read_dir(tmp.join(FILES_DIR)) else {
+            return Ok(());
+        };
+        let files = self.home().join(FILES_DIR);
+        for f in extracted.flatten() {
+            let dest = stored_path(&files, &f.file_name().to_string_lossy());
+            let dir = dest.parent().unwrap_or(&files);
+            std::fs::create_dir_all(dir).map_err(|e| write_err(dir, e))?;
+            // A file the store gained since is the same bytes.
+            std::fs::rename(f.path(), &dest).map_err(|e| write_err(&dest, e))?;
+        }
+        Ok(())
     }
 
     /// Moves the extracted pages into the store's (those it held were not

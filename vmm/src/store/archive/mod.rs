@@ -7,6 +7,7 @@
 //! - `import.rs`: a file, verified whole before anything is written, into a
 //!   store.
 
+mod check;
 mod export;
 mod format;
 mod import;

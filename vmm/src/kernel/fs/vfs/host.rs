@@ -123,6 +123,7 @@ impl Tree {
             Kind::File(FileData::image(host.to_path_buf())),
         );
         self.insert_image_path(guest, node);
+        self.outside.insert(host.to_path_buf());
     }
 
     /// Puts a symbolic link to `target` at `guest`, as `add_host_file`.

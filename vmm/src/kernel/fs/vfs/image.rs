@@ -16,6 +16,7 @@ impl Tree {
             bytes_held: 0,
             created: 0,
             dyn_names: BTreeMap::new(),
+            outside: Default::default(),
         };
         match image {
             Image::Root { dir, view } => {

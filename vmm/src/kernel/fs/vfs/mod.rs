@@ -22,7 +22,7 @@
 //! resolved in `resolve.rs`, and what is read of the host is in `host.rs`.
 
 use super::super::errno::*;
-use crate::image::Image;
+use crate::image::{Image, View};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -303,6 +303,10 @@ pub struct Tree {
     created: u64,
     /// Nodes made on the fly: (directory, name) of each.
     dyn_names: BTreeMap<Ino, (Ino, String)>,
+    /// Host files a shell put in (`add_host_file`): read from the host,
+    /// never through the run's image view, which knows only the run's root.
+    #[serde(skip)]
+    outside: std::collections::BTreeSet<PathBuf>,
 }
 
 /// A 64-bit mix of a word and a name (FNV-1a, then SplitMix64's finalizer).
@@ -621,6 +625,7 @@ impl Tree {
             _ => return Err(EINVAL),
         };
         let bytes = match host {
+            Some(h) if self.outside.contains(&h) => read_host_file(&View::Host, &h)?,
             Some(h) => read_host_file(self.image.view(), &h)?,
             None => Vec::new(),
         };
