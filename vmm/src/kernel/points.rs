@@ -481,8 +481,14 @@ impl Kernel<'_> {
             if let Some(o) = owner {
                 self.points.owners.insert((pid, page), o);
             }
-            let mine = owner == Some(Owner::Thread(to));
-            if pt.set_user_access(&mut self.m.ram, page, mine) && !mine {
+            // Only a page the outgoing thread reached since its grant can
+            // have a translation KVM caches: the others are hidden by the
+            // edit alone, not by the hide routine (one emulated write each;
+            // a compressor of pbzip2 owns hundreds of pages and reaches few
+            // between two switches).
+            if owner == Some(Owner::Thread(to)) {
+                pt.grant_user(&mut self.m.ram, page);
+            } else if pt.revoke_user(&mut self.m.ram, page) == Some(true) {
                 hidden.extend(pt.leaf_of_present(&mut self.m.ram, page));
             }
         }

@@ -10,6 +10,10 @@ pub const PTE_PRESENT: u64 = 1;
 pub const PTE_WRITE: u64 = 1 << 1;
 pub const PTE_USER: u64 = 1 << 2;
 pub const PTE_NX: u64 = 1 << 63;
+/// Set by the CPU (KVM's walker, on PVM) when a translation of the page is
+/// made; KVM caches no translation of an entry without it (it prefetches
+/// only accessed entries).
+const PTE_ACCESSED: u64 = 1 << 5;
 const PTE_ADDR: u64 = 0x000f_ffff_ffff_f000;
 /// Flags of every non-leaf entry: the leaf decides.
 const TABLE_FLAGS: u64 = PTE_PRESENT | PTE_WRITE | PTE_USER;
@@ -186,6 +190,33 @@ impl PageTables {
         new != pte && ram.write_u64(e, new).is_ok()
     }
 
+    /// Lets ring 3 reach the present page at `va` again and clears its
+    /// Accessed bit, so that `revoke_user` can tell whether a translation
+    /// was made since. True when it changed.
+    pub fn grant_user(&self, ram: &mut GuestRam, va: u64) -> bool {
+        let Some(e) = self.leaf_of_present(ram, va) else {
+            return false;
+        };
+        let Ok(pte) = ram.read_u64(e) else {
+            return false;
+        };
+        pte & PTE_USER == 0 && ram.write_u64(e, (pte | PTE_USER) & !PTE_ACCESSED).is_ok()
+    }
+
+    /// Takes ring 3's access to the present page at `va` away. None when
+    /// it had none; else whether the page was reached since `grant_user`
+    /// (its Accessed bit): only then may KVM hold a translation the guest
+    /// must drop (the hide routine); an entry never reached has none.
+    pub fn revoke_user(&self, ram: &mut GuestRam, va: u64) -> Option<bool> {
+        let e = self.leaf_of_present(ram, va)?;
+        let pte = ram.read_u64(e).ok()?;
+        if pte & PTE_USER == 0 {
+            return None;
+        }
+        ram.write_u64(e, pte & !PTE_USER).ok()?;
+        Some(pte & PTE_ACCESSED != 0)
+    }
+
     /// Unmaps the page at `va`, returning its frame.
     pub fn unmap(&self, ram: &mut GuestRam, va: u64) -> Option<u64> {
         let e = self.leaf(ram, va, false)?;
@@ -359,5 +390,41 @@ mod tests {
         assert_eq!(pt.unmap(&mut ram, VA), Some(frame));
         assert_eq!(pt.lookup(&mut ram, VA), None);
         pt.release(&mut ram);
+    }
+
+    /// A switch hides with the hide routine only the pages reached since
+    /// their grant: the grant clears the Accessed bit the CPU sets.
+    #[test]
+    fn a_revoke_says_whether_the_page_was_reached_since_its_grant() {
+        let mut ram = GuestRam::new(MIN_MEM).unwrap();
+        init_low_table(&mut ram).unwrap();
+        let pt = PageTables::new(&mut ram).unwrap();
+        let frame = ram.alloc_frame().unwrap();
+        assert!(pt.map(&mut ram, VA, frame, PERM));
+        let e = pt.leaf_of_present(&mut ram, VA).unwrap();
+        let reach = |ram: &mut GuestRam| {
+            let pte = ram.read_u64(e).unwrap();
+            ram.write_u64(e, pte | PTE_ACCESSED).unwrap();
+        };
+        reach(&mut ram);
+        assert_eq!(pt.revoke_user(&mut ram, VA), Some(true));
+        assert_eq!(pt.revoke_user(&mut ram, VA), None, "hidden already");
+        assert!(pt.grant_user(&mut ram, VA));
+        assert!(!pt.grant_user(&mut ram, VA), "open already");
+        assert_eq!(pt.user_access(&mut ram, VA), Some(true));
+        assert_eq!(pt.revoke_user(&mut ram, VA), Some(false), "not reached");
+        assert!(pt.grant_user(&mut ram, VA));
+        reach(&mut ram);
+        assert_eq!(pt.revoke_user(&mut ram, VA), Some(true));
+        assert_eq!(
+            pt.lookup(&mut ram, VA),
+            Some((frame, true)),
+            "frame and write kept"
+        );
+        assert_eq!(
+            pt.revoke_user(&mut ram, VA + (1 << 21)),
+            None,
+            "not present"
+        );
     }
 }
