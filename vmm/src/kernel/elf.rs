@@ -391,7 +391,7 @@ impl Kernel<'_> {
     pub(super) fn read_tree_file(
         &mut self,
         path: &str,
-    ) -> super::errno::SysResult<(String, std::sync::Arc<Vec<u8>>)> {
+    ) -> super::errno::SysResult<(String, std::sync::Arc<super::fs::vfs::FileBytes>)> {
         use super::fs::vfs::{Kind, S_IFREG};
         let r = self.resolve_from(super::fs::vfs::ROOT_INO, path, true)?;
         let ino = r.ino.ok_or(super::errno::ENOENT)?;

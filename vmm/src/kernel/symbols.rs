@@ -212,7 +212,7 @@ impl Kernel<'_> {
             Some(n) => n,
             None => {
                 let bytes = match self.symbols.program_bytes(&file) {
-                    Some(b) => Some(Arc::new(b.to_vec())),
+                    Some(b) => Some(Arc::new(b.to_vec().into())),
                     None => self.read_tree_file(&file.path).ok().map(|(_, b)| b),
                 };
                 let n = bytes

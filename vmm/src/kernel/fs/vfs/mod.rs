@@ -28,9 +28,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod bytes;
 mod host;
 mod image;
 pub mod resolve;
+pub use bytes::{FileBytes, HostMap, MAP_AT_LEAST};
 use host::{read_host_dir, read_host_file, HostEntry};
 
 pub type Ino = u64;
@@ -134,7 +136,7 @@ pub struct FileData {
     /// The image's file behind this one, until its bytes are loaded.
     pub host: Option<PathBuf>,
     /// The contents once loaded (or created); shared so that a saved kernel state is cheap.
-    pub bytes: Option<Arc<Vec<u8>>>,
+    pub bytes: Option<Arc<FileBytes>>,
     /// The guest changed (or made) it: the overlay owns the bytes.
     pub dirty: bool,
 }
@@ -153,7 +155,7 @@ impl FileData {
     pub fn empty() -> FileData {
         FileData {
             host: None,
-            bytes: Some(Arc::new(Vec::new())),
+            bytes: Some(Arc::default()),
             dirty: true,
         }
     }
@@ -190,7 +192,7 @@ impl TryFrom<FileDataRepr> for FileData {
                 .bytes
                 .map(crate::kernel::blobs::load)
                 .transpose()?
-                .map(Arc::new),
+                .map(|v| Arc::new(FileBytes::Owned(v))),
             host: r.host,
         })
     }
@@ -614,7 +616,7 @@ impl Tree {
     }
 
     /// A file's contents, read from the image the first time.
-    pub fn contents(&mut self, ino: Ino) -> SysResult<Arc<Vec<u8>>> {
+    pub fn contents(&mut self, ino: Ino) -> SysResult<Arc<FileBytes>> {
         let host = match &self.node(ino)?.kind {
             Kind::File(FileData { bytes: Some(b), .. }) => return Ok(b.clone()),
             Kind::File(FileData { host, .. }) => host.clone(),
@@ -622,7 +624,7 @@ impl Tree {
         };
         let bytes = match host {
             Some(h) => read_host_file(self.image.view(), &h)?,
-            None => Vec::new(),
+            None => FileBytes::default(),
         };
         let arc = Arc::new(bytes);
         let n = self.node_mut(ino)?;
@@ -659,7 +661,7 @@ impl Tree {
         if max_len > owned && held.saturating_add(max_len - owned) > MAX_OVERLAY {
             return Err(ENOSPC);
         }
-        let v = Arc::make_mut(b);
+        let v = Arc::make_mut(b).vec_mut();
         let r = f(v)?;
         let after = v.len() as u64;
         *dirty = true;
