@@ -78,6 +78,27 @@ impl fmt::Debug for FileBytes {
     }
 }
 
+/// The bytes of open regular file `f`, `len` long: mapped when large,
+/// else read.
+pub fn read_whole(f: &mut std::fs::File, len: u64) -> std::io::Result<FileBytes> {
+    use std::io::Read;
+    if len >= MAP_AT_LEAST {
+        if let Some(m) = usize::try_from(len).ok().and_then(|n| HostMap::new(f, n)) {
+            return Ok(FileBytes::Mapped(m));
+        }
+    }
+    let mut v = Vec::with_capacity(len.min(1 << 30) as usize);
+    f.read_to_end(&mut v)?;
+    Ok(FileBytes::Owned(v))
+}
+
+/// The bytes of host file `path` (`read_whole`), as `std::fs::read`.
+pub fn read_path(path: &std::path::Path) -> std::io::Result<FileBytes> {
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    read_whole(&mut f, len)
+}
+
 /// A host file mapped private and read-only, whole.
 pub struct HostMap {
     ptr: *mut libc::c_void,

@@ -80,7 +80,6 @@ pub(super) fn read_host_dir(view: &View, dir: &Path) -> Vec<(String, HostEntry)>
 /// anything but a regular file (a FIFO would block the monitor). With a
 /// recorded view, the store's copy (EIO for a file the run never read).
 pub(super) fn read_host_file(view: &View, path: &std::path::Path) -> SysResult<FileBytes> {
-    use std::io::Read;
     if let Some(stored) = view.stored_file(path) {
         return stored.map(FileBytes::Owned).map_err(|()| EIO);
     }
@@ -97,17 +96,7 @@ pub(super) fn read_host_file(view: &View, path: &std::path::Path) -> SysResult<F
     if meta.len() > MAX_FILE {
         return Err(EFBIG);
     }
-    let mapped = (meta.len() >= MAP_AT_LEAST)
-        .then(|| HostMap::new(&f, meta.len() as usize))
-        .flatten();
-    let bytes = match mapped {
-        Some(m) => FileBytes::Mapped(m),
-        None => {
-            let mut v = Vec::with_capacity(meta.len() as usize);
-            f.read_to_end(&mut v).map_err(host_errno)?;
-            FileBytes::Owned(v)
-        }
-    };
+    let bytes = bytes::read_whole(&mut f, meta.len()).map_err(host_errno)?;
     view.note_read(path);
     Ok(bytes)
 }

@@ -32,7 +32,7 @@ mod bytes;
 mod host;
 mod image;
 pub mod resolve;
-pub use bytes::{FileBytes, HostMap, MAP_AT_LEAST};
+pub use bytes::{read_path, read_whole, FileBytes, HostMap, MAP_AT_LEAST};
 use host::{read_host_dir, read_host_file, HostEntry};
 
 pub type Ino = u64;
