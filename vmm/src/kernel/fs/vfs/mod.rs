@@ -7,8 +7,8 @@
 //! the guest looks into it; from then on its entries live in memory, so a
 //! create, unlink, mkdir or rename simply edits them and a deletion shadows
 //! the image for the rest of the run. A file of the image is read from the
-//! host when the guest first opens it; a write changes the in-memory copy
-//! only (copy-up).
+//! host when the guest first opens it (a large one mapped, `bytes.rs`); a
+//! write changes the in-memory copy only (copy-up).
 //!
 //! Determinism: entries are kept sorted by name, inode numbers are derived
 //! from the parent's inode and the name (image files) or from a counter
