@@ -479,3 +479,41 @@ fn proc_self_maps_names_the_interpreter_and_libraries() {
     }
     assert!(maps.lines().any(|l| l.ends_with(" [stack]")), "{maps}");
 }
+
+/// An image file of several MB (one the monitor maps rather than reads,
+/// `FileBytes::Mapped`) is read, appended to and read back in the run as
+/// natively, and the host's file is left as it was.
+#[test]
+fn a_large_image_file_is_read_changed_and_read_back_as_natively() {
+    let home = Home::new();
+    let root = root_with(&["/bin/sh", "/usr/bin/tail", "/usr/bin/md5sum"]);
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let data = root.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("big.bin"), &big).unwrap();
+    let native_dir = tempfile::tempdir().unwrap();
+    std::fs::write(native_dir.path().join("big.bin"), &big).unwrap();
+    let script = "md5sum < \"$1/big.bin\"; echo appended >> \"$1/big.bin\"; \
+                  tail -c 9 \"$1/big.bin\"; md5sum < \"$1/big.bin\"";
+    let want = native(
+        "/bin/sh",
+        &["-c", script, "sh", native_dir.path().to_str().unwrap()],
+        &[],
+        b"",
+    );
+    assert_eq!(want.code, 0, "{want}");
+    let r = root.path().to_str().unwrap();
+    let run = home.run(&["--root", r, "--", "/bin/sh", "-c", script, "sh", "/data"]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    assert_eq!(
+        run.out.stdout, want.stdout,
+        "natively:\n{want}\nin rewind:\n{}",
+        run.out
+    );
+    assert_eq!(
+        std::fs::read(data.join("big.bin")).unwrap(),
+        big,
+        "the host's file"
+    );
+    home.replay_identical(&run.id);
+}

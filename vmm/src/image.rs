@@ -14,6 +14,7 @@
 //! `/dev`, `/proc` and `/sys` (the monitor's own), and anything that is not a
 //! directory, regular file or symbolic link, or whose name is not UTF-8.
 
+use crate::kernel::fs::vfs::FileBytes;
 use crate::EngineError;
 use std::path::{Path, PathBuf};
 
@@ -157,14 +158,15 @@ impl Image {
     }
 
     /// The bytes of host file `host` of the image (a recorded view's copy).
-    pub fn read_file(&self, host: &Path) -> std::io::Result<Vec<u8>> {
+    pub fn read_file(&self, host: &Path) -> std::io::Result<FileBytes> {
         let view = self.view();
         if let Some(stored) = view.stored_file(host) {
-            return stored.map_err(|()| {
+            return stored.map(FileBytes::Owned).map_err(|()| {
                 std::io::Error::other("the recorded run never read this file of its root")
             });
         }
-        let bytes = std::fs::read(host)?;
+        // Mapped when large: a big program is read where it is used.
+        let bytes = crate::kernel::fs::vfs::read_path(host)?;
         view.note_read(host);
         Ok(bytes)
     }
@@ -284,7 +286,10 @@ fn hash_file(h: &mut blake3::Hasher, guest: &str, host: &Path) -> Result<(), Eng
     };
     let meta = f.metadata().map_err(EngineError::io(host))?;
     hash_entry_head(h, guest, meta.permissions().mode());
-    h.update_reader(&mut f).map_err(EngineError::io(host))?;
+    // Mapped when large: hashed from the page cache, no copy.
+    let bytes =
+        crate::kernel::fs::vfs::read_whole(&mut f, meta.len()).map_err(EngineError::io(host))?;
+    h.update(&bytes);
     Ok(())
 }
 

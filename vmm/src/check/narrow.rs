@@ -605,7 +605,9 @@ impl Program {
             path: path.clone(),
             names: label::Names::from_elf(&elf, bias),
             lines: Some(crate::kernel::symbols::SymbolTable::from_elf(
-                path, &elf, bias,
+                path,
+                std::sync::Arc::new(elf),
+                bias,
             )),
             mapped,
         }

@@ -366,7 +366,9 @@ impl DebugCore {
     /// The ELF bytes of the program the run started.
     pub fn program(&self) -> Result<Vec<u8>, DebugError> {
         let i = &self.origin.inputs;
-        Ok(crate::kernel::elf::first_program(&i.image, &i.manifest)?.bytes)
+        Ok(crate::kernel::elf::first_program(&i.image, &i.manifest)?
+            .bytes
+            .to_vec())
     }
 
     pub fn breakpoints(&self) -> impl Iterator<Item = u64> + '_ {

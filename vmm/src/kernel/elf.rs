@@ -7,6 +7,7 @@
 //! [`Kernel::load_executable`] is the one entry point: the first process
 //! and `execve` both use it.
 
+use super::fs::vfs::FileBytes;
 use super::fs::FdTable;
 use super::mm::{page_down, page_up, Mm, Prot};
 use super::signal::ProcessSignals;
@@ -23,9 +24,10 @@ use object::elf::{FileHeader64, ET_DYN, ET_EXEC, PF_R, PF_W, PF_X, PT_INTERP, PT
 use object::read::elf::{FileHeader, ProgramHeader};
 use object::Endianness;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The program's bytes, checked to be an x86-64 executable.
-pub fn read_program(image: &Image, guest_path: &str) -> Result<Vec<u8>, EngineError> {
+pub fn read_program(image: &Image, guest_path: &str) -> Result<FileBytes, EngineError> {
     let host = image.host_path(guest_path).ok_or_else(|| EngineError::Io {
         path: PathBuf::from(guest_path),
         source: std::io::Error::from(std::io::ErrorKind::NotFound),
@@ -41,7 +43,8 @@ pub fn read_program(image: &Image, guest_path: &str) -> Result<Vec<u8>, EngineEr
 pub struct FirstProgram {
     /// The ELF file's absolute guest path (links not resolved).
     pub path: String,
-    pub bytes: Vec<u8>,
+    /// Shared with the symbol table (a big program is mapped, not copied).
+    pub bytes: Arc<FileBytes>,
     pub argv: Vec<String>,
 }
 
@@ -67,7 +70,7 @@ pub fn first_program(image: &Image, man: &Manifest) -> Result<FirstProgram, Engi
             parse(&bytes).map_err(|e| e.engine(&host))?;
             return Ok(FirstProgram {
                 path: guest,
-                bytes,
+                bytes: Arc::new(bytes),
                 argv,
             });
         };
@@ -286,7 +289,7 @@ impl Kernel<'_> {
             .load_executable(&exe, &first.bytes)
             .map_err(|e| e.engine(std::path::Path::new(&first.path)))?;
         self.symbols =
-            super::symbols::SymbolTable::from_elf(&first.path, &first.bytes, loaded.bias);
+            super::symbols::SymbolTable::from_elf(&first.path, first.bytes.clone(), loaded.bias);
         self.start_program(&loaded, &first.argv, &man.env, &execfn)
             .map_err(|_| EngineError::OutOfMemory)?;
         self.emit(EventKind::ThreadStart { parent: 0 });
@@ -391,7 +394,7 @@ impl Kernel<'_> {
     pub(super) fn read_tree_file(
         &mut self,
         path: &str,
-    ) -> super::errno::SysResult<(String, std::sync::Arc<Vec<u8>>)> {
+    ) -> super::errno::SysResult<(String, std::sync::Arc<super::fs::vfs::FileBytes>)> {
         use super::fs::vfs::{Kind, S_IFREG};
         let r = self.resolve_from(super::fs::vfs::ROOT_INO, path, true)?;
         let ino = r.ino.ok_or(super::errno::ENOENT)?;

@@ -340,7 +340,7 @@ impl<'r> Kernel<'r> {
         k.keyframes = k.rec.wants_keyframes().then(|| keyframe_clock(kf));
         k.symbols = super::symbols::SymbolTable::from_elf(
             &first.path,
-            &first.bytes,
+            first.bytes.clone(),
             super::elf::load_bias(&first.bytes),
         );
         Ok(k)

@@ -4,6 +4,7 @@
 //! libraries the loader mapped) and their DWARF, parsed the first time a
 //! report needs them.
 
+use super::fs::vfs::FileBytes;
 use super::task::{Pid, Tid};
 use super::Kernel;
 use crate::machine::layout::PAGE_SIZE;
@@ -48,7 +49,7 @@ impl MappedElf {
 #[derive(Debug, Default, Clone)]
 pub struct SymbolTable {
     /// The first program: its path, bytes and load bias.
-    elf: Option<Arc<(String, Vec<u8>, u64)>>,
+    elf: Option<Arc<(String, Arc<FileBytes>, u64)>>,
     parsed: OnceLock<Option<Arc<symbols::Symbolizer>>>,
     /// The ELF symbol table alone, for text that is recorded.
     names: OnceLock<Option<Arc<symbols::Module>>>,
@@ -63,9 +64,9 @@ pub struct SymbolTable {
 
 impl SymbolTable {
     /// The program at guest path `path`, loaded at `load_bias`.
-    pub fn from_elf(path: &str, bytes: &[u8], load_bias: u64) -> SymbolTable {
+    pub fn from_elf(path: &str, bytes: Arc<FileBytes>, load_bias: u64) -> SymbolTable {
         SymbolTable {
-            elf: Some(Arc::new((path.to_string(), bytes.to_vec(), load_bias))),
+            elf: Some(Arc::new((path.to_string(), bytes, load_bias))),
             ..SymbolTable::default()
         }
     }
@@ -212,7 +213,7 @@ impl Kernel<'_> {
             Some(n) => n,
             None => {
                 let bytes = match self.symbols.program_bytes(&file) {
-                    Some(b) => Some(Arc::new(b.to_vec())),
+                    Some(b) => Some(Arc::new(b.to_vec().into())),
                     None => self.read_tree_file(&file.path).ok().map(|(_, b)| b),
                 };
                 let n = bytes

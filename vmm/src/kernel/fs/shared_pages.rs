@@ -34,7 +34,7 @@
 
 use super::super::errno::*;
 use super::super::mm::{Access, Fault, Share, PROT_WRITE};
-use super::vfs::{Ino, Kind};
+use super::vfs::{FileBytes, Ino, Kind};
 use super::{Target, Vfs, O_PATH};
 use crate::kernel::Kernel;
 use crate::machine::layout::PAGE_SIZE;
@@ -138,7 +138,7 @@ impl SharedPages {
 
 /// A file's bytes and the span of page `idx` in them, for a fault:
 /// PastEnd when the page is wholly past the file's end (SIGBUS).
-fn file_page(vfs: &mut Vfs, ino: Ino, idx: u64) -> Result<(Arc<Vec<u8>>, usize, usize), Fault> {
+fn file_page(vfs: &mut Vfs, ino: Ino, idx: u64) -> Result<(Arc<FileBytes>, usize, usize), Fault> {
     let data = vfs.tree.contents(ino).map_err(|_| Fault::PastEnd)?;
     let (from, n) = page_span(idx, data.len()).ok_or(Fault::PastEnd)?;
     Ok((data, from, n))
@@ -375,7 +375,7 @@ impl Kernel<'_> {
     }
 
     /// A file's bytes, with what its shared mappings stored.
-    pub fn file_data(&mut self, ino: Ino) -> SysResult<Arc<Vec<u8>>> {
+    pub fn file_data(&mut self, ino: Ino) -> SysResult<Arc<FileBytes>> {
         self.write_back(ino)?;
         self.vfs.tree.contents(ino)
     }

@@ -65,7 +65,7 @@ impl Kernel<'_> {
         path: &str,
         follow: bool,
         flags: u64,
-    ) -> SysResult<Vec<u8>> {
+    ) -> SysResult<std::sync::Arc<crate::kernel::fs::vfs::FileBytes>> {
         let ino = if path.is_empty() {
             if flags & AT_EMPTY_PATH == 0 {
                 return Err(ENOENT);
@@ -82,7 +82,7 @@ impl Kernel<'_> {
         if node.file_type() != crate::kernel::fs::vfs::S_IFREG || node.mode & 0o111 == 0 {
             return Err(EACCES);
         }
-        Ok(self.file_data(ino)?.to_vec())
+        self.file_data(ino)
     }
 
     /// A NULL-terminated array of strings in user memory (argv, envp).

@@ -107,7 +107,8 @@ fn read_into(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -
         .fold(0usize, |t, b| t.saturating_add(b.1))
         .min(MAX_IO);
     let at = pos.unwrap_or(d.offset);
-    let data = match &d.target {
+    // Owned bytes or a file's (mapped or not): read alike.
+    let data: Arc<dyn AsRef<[u8]> + Send + Sync> = match &d.target {
         Target::Stdin => {
             if pos.is_some() {
                 return Err(ESPIPE);
@@ -134,6 +135,7 @@ fn read_into(k: &mut Kernel, fd: u64, bufs: &[(u64, usize)], pos: Option<u64>) -
             _ => return Err(EINVAL),
         },
     };
+    let data: &[u8] = (*data).as_ref();
     let start = at.min(data.len() as u64) as usize;
     let want = want.min(data.len() - start);
     let done = scatter(k, bufs, want, |_, off, n| {

@@ -328,7 +328,7 @@ pub fn mmap_contents(
     fd: i32,
     off: u64,
     len: u64,
-) -> SysResult<(Arc<Vec<u8>>, std::ops::Range<usize>)> {
+) -> SysResult<(Arc<vfs::FileBytes>, std::ops::Range<usize>)> {
     let (_, d) = k.desc(fd as i64 as u64)?;
     if d.flags & O_PATH != 0 {
         return Err(EBADF);
@@ -338,7 +338,7 @@ pub fn mmap_contents(
     }
     let len = len.min(MAX_FILE) as usize;
     match &d.target {
-        Target::Gen { data, .. } => Ok((data.clone(), span_at(data, off, len))),
+        Target::Gen { data, .. } => Ok((Arc::new(data.to_vec().into()), span_at(data, off, len))),
         Target::Node(ino) => match k.vfs.tree.node(*ino)?.kind.clone() {
             Kind::File(_) => {
                 let data = k.file_data(*ino)?;

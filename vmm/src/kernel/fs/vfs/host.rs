@@ -75,13 +75,13 @@ pub(super) fn read_host_dir(view: &View, dir: &Path) -> Vec<(String, HostEntry)>
         .collect()
 }
 
-/// A regular file of the image, read whole; never follows a link or opens
+/// A regular file of the image, read whole, or mapped when large (its pages
+/// read where something reads them); never follows a link or opens
 /// anything but a regular file (a FIFO would block the monitor). With a
 /// recorded view, the store's copy (EIO for a file the run never read).
-pub(super) fn read_host_file(view: &View, path: &std::path::Path) -> SysResult<Vec<u8>> {
-    use std::io::Read;
+pub(super) fn read_host_file(view: &View, path: &std::path::Path) -> SysResult<FileBytes> {
     if let Some(stored) = view.stored_file(path) {
-        return stored.map_err(|()| EIO);
+        return stored.map(FileBytes::Owned).map_err(|()| EIO);
     }
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
@@ -96,10 +96,9 @@ pub(super) fn read_host_file(view: &View, path: &std::path::Path) -> SysResult<V
     if meta.len() > MAX_FILE {
         return Err(EFBIG);
     }
-    let mut v = Vec::with_capacity(meta.len() as usize);
-    f.read_to_end(&mut v).map_err(host_errno)?;
+    let bytes = bytes::read_whole(&mut f, meta.len()).map_err(host_errno)?;
     view.note_read(path);
-    Ok(v)
+    Ok(bytes)
 }
 
 fn host_errno(e: std::io::Error) -> Errno {

@@ -7,8 +7,8 @@
 //! the guest looks into it; from then on its entries live in memory, so a
 //! create, unlink, mkdir or rename simply edits them and a deletion shadows
 //! the image for the rest of the run. A file of the image is read from the
-//! host when the guest first opens it; a write changes the in-memory copy
-//! only (copy-up).
+//! host when the guest first opens it (a large one mapped, `bytes.rs`); a
+//! write changes the in-memory copy only (copy-up).
 //!
 //! Determinism: entries are kept sorted by name, inode numbers are derived
 //! from the parent's inode and the name (image files) or from a counter
@@ -28,9 +28,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod bytes;
 mod host;
 mod image;
 pub mod resolve;
+pub use bytes::{read_path, read_whole, FileBytes, HostMap, MAP_AT_LEAST};
 use host::{read_host_dir, read_host_file, HostEntry};
 
 pub type Ino = u64;
@@ -134,7 +136,7 @@ pub struct FileData {
     /// The image's file behind this one, until its bytes are loaded.
     pub host: Option<PathBuf>,
     /// The contents once loaded (or created); shared so that a saved kernel state is cheap.
-    pub bytes: Option<Arc<Vec<u8>>>,
+    pub bytes: Option<Arc<FileBytes>>,
     /// The guest changed (or made) it: the overlay owns the bytes.
     pub dirty: bool,
 }
@@ -153,7 +155,7 @@ impl FileData {
     pub fn empty() -> FileData {
         FileData {
             host: None,
-            bytes: Some(Arc::new(Vec::new())),
+            bytes: Some(Arc::default()),
             dirty: true,
         }
     }
@@ -190,7 +192,7 @@ impl TryFrom<FileDataRepr> for FileData {
                 .bytes
                 .map(crate::kernel::blobs::load)
                 .transpose()?
-                .map(Arc::new),
+                .map(|v| Arc::new(FileBytes::Owned(v))),
             host: r.host,
         })
     }
@@ -618,7 +620,7 @@ impl Tree {
     }
 
     /// A file's contents, read from the image the first time.
-    pub fn contents(&mut self, ino: Ino) -> SysResult<Arc<Vec<u8>>> {
+    pub fn contents(&mut self, ino: Ino) -> SysResult<Arc<FileBytes>> {
         let host = match &self.node(ino)?.kind {
             Kind::File(FileData { bytes: Some(b), .. }) => return Ok(b.clone()),
             Kind::File(FileData { host, .. }) => host.clone(),
@@ -627,7 +629,7 @@ impl Tree {
         let bytes = match host {
             Some(h) if self.outside.contains(&h) => read_host_file(&View::Host, &h)?,
             Some(h) => read_host_file(self.image.view(), &h)?,
-            None => Vec::new(),
+            None => FileBytes::default(),
         };
         let arc = Arc::new(bytes);
         let n = self.node_mut(ino)?;
@@ -664,7 +666,7 @@ impl Tree {
         if max_len > owned && held.saturating_add(max_len - owned) > MAX_OVERLAY {
             return Err(ENOSPC);
         }
-        let v = Arc::make_mut(b);
+        let v = Arc::make_mut(b).vec_mut();
         let r = f(v)?;
         let after = v.len() as u64;
         *dirty = true;
