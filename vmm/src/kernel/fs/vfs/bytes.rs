@@ -3,6 +3,7 @@
 //! the pages something reads are read (the JVM's 128 MB `lib/modules` of
 //! which it touches a few MB, node's 98 MB binary).
 
+pub use super::host_map::HostMap;
 use std::fmt;
 use std::ops::Deref;
 
@@ -97,49 +98,4 @@ pub fn read_path(path: &std::path::Path) -> std::io::Result<FileBytes> {
     let mut f = std::fs::File::open(path)?;
     let len = f.metadata()?.len();
     read_whole(&mut f, len)
-}
-
-/// A host file mapped private and read-only, whole.
-pub struct HostMap {
-    ptr: *mut libc::c_void,
-    len: usize,
-}
-
-// SAFETY: the mapping is read-only and owned by this value alone.
-unsafe impl Send for HostMap {}
-unsafe impl Sync for HostMap {}
-
-impl HostMap {
-    /// Maps `len` (> 0) bytes of open file `f`; None when mmap refuses.
-    pub fn new(f: &std::fs::File, len: usize) -> Option<HostMap> {
-        use std::os::unix::io::AsRawFd;
-        // SAFETY: a fresh private read-only mapping of a file we hold open;
-        // nothing else aliases it.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        (ptr != libc::MAP_FAILED && len > 0).then_some(HostMap { ptr, len })
-    }
-}
-
-impl Deref for HostMap {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        // SAFETY: `ptr` maps `len` readable bytes until drop.
-        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
-    }
-}
-
-impl Drop for HostMap {
-    fn drop(&mut self) {
-        // SAFETY: unmaps what `new` mapped, once.
-        unsafe { libc::munmap(self.ptr, self.len) };
-    }
 }

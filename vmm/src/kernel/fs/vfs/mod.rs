@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 mod bytes;
 mod host;
+mod host_map;
 mod image;
 pub mod resolve;
 pub use bytes::{read_path, read_whole, FileBytes, HostMap, MAP_AT_LEAST};
