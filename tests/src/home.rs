@@ -444,3 +444,28 @@ impl Drop for Home {
         }
     }
 }
+
+/// Every file and directory under `dir` with its size (directories 0), but
+/// the lock file, which exists once any command has run.
+pub fn store_tree(dir: &Path) -> std::collections::BTreeMap<String, u64> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<String, u64>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                out.insert(format!("{rel}/"), 0);
+                walk(root, &p, out);
+            } else {
+                out.insert(rel, m.len());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out.remove("lock");
+    out
+}

@@ -21,10 +21,10 @@ mod programs;
 pub mod roots;
 pub mod table;
 
-pub use home::Home;
+pub use home::{store_tree, Home};
 pub use output::{
-    assert_lines, failing_run_in, has_event, killed_narrowed_run, parse_status, run_wall,
-    without_wall_time, Output, Run,
+    assert_lines, failing_run_in, has_event, killed_narrowed_run, last_run_id, parse_status,
+    run_wall, without_wall_time, Output, Run,
 };
 pub use process::{
     children_cpu, load_average, rewind_bin, run_command, run_command_with_input, tool,

@@ -20,6 +20,13 @@ impl Output {
             .collect()
     }
 
+    /// The run on the last `rewind: run ID ...` line of stderr (a run's or
+    /// a fork's status line); panics with the whole output when there is none.
+    #[track_caller]
+    pub fn run_id(&self) -> String {
+        last_run_id(&self.stderr).unwrap_or_else(|| panic!("no `rewind: run` line in:\n{self}"))
+    }
+
     /// The first line of stdout that contains `needle`; panics with the
     /// whole output when none does.
     #[track_caller]
@@ -106,6 +113,16 @@ pub fn parse_status(out: &Output) -> Option<Run> {
         line: line.to_string(),
         steps,
     })
+}
+
+/// The id on the last `rewind: run ID ...` line of `stderr`.
+pub fn last_run_id(stderr: &str) -> Option<String> {
+    stderr
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("rewind: run "))
+        .and_then(|r| r.split_whitespace().next())
+        .map(str::to_string)
 }
 
 /// The run a `rewind check`'s output names on its `failing: run ID` line:

@@ -80,15 +80,7 @@ fn a_late_fork_restores_a_keyframe_and_replays_identically() {
     let late = (steps - 100).to_string();
     let a = h.rewind(&["fork", &parent.id, &late, "--schedule", "7", "-q"]);
     let b = h.rewind(&["fork", &parent.id, &late, "--schedule", "7", "-q"]);
-    let id_of = |o: &rewind_tests::Output| -> String {
-        o.stderr
-            .lines()
-            .find_map(|l| l.strip_prefix("rewind: run "))
-            .and_then(|l| l.split_whitespace().next())
-            .unwrap_or_else(|| panic!("fork prints a run line:\n{o}"))
-            .to_string()
-    };
-    let (ra, rb) = (id_of(&a), id_of(&b));
+    let (ra, rb) = (a.run_id(), b.run_id());
     assert_eq!(
         ra, rb,
         "forking twice with the same arguments gives the same id"
@@ -235,13 +227,7 @@ fn damaged_keyframes_are_reported_and_not_trusted() {
         fork.stderr.contains("rewind: warning: keyframes not used"),
         "{fork}"
     );
-    let id = fork
-        .stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("rewind: run "))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_else(|| panic!("the fork still runs, from step 0:\n{fork}"))
-        .to_string();
+    let id = fork.run_id();
     h.replay_identical(&id);
     h.replay_identical(&parent.id);
 }
@@ -275,13 +261,7 @@ fn large_files_of_the_overlay_live_in_pages_not_in_every_keyframe() {
     );
     let fork = h.rewind(&["fork", &run.id, &step.to_string(), "--schedule", "3", "-q"]);
     assert!(!fork.stderr.contains("warning"), "{fork}");
-    let id = fork
-        .stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("rewind: run "))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{fork}"))
-        .to_string();
+    let id = fork.run_id();
     assert!(h.log(&id).contains("size 20480000"));
     h.replay_identical(&id);
 }

@@ -233,27 +233,11 @@ fn forks_at_a_memory_point_and_keyframes_between_points_replay_identically() {
     // Another schedule from there (it may find the race: exit 1), and it replays.
     let other = h.rewind(&["fork", &run.id, &late, "--schedule", "3", "-q"]);
     assert!(other.code == 0 || other.code == 1, "{other}");
-    let id = other
-        .stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("rewind: run "))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no status line:\n{other}"))
-        .to_string();
+    let id = other.run_id();
     h.replay_identical(&id);
     // A seek to a point sees the machine then.
     let ps = h.ok(&["ps", &run.id, "--at", &late]);
     assert!(ps.stdout.contains("in add"), "{ps}");
-}
-
-/// The run id in `rewind fork`'s status line.
-fn forked_id(out: &rewind_tests::Output) -> String {
-    out.stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("rewind: run "))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no status line:\n{out}"))
-        .to_string()
 }
 
 /// `counter 20` recorded with system-call points, its events, and the step
@@ -291,7 +275,7 @@ fn a_fork_changes_points_at_its_step() {
         "memory",
         "-q",
     ]);
-    let mem = forked_id(&out);
+    let mem = out.run_id();
     let forked = h.events_json(&mem);
     let accesses: Vec<u64> = forked
         .iter()
@@ -339,28 +323,30 @@ fn a_fork_changes_points_at_its_step() {
     let again = fresh.run(&["-q", "--epoch", EPOCH, "--", &guest_arg("counter"), "20"]);
     assert_eq!(again.id, parent.id);
     let remade = fresh.ok(&[&last[1..], &["-q"][..]].concat());
-    assert_eq!(forked_id(&remade), mem, "{remade}");
+    assert_eq!(remade.run_id(), mem, "{remade}");
     // A fork of the memory fork keeps memory points; with `--points
     // syscalls` it has none after its step.
     let later = accesses[accesses.len() / 2];
     // (Schedule 2 may find the race from there: exit 1.)
     let keeps = h.rewind(&["fork", &mem, &later.to_string(), "--schedule", "2", "-q"]);
     assert!(keeps.code == 0 || keeps.code == 1, "{keeps}");
-    let keeps = forked_id(&keeps);
+    let keeps = keeps.run_id();
     assert!(h
         .events_json(&keeps)
         .iter()
         .any(|e| e["kind"] == "access" && e["step"].as_u64().unwrap() > later));
-    let back = forked_id(&h.ok(&[
-        "fork",
-        &mem,
-        &later.to_string(),
-        "--schedule",
-        "0",
-        "--points",
-        "syscalls",
-        "-q",
-    ]));
+    let back = h
+        .ok(&[
+            "fork",
+            &mem,
+            &later.to_string(),
+            "--schedule",
+            "0",
+            "--points",
+            "syscalls",
+            "-q",
+        ])
+        .run_id();
     let back_events = h.events_json(&back);
     assert!(!back_events
         .iter()

@@ -68,13 +68,7 @@ fn a_root_run_reads_as_recorded_after_the_tree_changed() {
     home.replay_identical(&run.id);
     // A fork runs over the view too, and keeps a view of its own.
     let fork = home.rewind(&["fork", &run.id, &middle, "--schedule", "2", "-q"]);
-    let fork_id = fork
-        .stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("rewind: run "))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no fork run:\n{fork}"))
-        .to_string();
+    let fork_id = fork.run_id();
     assert!(fork.stderr.contains("exited:0"), "{fork}");
     let fork_dir = home.path().join("runs").join(&fork_id);
     assert!(fork_dir.join("image-view").exists(), "{fork}");

@@ -64,14 +64,9 @@ fn a_fork_of_a_pct_run_replays_identically() {
         "{show}"
     );
     let fork = h.rewind(&["fork", &parent.id, "30", "--schedule", "7", "-q"]);
-    let forked = fork
-        .stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("rewind: run "))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{fork}"));
+    let forked = fork.run_id();
     h.replay_identical(&parent.id);
-    h.replay_identical(forked);
+    h.replay_identical(&forked);
 }
 
 #[test]

@@ -129,16 +129,6 @@ fn shell_cat(home: &Home, run: &str, step: &str, file: &str) -> Output {
     run_command_with_input(cmd, DEADLINE, input.as_bytes())
 }
 
-/// The fork's id from `rewind fork`'s status line.
-fn forked(out: &Output) -> String {
-    out.stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("rewind: run "))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no fork run:\n{out}"))
-        .to_string()
-}
-
 /// After the host's tree changed, a `--root` run's replayable export
 /// carries its view and the files it read; imported where the root does
 /// not exist, the run replays identically, `cat`s what it read (a file it
@@ -222,7 +212,7 @@ fn a_viewed_runs_export_works_after_the_tree_changed() {
     // A fork of the imported run: its own view, replayed, exported again.
     let fork = other.rewind(&["fork", &run.id, &middle, "--schedule", "2", "-q"]);
     assert!(fork.stderr.contains("exited:0"), "{fork}");
-    let fork_id = forked(&fork);
+    let fork_id = fork.run_id();
     other.replay_identical(&fork_id);
     let got = other.rewind(&["cat", &fork_id, &last, "/etc/greeting"]);
     assert_eq!(got.stdout, "hello from the root\n", "{got}");
