@@ -114,6 +114,19 @@ pub fn coarse_now() -> Duration {
     clock(libc::CLOCK_MONOTONIC_COARSE)
 }
 
+/// CLOCK_MONOTONIC read by a system call, not the vDSO: precise, and
+/// without `rdtsc`, so it may be read inside a `Trap` (about a system
+/// call's cost: read it rarely there).
+pub fn precise_now() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_MONOTONIC, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
 /// The CPU time the calling thread has used (a system call, no `rdtsc`).
 pub fn thread_cpu_time() -> Duration {
     clock(libc::CLOCK_THREAD_CPUTIME_ID)

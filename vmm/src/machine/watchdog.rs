@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 /// How often a fired watchdog re-sends its signal, in case the first one
 /// arrived between two KVM_RUNs.
 const RESEND: Duration = Duration::from_millis(5);
+/// How far CLOCK_MONOTONIC_COARSE may lag CLOCK_MONOTONIC: a tick (4 ms
+/// at HZ=250, 10 ms at HZ=100).
+const COARSE_SLACK: Duration = Duration::from_millis(10);
 
 fn signal() -> libc::c_int {
     libc::SIGRTMIN() + 1
@@ -29,10 +32,11 @@ fn install_handler() {
 }
 
 pub struct Watchdog {
-    /// When the timeout passes; `fired` asks the clock too, so a loaded
-    /// host that has not yet run the watchdog's thread still stops the run
-    /// at its next exit.
-    deadline: Option<Instant>,
+    /// When the timeout passes (CLOCK_MONOTONIC); `fired` asks the clock
+    /// too, so a loaded host that has not yet run the watchdog's thread
+    /// still stops the run at its next exit. Not `Instant`: its `rdtsc`
+    /// faults inside a `Trap` (`tsc.rs`).
+    deadline: Option<Duration>,
     fired: Arc<AtomicBool>,
     done: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -43,8 +47,8 @@ impl Watchdog {
     pub fn start(timeout: Option<Duration>) -> Watchdog {
         let fired = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicBool::new(false));
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let thread = deadline.map(|deadline| {
+        let deadline = timeout.map(|t| super::tsc::precise_now() + t);
+        let thread = timeout.map(|t| {
             install_handler();
             // The thread would inherit a trapped `rdtsc` (`tsc`).
             super::tsc::release();
@@ -52,6 +56,7 @@ impl Watchdog {
             let target = unsafe { libc::pthread_self() };
             let (fired, done) = (fired.clone(), done.clone());
             std::thread::spawn(move || {
+                let deadline = Instant::now() + t;
                 while !done.load(Ordering::Acquire) {
                     let now = Instant::now();
                     if now >= deadline {
@@ -80,7 +85,14 @@ impl Watchdog {
     /// Whether the timeout has passed (the thread's signal interrupts a
     /// guest that makes no exit; this answers between exits).
     pub fn fired(&self) -> bool {
-        self.fired.load(Ordering::Acquire) || self.deadline.is_some_and(|d| Instant::now() >= d)
+        if self.fired.load(Ordering::Acquire) {
+            return true;
+        }
+        // The coarse clock (no system call) every step; the precise one
+        // only within a tick of the deadline.
+        self.deadline.is_some_and(|d| {
+            super::tsc::coarse_now() + COARSE_SLACK >= d && super::tsc::precise_now() >= d
+        })
     }
 }
 
@@ -106,5 +118,24 @@ mod tests {
         assert!(w.fired());
         assert!(!Watchdog::start(None).fired());
         assert!(!Watchdog::start(Some(Duration::from_secs(3600))).fired());
+    }
+
+    #[test]
+    fn asking_a_watchdog_keeps_the_time_stamp_trap() {
+        // `fired` is asked every step inside a `Trap`: a clock read there
+        // that needs `rdtsc` would give the thread its counter back and
+        // cost a prctl pair at the next guest entry, every step.
+        let w = Watchdog::start(Some(Duration::from_secs(3600)));
+        let trap = super::super::tsc::Trap::hold();
+        trap.arm();
+        if !super::super::tsc::trapping() {
+            return; // this host refuses PR_SET_TSC: nothing to keep
+        }
+        for _ in 0..3 {
+            assert!(!w.fired());
+        }
+        assert!(super::super::tsc::trapping(), "fired() read rdtsc");
+        drop(trap);
+        assert!(!super::super::tsc::trapping());
     }
 }
