@@ -14,11 +14,13 @@
 //! `/dev`, `/proc` and `/sys` (the monitor's own), and anything that is not a
 //! directory, regular file or symbolic link, or whose name is not UTF-8.
 
-use crate::kernel::fs::vfs::FileBytes;
 use crate::EngineError;
+use bytes::FileBytes;
 use std::path::{Path, PathBuf};
 
+pub mod bytes;
 mod cache;
+mod host_map;
 mod linked;
 mod view;
 mod walk;
@@ -166,7 +168,7 @@ impl Image {
             });
         }
         // Mapped when large: a big program is read where it is used.
-        let bytes = crate::kernel::fs::vfs::read_path(host)?;
+        let bytes = bytes::read_path(host)?;
         view.note_read(host);
         Ok(bytes)
     }
@@ -287,8 +289,7 @@ fn hash_file(h: &mut blake3::Hasher, guest: &str, host: &Path) -> Result<(), Eng
     let meta = f.metadata().map_err(EngineError::io(host))?;
     hash_entry_head(h, guest, meta.permissions().mode());
     // Mapped when large: hashed from the page cache, no copy.
-    let bytes =
-        crate::kernel::fs::vfs::read_whole(&mut f, meta.len()).map_err(EngineError::io(host))?;
+    let bytes = bytes::read_whole(&mut f, meta.len()).map_err(EngineError::io(host))?;
     h.update(&bytes);
     Ok(())
 }

@@ -169,7 +169,7 @@ impl Collector {
 /// that its image must hold: empty for a static program.
 pub fn linked_files(program: &Path) -> Result<Vec<Dep>, LinkError> {
     let shown = program.display().to_string();
-    let Ok(bytes) = crate::kernel::fs::vfs::read_path(program) else {
+    let Ok(bytes) = super::bytes::read_path(program) else {
         return Ok(Vec::new()); // the run reports it
     };
     let Some(info) = dyn_info(&bytes) else {

@@ -96,7 +96,7 @@ pub(super) fn read_host_file(view: &View, path: &std::path::Path) -> SysResult<F
     if meta.len() > MAX_FILE {
         return Err(EFBIG);
     }
-    let bytes = bytes::read_whole(&mut f, meta.len()).map_err(host_errno)?;
+    let bytes = super::read_whole(&mut f, meta.len()).map_err(host_errno)?;
     view.note_read(path);
     Ok(bytes)
 }

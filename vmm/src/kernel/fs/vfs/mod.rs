@@ -28,12 +28,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-mod bytes;
 mod host;
-mod host_map;
 mod image;
 pub mod resolve;
-pub use bytes::{read_path, read_whole, FileBytes, HostMap, MAP_AT_LEAST};
+pub use crate::image::bytes::{read_path, read_whole, FileBytes, HostMap, MAP_AT_LEAST};
 use host::{read_host_dir, read_host_file, HostEntry};
 
 pub type Ino = u64;
