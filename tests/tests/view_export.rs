@@ -266,6 +266,15 @@ fn forged_exports_are_refused(all: &[(Entry, Vec<u8>)]) {
     extra.insert(i, (e, data));
     refused(&write(&extra, 2), "does not name");
 
+    // Image views came with format 2: a version 1 file carrying one is
+    // forged, as is a header whose version is not rwd.json's.
+    refused(&write(all, 1), "a format 1 file cannot carry an image view");
+    let mut info = all.to_vec();
+    let j = info.iter().position(|(e, _)| e.path == "rwd.json").unwrap();
+    let text = String::from_utf8(info[j].1.clone()).unwrap();
+    info[j].1 = text.replace("\"format\": 2", "\"format\": 1").into_bytes();
+    refused(&write(&info, 2), "the file's header 2");
+
     // An image view that is not one.
     let mut view = all.to_vec();
     let v = view

@@ -18,10 +18,14 @@ use std::collections::BTreeSet;
 /// Small entries read into memory while verifying.
 const MAX_JSON: u64 = 64 << 20;
 const MAX_LINK: u64 = 4096;
+/// The first format with image views (`run/image-view`, `image/files/`).
+const VIEW_FORMAT: u32 = 2;
 
 /// The first pass: checks every entry and keeps the small ones it needs.
 #[derive(Default)]
 pub(super) struct Check {
+    /// The header's format version.
+    version: u32,
     index: u64,
     seen: BTreeSet<String>,
     /// Paths inside a root image that are links, and that are files.
@@ -44,6 +48,11 @@ pub(super) struct Check {
 }
 
 impl Visitor for Check {
+    fn header(&mut self, version: u32) -> Result<(), ArchiveError> {
+        self.version = version;
+        Ok(())
+    }
+
     fn begin(&mut self, e: &Entry) -> Result<(), ArchiveError> {
         self.index += 1;
         let name = parse_name(&e.path).or_else(|why| refused(format!("refused: {why}")))?;
@@ -209,6 +218,12 @@ impl Check {
                 info.format
             ));
         }
+        if info.format != self.version {
+            return refused(format!(
+                "damaged: rwd.json says format {}, the file's header {}",
+                info.format, self.version
+            ));
+        }
         for must in ["manifest.json", "meta.json", "events"] {
             if !self.run_files.contains(must) {
                 return refused(format!("refused: it has no run/{must}"));
@@ -258,6 +273,15 @@ impl Check {
     /// A `view` image: the run's image view, every file it names carried
     /// (and only those); any other file carries no `image/files/`.
     fn check_view(&self, info: &Info, meta: &Meta) -> Result<(), ArchiveError> {
+        let viewed = info.image.as_deref() == Some("view");
+        if info.format < VIEW_FORMAT
+            && (viewed || !self.view_files.is_empty() || self.view.is_some())
+        {
+            return refused(format!(
+                "refused: a format {} file cannot carry an image view (they came with format {VIEW_FORMAT})",
+                info.format
+            ));
+        }
         if !(info.replayable && info.image.as_deref() == Some("view")) {
             if !self.view_files.is_empty() {
                 return refused("refused: it carries image/files/ without an image view");

@@ -202,6 +202,10 @@ impl<W: Write> ArchiveWriter<W> {
 
 /// Told of each entry of a file being read.
 pub trait Visitor {
+    /// The file's format version, from its header (already in range).
+    fn header(&mut self, _version: u32) -> Result<(), ArchiveError> {
+        Ok(())
+    }
     /// An entry's header, before its data: refuse it or get ready.
     fn begin(&mut self, e: &Entry) -> Result<(), ArchiveError>;
     /// The entry's data as stored, when it is a zstd frame, before its
@@ -302,6 +306,7 @@ pub fn read(src: impl Read, visitor: &mut dyn Visitor) -> Result<u64, ArchiveErr
             }
         ));
     }
+    visitor.header(version)?;
     let mut n = 0u64;
     let mut small = zstd::bulk::Decompressor::new().ok();
     loop {

@@ -276,6 +276,10 @@ impl Import<'_> {
 }
 
 impl Visitor for Import<'_> {
+    fn header(&mut self, version: u32) -> Result<(), ArchiveError> {
+        self.check.header(version)
+    }
+
     fn begin(&mut self, e: &Entry) -> Result<(), ArchiveError> {
         // Its name is checked before anything is written.
         self.check.begin(e)?;
