@@ -90,6 +90,13 @@ impl GuestRam {
         let base = mmap
             .get_host_address(GuestAddress(0))
             .map_err(|e| EngineError::Memory(size, e.to_string()))?;
+        // Transparent huge pages back the frames the allocator hands out in
+        // order: a 2 MiB host fault instead of 512 (node's run: 12 % less
+        // CPU). Only advice: where THP is off the mapping works as before.
+        // SAFETY: advice on our own fresh mapping.
+        unsafe {
+            libc::madvise(base.cast(), size as usize, libc::MADV_HUGEPAGE);
+        }
         Ok(GuestRam {
             _mmap: mmap,
             base,
