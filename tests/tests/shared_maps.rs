@@ -9,6 +9,8 @@
 //! (`guest/tests/file-maps.c`): MAP_SHARED_VALIDATE's refusals, SIGBUS
 //! past the file's end for private and shared mappings, a truncate under
 //! them, and the file's times after stores through a shared mapping.
+//! A private writable mapping of a large image file, one the monitor maps
+//! from the host rather than reads (`guest/tests/private-big-map.c`).
 
 use rewind_tests::{assert_lines, has_event, native_passing, Home};
 
@@ -103,4 +105,43 @@ fn file_mappings_at_their_edges_as_on_linux() {
         has_event(&events, &["mmap(", "= -1 EOPNOTSUPP"]),
         "{events}"
     );
+}
+
+/// A private, writable mapping of an image file of several MB (one the
+/// monitor maps from the host, `FileBytes::Mapped`) reads as the file,
+/// zeros past its end; the guest's stores stay the mapping's (a forked
+/// child's its own), the file and the host's copy are unchanged: the same
+/// lines as natively, replayed identically, and a fork of the run near its
+/// end ends the same.
+#[test]
+fn a_large_file_mapped_private_and_written_stays_unchanged_as_natively() {
+    let home = Home::new();
+    let root = rewind_tests::roots::new_root("rewind-private-map-");
+    let prog = rewind_tests::guest("private-big-map");
+    std::fs::copy(&prog, root.path().join("private-big-map")).unwrap();
+    let path = root.path().join("big.bin");
+    let big: Vec<u8> = (0..3_000_123u32).map(|i| (i * 7 % 253) as u8).collect();
+    std::fs::write(&path, &big).unwrap();
+    let r = root.path().to_str().unwrap();
+    let run = home.run(&["--root", r, "--", "/private-big-map", "/big.bin"]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    let log = home.log(&run.id);
+    assert_lines(
+        &log,
+        &[
+            "ok: the rest of the last page reads zeros",
+            "ok: a forked child sees the parent's stores",
+            "ok: the child's stores stay the child's",
+            "ok: a second mapping reads the file unchanged",
+            "all passed",
+        ],
+    );
+    let mut native = std::process::Command::new(rewind_tests::guest("private-big-map"));
+    native.arg(&path);
+    let want = rewind_tests::run_command(native, std::time::Duration::from_secs(60));
+    assert_eq!(log, want.stdout, "the same lines natively");
+    assert_eq!(std::fs::read(&path).unwrap(), big, "the host's file");
+    home.replay_identical(&run.id);
+    let steps = run.steps.expect("a step count");
+    home.fork_ends_the_same(&run, &(steps - 2).to_string());
 }
