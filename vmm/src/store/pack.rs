@@ -19,6 +19,7 @@
 use super::{io, StoreError};
 use crate::run::pages::{hex, PageHash};
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,10 +47,37 @@ pub struct Packed {
     pub len: u32,
 }
 
+/// Hashes a page's hash for a map: BLAKE3's output is uniform already, so
+/// its first eight bytes are the map's hash. SipHash of each key, and the
+/// map grown step by step, made reading a store's pack indexes (every
+/// page a run's first keyframe may share) 8 % of a JVM's recording.
+#[derive(Default)]
+pub struct PageHasher(u64);
+
+impl Hasher for PageHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for (i, b) in bytes.iter().take(8).enumerate() {
+            self.0 ^= u64::from(*b) << (8 * i);
+        }
+    }
+
+    /// The length an array's hash starts with says nothing.
+    fn write_usize(&mut self, _: usize) {}
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// How maps and sets of page hashes hash them (`PageHasher`).
+pub type PageHashing = BuildHasherDefault<PageHasher>;
+/// A map keyed by page hashes.
+pub type PageMap<V> = HashMap<PageHash, V, PageHashing>;
+
 /// The pages of the packs read so far.
 #[derive(Debug, Default)]
 pub struct PackIndex {
-    pages: HashMap<PageHash, Packed>,
+    pages: PageMap<Packed>,
     /// Packs read (or found damaged, which are not read again).
     seen: HashSet<PathBuf>,
     /// The packs directory's modification time at the last look.
@@ -73,6 +101,7 @@ impl PackIndex {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
+        let mut lists = Vec::new();
         for e in entries.flatten() {
             let path = e.path();
             if path.extension().is_none_or(|x| x != "pack") || self.seen.contains(&path) {
@@ -80,14 +109,20 @@ impl PackIndex {
             }
             self.seen.insert(path.clone());
             if let Ok(list) = read_index(&path) {
-                self.add(&path, list);
+                lists.push((path, list));
             }
+        }
+        // The map grows once for all of them, not once a pack.
+        self.pages.reserve(lists.iter().map(|(_, l)| l.len()).sum());
+        for (path, list) in lists {
+            self.add(path, list);
         }
     }
 
-    pub fn add(&mut self, pack: &Path, list: Vec<Entry>) {
-        let pack = Arc::new(pack.to_path_buf());
-        self.seen.insert(pack.to_path_buf());
+    pub fn add(&mut self, pack: PathBuf, list: Vec<Entry>) {
+        self.seen.insert(pack.clone());
+        let pack = Arc::new(pack);
+        self.pages.reserve(list.len());
         for (h, offset, len) in list {
             self.pages.entry(h).or_insert(Packed {
                 pack: pack.clone(),

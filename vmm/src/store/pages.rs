@@ -60,7 +60,8 @@ impl PageStore {
     /// Stores the pages not stored yet: in one pack when there are at least
     /// `PACK_MIN` of them (a fresh store's first keyframe), else one file each.
     pub fn put_all(&self, pages: &[(PageHash, &[u8])]) -> Result<(), StoreError> {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen: std::collections::HashSet<PageHash, pack::PageHashing> =
+            std::collections::HashSet::with_capacity_and_hasher(pages.len(), Default::default());
         // The packs directory is looked at once, not once a page (`contains`).
         let new: Vec<&(PageHash, &[u8])> = {
             let mut index = self.packs.lock().unwrap_or_else(|e| e.into_inner());
@@ -82,7 +83,7 @@ impl PageStore {
             .collect::<Result<Vec<_>, _>>()?;
         let (path, list) = pack::write(&dir, &frames)?;
         let mut index = self.packs.lock().unwrap_or_else(|e| e.into_inner());
-        index.add(&path, list);
+        index.add(path, list);
         Ok(())
     }
 
@@ -278,7 +279,7 @@ impl PageStore {
             let new_size = match new {
                 Some((p, list)) => {
                     let s = std::fs::metadata(&p).map_or(0, |m| m.len());
-                    index.add(&p, list);
+                    index.add(p, list);
                     s
                 }
                 None => 0,
@@ -375,17 +376,59 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
-    #[test]
-    fn a_keyframes_many_pages_go_into_one_pack_that_gc_rewrites() {
-        let dir = std::env::temp_dir().join(format!("rewind-packs-{}", std::process::id()));
-        let s = PageStore::at(&dir);
-        let pages: Vec<Vec<u8>> = (0..PACK_MIN as u32 + 10)
+    fn numbered_pages(from: u32, n: usize) -> Vec<Vec<u8>> {
+        (from..from + n as u32)
             .map(|i| {
                 let mut p = vec![0u8; PAGE_BYTES];
                 p[..4].copy_from_slice(&i.to_le_bytes());
                 p
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn an_index_kept_across_keyframes_sees_the_packs_another_writer_adds() {
+        let dir = std::env::temp_dir().join(format!("rewind-packs-two-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (a, b) = (
+            numbered_pages(0, PACK_MIN),
+            numbered_pages(1000, PACK_MIN + 5),
+        );
+        let refs = |v: &[Vec<u8>]| -> Vec<(PageHash, Vec<u8>)> {
+            v.iter().map(|p| (hash_page(p), p.clone())).collect()
+        };
+        let (a, b) = (refs(&a), refs(&b));
+        let put = |s: &PageStore, v: &[(PageHash, Vec<u8>)]| {
+            let r: Vec<(PageHash, &[u8])> = v.iter().map(|(h, b)| (*h, b.as_slice())).collect();
+            s.put_all(&r).unwrap();
+        };
+        let packs = || std::fs::read_dir(dir.join(PACKS_DIR)).map_or(0, |d| d.count());
+        // One writer's first keyframe reads the (empty) store, writes a pack.
+        let one = PageStore::at(&dir);
+        put(&one, &a);
+        assert_eq!(packs(), 1);
+        // Another writer, sharing the store, writes its own.
+        let two = PageStore::at(&dir);
+        put(&two, &b);
+        put(&two, &a);
+        assert_eq!(packs(), 2, "the second writer found the first's pages");
+        // The first writer's next keyframe, with the index it kept, finds
+        // the other's pack: it stores none of its pages again.
+        put(&one, &b);
+        assert_eq!(packs(), 2);
+        for (h, p) in a.iter().chain(&b) {
+            assert!(one.contains(h));
+            assert_eq!(one.get(h).unwrap(), *p);
+        }
+        assert_eq!(one.list().unwrap().len(), a.len() + b.len());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_keyframes_many_pages_go_into_one_pack_that_gc_rewrites() {
+        let dir = std::env::temp_dir().join(format!("rewind-packs-{}", std::process::id()));
+        let s = PageStore::at(&dir);
+        let pages = numbered_pages(0, PACK_MIN + 10);
         let refs: Vec<(PageHash, &[u8])> =
             pages.iter().map(|p| (hash_page(p), p.as_slice())).collect();
         s.put_all(&refs).unwrap();
