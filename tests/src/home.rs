@@ -161,9 +161,21 @@ impl Home {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> (Output, serde_json::Value) {
+        self.check_json_within(args, env, DEADLINE)
+    }
+
+    /// [`Home::check_json_env`] killed after `deadline` instead of
+    /// [`DEADLINE`] (a check that narrows over many long runs).
+    #[track_caller]
+    pub fn check_json_within(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        deadline: Duration,
+    ) -> (Output, serde_json::Value) {
         let mut full = vec!["check", "--json"];
         full.extend_from_slice(args);
-        let out = self.rewind_env(&full, env);
+        let out = self.rewind_env_within(&full, env, deadline);
         assert!(
             out.code == 0 || out.code == 1,
             "`rewind {}` exited {}:\n{out}",
