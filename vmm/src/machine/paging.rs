@@ -18,6 +18,12 @@ pub const PTE_NX: u64 = 1 << 63;
 /// a quarter fewer shadow faults for the JVM. Guest code never reads the
 /// leaves; `grant_user` clears it for a hidden page's own bookkeeping.
 const PTE_ACCESSED: u64 = 1 << 5;
+/// Set by the CPU at a page's first store. The monitor sets it on every
+/// writable leaf it maps, so that KVM's shadow entry is writable at the
+/// first fault instead of read-only until a store faults again to set it
+/// (about 3,600 shadow faults of the JVM's start). The monitor tracks
+/// writes by KVM's dirty log, never by this bit.
+const PTE_DIRTY: u64 = 1 << 6;
 const PTE_ADDR: u64 = 0x000f_ffff_ffff_f000;
 /// Flags of every non-leaf entry: the leaf decides.
 const TABLE_FLAGS: u64 = PTE_PRESENT | PTE_WRITE | PTE_USER;
@@ -33,7 +39,7 @@ impl Perm {
     fn bits(self) -> u64 {
         PTE_PRESENT
             | PTE_USER
-            | if self.write { PTE_WRITE } else { 0 }
+            | if self.write { PTE_WRITE | PTE_DIRTY } else { 0 }
             | if self.exec { 0 } else { PTE_NX }
     }
 }
