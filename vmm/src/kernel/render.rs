@@ -3,6 +3,7 @@
 use super::syscalls::{self, row::Arg};
 use super::task::{PendingCall, Tid};
 use super::Kernel;
+use std::fmt::Write;
 
 /// Bytes of a buffer shown before the rest is elided.
 const SHOWN_BYTES: usize = 64;
@@ -29,7 +30,8 @@ pub fn escape(bytes: &[u8]) -> String {
 
 /// `name(args)` for a call of thread `tid` (memory read from the current
 /// address space, which every thread of a process shares). `ret` is known
-/// for buffers the call filled.
+/// for buffers the call filled. Written into one string: it is made at
+/// every system call's step.
 pub fn call_text_with(k: &mut Kernel, _tid: Tid, call: PendingCall, ret: Option<i64>) -> String {
     let Some((def, _)) = syscalls::served(call.nr) else {
         return format!(
@@ -37,60 +39,101 @@ pub fn call_text_with(k: &mut Kernel, _tid: Tid, call: PendingCall, ret: Option<
             call.nr, call.args[0], call.args[1], call.args[2]
         );
     };
-    let mut parts = Vec::new();
+    let mut s = String::with_capacity(64);
+    s.push_str(def.name);
+    s.push('(');
     let mut i = 0;
-    for arg in def.args {
+    for (n, arg) in def.args.iter().enumerate() {
+        if n > 0 {
+            s.push_str(", ");
+        }
         let v = call.args[i];
         i += 1;
-        parts.push(match arg {
-            Arg::Int => (v as i64).to_string(),
-            Arg::Fd => (v as i32).to_string(),
-            Arg::Hex => format!("{v:#x}"),
-            Arg::Oct => format!("{v:#o}"),
-            Arg::Str => match k.read_cstr(v, super::uaccess::PATH_MAX) {
-                Ok(b) => escape(&b),
-                Err(_) => format!("{v:#x}"),
-            },
-            Arg::InBuf => {
-                let len = call.args[i] as usize;
-                i += 1;
-                match k.read_user(v, len.min(SHOWN_BYTES + 1)) {
-                    Ok(b) if len <= SHOWN_BYTES => escape(&b),
-                    Ok(b) => escape(&b) + &format!(" ({len} bytes)"),
-                    Err(_) => format!("{v:#x}"),
-                }
-            }
-            Arg::OutBuf => {
-                i += 1;
-                match ret {
-                    Some(n) if n >= 0 => match k.read_user(v, (n as usize).min(SHOWN_BYTES + 1)) {
-                        Ok(b) => escape(&b),
-                        Err(_) => format!("{v:#x}"),
-                    },
-                    _ => format!("{v:#x}"),
-                }
-            }
-            Arg::FutexOp => futex_op(v as u32),
-            Arg::DirFd => super::fs::show::dirfd(v),
-            Arg::OpenFlags => {
-                let mode = call.args.get(i).copied();
-                i += 1;
-                super::fs::show::open_flags(v, mode)
-            }
-            Arg::AtFlags => super::fs::show::at_flags(v),
-            Arg::Whence => super::fs::show::whence(v),
-            Arg::Signal => crate::run::signal_name(v as i32),
-            Arg::SockAddr => {
-                let len = (call.args[i] as usize).min(128);
-                match k.read_user(v, len) {
-                    Ok(b) => super::net::addr::show_raw(&b).unwrap_or(format!("{v:#x}")),
-                    Err(_) => format!("{v:#x}"),
-                }
-            }
-            Arg::MsgHdr => super::net::cmsg::show(k, v),
-        });
+        push_arg(k, &mut s, call, *arg, v, &mut i, ret);
     }
-    format!("{}({})", def.name, parts.join(", "))
+    s.push(')');
+    s
+}
+
+/// Appends the text of argument `v`, shown as `arg` says: a number, or
+/// the memory it points at, or flags. `i` is the next argument's index; an
+/// argument that takes a length with it moves it on.
+fn push_arg(
+    k: &mut Kernel,
+    s: &mut String,
+    call: PendingCall,
+    arg: Arg,
+    v: u64,
+    i: &mut usize,
+    ret: Option<i64>,
+) {
+    // Writing to a String cannot fail.
+    let _ = match arg {
+        Arg::Int => write!(s, "{}", v as i64),
+        Arg::Fd => write!(s, "{}", v as i32),
+        Arg::Hex => write!(s, "{v:#x}"),
+        Arg::Oct => write!(s, "{v:#o}"),
+        _ => {
+            s.push_str(&arg_text(k, call, arg, v, i, ret));
+            Ok(())
+        }
+    };
+}
+
+/// The text of an argument that names more than its value.
+fn arg_text(
+    k: &mut Kernel,
+    call: PendingCall,
+    arg: Arg,
+    v: u64,
+    i: &mut usize,
+    ret: Option<i64>,
+) -> String {
+    match arg {
+        // Numbers are written by `push_arg`.
+        Arg::Int | Arg::Fd | Arg::Hex | Arg::Oct => format!("{v:#x}"),
+        Arg::Str => match k.read_cstr(v, super::uaccess::PATH_MAX) {
+            Ok(b) => escape(&b),
+            Err(_) => format!("{v:#x}"),
+        },
+        Arg::InBuf => {
+            let len = call.args[*i] as usize;
+            *i += 1;
+            match k.read_user(v, len.min(SHOWN_BYTES + 1)) {
+                Ok(b) if len <= SHOWN_BYTES => escape(&b),
+                Ok(b) => escape(&b) + &format!(" ({len} bytes)"),
+                Err(_) => format!("{v:#x}"),
+            }
+        }
+        Arg::OutBuf => {
+            *i += 1;
+            match ret {
+                Some(n) if n >= 0 => match k.read_user(v, (n as usize).min(SHOWN_BYTES + 1)) {
+                    Ok(b) => escape(&b),
+                    Err(_) => format!("{v:#x}"),
+                },
+                _ => format!("{v:#x}"),
+            }
+        }
+        Arg::FutexOp => futex_op(v as u32),
+        Arg::DirFd => super::fs::show::dirfd(v),
+        Arg::OpenFlags => {
+            let mode = call.args.get(*i).copied();
+            *i += 1;
+            super::fs::show::open_flags(v, mode)
+        }
+        Arg::AtFlags => super::fs::show::at_flags(v),
+        Arg::Whence => super::fs::show::whence(v),
+        Arg::Signal => crate::run::signal_name(v as i32),
+        Arg::SockAddr => {
+            let len = (call.args[*i] as usize).min(128);
+            match k.read_user(v, len) {
+                Ok(b) => super::net::addr::show_raw(&b).unwrap_or(format!("{v:#x}")),
+                Err(_) => format!("{v:#x}"),
+            }
+        }
+        Arg::MsgHdr => super::net::cmsg::show(k, v),
+    }
 }
 
 pub fn call_text(k: &mut Kernel, tid: Tid, call: PendingCall) -> String {
@@ -98,13 +141,21 @@ pub fn call_text(k: &mut Kernel, tid: Tid, call: PendingCall) -> String {
 }
 
 pub fn with_result(text: &str, ret: i64) -> String {
-    if (-4095..0).contains(&ret) {
-        format!("{text} = -1 {}", super::errno::Errno(-ret as i32).name())
+    let mut s = text.to_string();
+    push_result(&mut s, ret);
+    s
+}
+
+/// Appends ` = RESULT` to a call's text: `-1 ERRNO`, hex past 0xffff.
+pub fn push_result(text: &mut String, ret: i64) {
+    // Writing to a String cannot fail.
+    let _ = if (-4095..0).contains(&ret) {
+        write!(text, " = -1 {}", super::errno::Errno(-ret as i32).name())
     } else if ret > 0xffff {
-        format!("{text} = {ret:#x}")
+        write!(text, " = {ret:#x}")
     } else {
-        format!("{text} = {ret}")
-    }
+        write!(text, " = {ret}")
+    };
 }
 
 fn futex_op(op: u32) -> String {

@@ -71,11 +71,12 @@ impl Kernel<'_> {
         if ret > 0 && WRITES_TO_FD.contains(&nr) {
             self.note_file_write(args[0]);
         }
-        let text = render::call_text_with(self, tid, call, Some(ret));
+        let mut text = render::call_text_with(self, tid, call, Some(ret));
+        render::push_result(&mut text, ret);
         self.emit(EventKind::Syscall {
             nr,
             name: def.name.to_string(),
-            text: render::with_result(&text, ret),
+            text,
             ret,
         });
     }
