@@ -421,6 +421,34 @@ mod tests {
         assert_eq!(pt.revoke_user(&mut ram, VA), Some(true));
     }
 
+    /// A writable leaf is mapped Dirty, so KVM's shadow entry is writable
+    /// at its first fault; a read-only one is not, and `protect` gives and
+    /// takes the bit with write access.
+    #[test]
+    fn a_writable_page_is_mapped_dirty_and_a_read_only_one_is_not() {
+        let mut ram = GuestRam::new(MIN_MEM).unwrap();
+        init_low_table(&mut ram).unwrap();
+        let pt = PageTables::new(&mut ram).unwrap();
+        let frame = ram.alloc_frame().unwrap();
+        let read_only = Perm {
+            write: false,
+            exec: false,
+        };
+        let dirty = |ram: &mut GuestRam| {
+            let e = pt.leaf_of_present(ram, VA).unwrap();
+            ram.read_u64(e).unwrap() & PTE_DIRTY != 0
+        };
+        assert!(pt.map(&mut ram, VA, frame, read_only));
+        assert!(!dirty(&mut ram));
+        pt.protect(&mut ram, VA, PERM);
+        assert!(PERM.write && dirty(&mut ram));
+        pt.protect(&mut ram, VA, read_only);
+        assert!(!dirty(&mut ram));
+        assert_eq!(pt.unmap(&mut ram, VA), Some(frame));
+        assert!(pt.map(&mut ram, VA, frame, PERM));
+        assert!(dirty(&mut ram));
+    }
+
     /// A switch hides with the hide routine only the pages reached since
     /// their grant: the grant clears the Accessed bit the CPU sets.
     #[test]
