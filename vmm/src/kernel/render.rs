@@ -67,31 +67,24 @@ fn push_arg(
     i: &mut usize,
     ret: Option<i64>,
 ) {
-    // Writing to a String cannot fail.
-    let _ = match arg {
-        Arg::Int => write!(s, "{}", v as i64),
-        Arg::Fd => write!(s, "{}", v as i32),
-        Arg::Hex => write!(s, "{v:#x}"),
-        Arg::Oct => write!(s, "{v:#o}"),
-        _ => {
-            s.push_str(&arg_text(k, call, arg, v, i, ret));
-            Ok(())
+    let text = match arg {
+        // Numbers are written in place; writing to a String cannot fail.
+        Arg::Int => {
+            let _ = write!(s, "{}", v as i64);
+            return;
         }
-    };
-}
-
-/// The text of an argument that names more than its value.
-fn arg_text(
-    k: &mut Kernel,
-    call: PendingCall,
-    arg: Arg,
-    v: u64,
-    i: &mut usize,
-    ret: Option<i64>,
-) -> String {
-    match arg {
-        // Numbers are written by `push_arg`.
-        Arg::Int | Arg::Fd | Arg::Hex | Arg::Oct => format!("{v:#x}"),
+        Arg::Fd => {
+            let _ = write!(s, "{}", v as i32);
+            return;
+        }
+        Arg::Hex => {
+            let _ = write!(s, "{v:#x}");
+            return;
+        }
+        Arg::Oct => {
+            let _ = write!(s, "{v:#o}");
+            return;
+        }
         Arg::Str => match k.read_cstr(v, super::uaccess::PATH_MAX) {
             Ok(b) => escape(&b),
             Err(_) => format!("{v:#x}"),
@@ -133,7 +126,8 @@ fn arg_text(
             }
         }
         Arg::MsgHdr => super::net::cmsg::show(k, v),
-    }
+    };
+    s.push_str(&text);
 }
 
 pub fn call_text(k: &mut Kernel, tid: Tid, call: PendingCall) -> String {

@@ -364,6 +364,15 @@ mod tests {
         exec: false,
     };
 
+    /// Guest memory with one address space and a free frame to map.
+    fn one_address_space() -> (GuestRam, PageTables, u64) {
+        let mut ram = GuestRam::new(MIN_MEM).unwrap();
+        init_low_table(&mut ram).unwrap();
+        let pt = PageTables::new(&mut ram).unwrap();
+        let frame = ram.alloc_frame().unwrap();
+        (ram, pt, frame)
+    }
+
     /// Tables a keyframe file restored may point anywhere: outside memory
     /// they are absent, never a monitor panic.
     #[test]
@@ -389,10 +398,7 @@ mod tests {
 
     #[test]
     fn a_mapped_page_is_found_edited_and_unmapped() {
-        let mut ram = GuestRam::new(MIN_MEM).unwrap();
-        init_low_table(&mut ram).unwrap();
-        let pt = PageTables::new(&mut ram).unwrap();
-        let frame = ram.alloc_frame().unwrap();
+        let (mut ram, pt, frame) = one_address_space();
         assert!(pt.map(&mut ram, VA, frame, PERM));
         assert_eq!(pt.lookup(&mut ram, VA), Some((frame, true)));
         assert_eq!(pt.present(&ram, 0, 1 << 47), [VA]);
@@ -410,10 +416,7 @@ mod tests {
     /// count the page as reached (the hide routine drops that translation).
     #[test]
     fn a_mapped_page_is_accessed_so_its_first_revoke_hides_it() {
-        let mut ram = GuestRam::new(MIN_MEM).unwrap();
-        init_low_table(&mut ram).unwrap();
-        let pt = PageTables::new(&mut ram).unwrap();
-        let frame = ram.alloc_frame().unwrap();
+        let (mut ram, pt, frame) = one_address_space();
         assert!(pt.map(&mut ram, VA, frame, PERM));
         pt.protect(&mut ram, VA, PERM);
         let e = pt.leaf_of_present(&mut ram, VA).unwrap();
@@ -426,10 +429,7 @@ mod tests {
     /// takes the bit with write access.
     #[test]
     fn a_writable_page_is_mapped_dirty_and_a_read_only_one_is_not() {
-        let mut ram = GuestRam::new(MIN_MEM).unwrap();
-        init_low_table(&mut ram).unwrap();
-        let pt = PageTables::new(&mut ram).unwrap();
-        let frame = ram.alloc_frame().unwrap();
+        let (mut ram, pt, frame) = one_address_space();
         let read_only = Perm {
             write: false,
             exec: false,
@@ -453,10 +453,7 @@ mod tests {
     /// their grant: the grant clears the Accessed bit the CPU sets.
     #[test]
     fn a_revoke_says_whether_the_page_was_reached_since_its_grant() {
-        let mut ram = GuestRam::new(MIN_MEM).unwrap();
-        init_low_table(&mut ram).unwrap();
-        let pt = PageTables::new(&mut ram).unwrap();
-        let frame = ram.alloc_frame().unwrap();
+        let (mut ram, pt, frame) = one_address_space();
         assert!(pt.map(&mut ram, VA, frame, PERM));
         let e = pt.leaf_of_present(&mut ram, VA).unwrap();
         let reach = |ram: &mut GuestRam| {
