@@ -735,10 +735,16 @@ impl Bare {
                 sync.regs.rsp = rsp;
             }
         }
-        sync.sregs.cs = user_seg(0x23, true);
-        sync.sregs.ss = user_seg(0x1b, false);
         vcpu.set_sync_dirty_reg(SyncReg::Register);
-        vcpu.set_sync_dirty_reg(SyncReg::SystemRegister);
+        // As the engine: segments written back only when the exit left
+        // ring 3 (a PVM `syscall` does not), a KVM_SET_SREGS saved.
+        let (cs, ss) = (user_seg(0x23, true), user_seg(0x1b, false));
+        let sregs = &mut vcpu.sync_regs_mut().sregs;
+        if sregs.cs != cs || sregs.ss != ss {
+            sregs.cs = cs;
+            sregs.ss = ss;
+            vcpu.set_sync_dirty_reg(SyncReg::SystemRegister);
+        }
     }
 }
 

@@ -384,13 +384,21 @@ impl Machine {
         }
     }
 
-    /// Sets CS and SS back to ring 3 for the next entry.
+    /// Sets CS and SS back to ring 3 for the next entry, when the exit left
+    /// ring 3 (an exception; on hardware KVM a `syscall` too).
     fn enter_user_mode(&mut self) {
         self.vcpu.set_sync_dirty_reg(SyncReg::Register);
+        let (cs, ss) = (gdt::user_code(), gdt::user_data());
+        let s = &self.vcpu.sync_regs().sregs;
+        // On PVM a `syscall` exits still in ring 3: writing the same
+        // segments back would cost KVM a whole KVM_SET_SREGS every step.
+        if s.cs == cs && s.ss == ss {
+            return;
+        }
         self.vcpu.set_sync_dirty_reg(SyncReg::SystemRegister);
         let s = &mut self.vcpu.sync_regs_mut().sregs;
-        s.cs = gdt::user_code();
-        s.ss = gdt::user_data();
+        s.cs = cs;
+        s.ss = ss;
     }
 
     /// Drops every translation KVM cached from the guest's page tables,
