@@ -185,8 +185,10 @@ impl Kernel<'_> {
         let doomed: Vec<(Pid, Tid, SigInfo)> = self
             .procs
             .iter()
-            .filter(|(pid, p)| Some(**pid) == cur || !p.threads.iter().any(|t| self.can_run(*t)))
-            .filter_map(|(pid, p)| p.signals.fatal.map(|(t, i)| (*pid, t, i)))
+            // A fatal signal is rare: looked for first, before every thread's state.
+            .filter_map(|(pid, p)| p.signals.fatal.map(|(t, i)| (*pid, p, t, i)))
+            .filter(|(pid, p, ..)| Some(*pid) == cur || !p.threads.iter().any(|t| self.can_run(*t)))
+            .map(|(pid, _, t, i)| (pid, t, i))
             .collect();
         for (pid, tid, info) in doomed {
             self.rec_event(pid, tid, signal_event(&info));

@@ -456,6 +456,11 @@ table! {
 
 /// The row of call `nr`, served or not; None when no call has the number.
 pub fn lookup(nr: u32) -> Option<&'static Row> {
+    // Linux's numbers run from 0 without a gap up to 334: every step's
+    // call is found at its own index, without a search.
+    if let Some(row) = TABLE.get(nr as usize).filter(|r| r.nr == nr) {
+        return Some(row);
+    }
     TABLE
         .binary_search_by_key(&nr, |r| r.nr)
         .ok()

@@ -11,6 +11,16 @@ fn the_table_is_sorted_by_number_each_once() {
     for row in TABLE {
         assert_eq!(lookup(row.nr).map(|r| r.name), Some(row.name));
     }
+    let numbers: Vec<u32> = TABLE.iter().map(|r| r.nr).collect();
+    for nr in (0..1024).chain([0x5256, 0x5258, u32::MAX]) {
+        if !numbers.contains(&nr) {
+            assert!(lookup(nr).is_none(), "{nr} has no row but was found");
+        }
+    }
+    assert!(
+        (0..=334).all(|nr| TABLE[nr as usize].nr == nr),
+        "0-334 at their own index"
+    );
 }
 
 /// A served call has a handler, a missing one none (so it gets ENOSYS); a
