@@ -65,6 +65,33 @@ impl Stamp {
     }
 }
 
+impl Stamp {
+    /// A digest's words as an entry's key and stamp: the file keeps both
+    /// kinds of entry alike (a digest that matched a real file's device,
+    /// inode and stamp would need 40 equal bytes).
+    fn of_digest(d: &Digest) -> (Key, Stamp) {
+        let w = |i: usize| {
+            let mut b = [0; 8];
+            b.copy_from_slice(&d[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(b)
+        };
+        let key = Key {
+            dev: w(0),
+            ino: w(1),
+        };
+        let stamp = Stamp {
+            size: w(2),
+            mtime_ns: w(3) as i64,
+            ctime_ns: w(4) as i64,
+        };
+        (key, stamp)
+    }
+}
+
+/// Forty bytes that name several files as they stand (paths, `stat`
+/// keys and stamps, modes), hashed: an entry's key and stamp together.
+pub type Digest = [u8; ENTRY - 32];
+
 #[derive(Debug)]
 struct Entry {
     stamp: Stamp,
@@ -146,10 +173,38 @@ impl FileHashes {
     /// unchanged.
     pub fn known(&self, meta: &std::fs::Metadata) -> Option<[u8; 32]> {
         let (key, stamp) = Stamp::of(meta);
+        self.known_entry(key, stamp)
+    }
+
+    /// The hash kept for `digest`, a key that names several files as they
+    /// stood (a program image's, `Image::hash_with`) rather than one file.
+    pub fn known_digest(&self, digest: &Digest) -> Option<[u8; 32]> {
+        let (key, stamp) = Stamp::of_digest(digest);
+        self.known_entry(key, stamp)
+    }
+
+    fn known_entry(&self, key: Key, stamp: Stamp) -> Option<[u8; 32]> {
         let e = self.entries.get(&key).filter(|e| e.stamp == stamp)?;
         e.used.store(true, Relaxed);
         self.reused.fetch_add(1, Relaxed);
         Some(e.hash)
+    }
+
+    /// Keeps `hash` for `digest`, saved with the files' hashes. The caller
+    /// keeps only what it found settled (`FileHashes::settled`), as `hash`
+    /// does for a file.
+    pub fn keep_digest(&self, digest: &Digest, hash: [u8; 32]) {
+        if self.file.is_some() {
+            let (key, stamp) = Stamp::of_digest(digest);
+            let mut added = self.added.lock().unwrap_or_else(|e| e.into_inner());
+            added.push((key, stamp, hash));
+        }
+    }
+
+    /// Whether the file `meta` describes, read from `read_at` on, changed
+    /// long enough before to keep its hash (not racy).
+    pub fn settled(&self, meta: &std::fs::Metadata, read_at: SystemTime) -> bool {
+        !racy(Stamp::of(meta).1, read_at, self.margin)
     }
 
     /// The BLAKE3 of the regular file at `path`, whose `lstat` is `meta`:
@@ -437,6 +492,55 @@ mod tests {
         hash(&c, &f);
         hash(&c, &g);
         assert_eq!(c.counts(), (0, 2));
+    }
+
+    /// A program image (a program, a library, a link): the same hash read
+    /// whole or found in the cache, which spares every read while no file
+    /// changed; a changed library is read again. Files changed just before
+    /// the read are not kept.
+    #[test]
+    fn a_program_image_hashes_the_same_with_and_without_the_cache() {
+        use crate::image::{Dep, DepKind, Image};
+        let dir = tempfile::tempdir().unwrap();
+        let (prog, lib) = (dir.path().join("prog"), dir.path().join("lib.so"));
+        std::fs::write(&prog, b"\x7fELF program").unwrap();
+        std::fs::write(&lib, b"\x7fELF library").unwrap();
+        let deps = vec![
+            Dep {
+                guest: "/lib/lib.so".into(),
+                kind: DepKind::File { host: lib.clone() },
+            },
+            Dep {
+                guest: "/lib/link.so".into(),
+                kind: DepKind::Symlink {
+                    target: "lib.so".into(),
+                },
+            },
+        ];
+        let image = Image::Program {
+            guest_path: "/bin/prog".into(),
+            host_path: prog,
+            deps,
+        };
+        let plain = image.hash().unwrap();
+        let cache = dir.path().join("cache");
+        let racy = FileHashes::open(cache.clone());
+        assert_eq!(image.hash_with(&racy).unwrap(), plain);
+        racy.save().unwrap();
+        assert!(!cache.exists(), "files written just now are not kept");
+        for reused in [0, 1] {
+            let c = settled(&cache);
+            assert_eq!(image.hash_with(&c).unwrap(), plain);
+            assert_eq!(c.counts().1, reused);
+            c.save().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(&lib, b"\x7fELF library 2").unwrap();
+        let changed = image.hash().unwrap();
+        assert_ne!(changed, plain);
+        let c = settled(&cache);
+        assert_eq!(image.hash_with(&c).unwrap(), changed);
+        assert_eq!(c.counts().1, 0);
     }
 
     #[test]

@@ -181,11 +181,12 @@ pub struct Run {
 /// The runs a store holds, and the directories that could not be read.
 type Scan = (Vec<Run>, Vec<(String, StoreError)>);
 
-/// Where root images' file hashes are kept, under the store's home.
+/// Where root images' file hashes, and program images' hashes by their
+/// files' `stat`, are kept, under the store's home.
 pub const FILE_HASHES: &str = "cache/file-hashes";
 
 fn image_hash_in(home: &Path, image: &crate::image::Image) -> Result<String, crate::EngineError> {
-    if !matches!(image, crate::image::Image::Root { .. }) {
+    if matches!(image, crate::image::Image::Store(_)) {
         return image.hash();
     }
     let cache = crate::image::FileHashes::open(home.join(FILE_HASHES));
@@ -241,8 +242,9 @@ impl Store {
         &self.home
     }
 
-    /// The hash of `image`; a root's files' hashes are kept between runs
-    /// in [`FILE_HASHES`], so that only new and changed files are read.
+    /// The hash of `image`; a root's files' hashes, and a program image's
+    /// hash, are kept between runs in [`FILE_HASHES`], so that only new and
+    /// changed files are read.
     pub fn image_hash(&self, image: &crate::image::Image) -> Result<String, crate::EngineError> {
         image_hash_in(&self.home, image)
     }
