@@ -32,7 +32,8 @@
 //!
 //! (b) and (c) run the guest at two sizes and divide the difference in steps
 //! by the difference in wall time, so that starting the process, loading the
-//! program and writing the run cost nothing in the rate.
+//! program and writing the run cost nothing in the rate. Each size's best
+//! over the rounds is taken on its own, then the two subtracted.
 
 #[path = "engine/bare.rs"]
 mod bare;
@@ -55,24 +56,22 @@ fn main() {
     // is doing weighs on both alike; each figure is the best of its rounds.
     let bare = Bare::new();
     let home = Home::unreplayed();
-    let (mut exit_us, mut step_us, mut steps_per_call) = (f64::MAX, f64::MAX, 0.0);
-    let (mut exit_cpu, mut step_cpu) = (Cpu::MAX, Cpu::MAX);
+    let (mut exit_us, mut exit_cpu) = (f64::MAX, Cpu::MAX);
+    let mut getpid = Differential::new(&[], "getpid", 2_000, 20_000);
     for _ in 0..5 {
         let before = Cpu::thread();
         exit_us = exit_us.min(bare_syscalls(&bare, 20_000));
         exit_cpu = exit_cpu.min(Cpu::thread().minus(before).per(20_000));
-        let d = differential(&home, &[], "getpid", 2_000, 20_000);
-        step_us = step_us.min(d.us);
-        step_cpu = step_cpu.min(d.cpu);
-        steps_per_call = d.per;
+        getpid.round(&home);
     }
-    let (mut fault_us, mut page_us, mut steps_per_page) = (f64::MAX, f64::MAX, 0.0);
+    let (step_us, step_cpu, steps_per_call) = (getpid.us(), getpid.cpu(), getpid.per());
+    let mut fault_us = f64::MAX;
+    let mut pages = Differential::new(&[], "pages", 1_000, 9_000);
     for round in 0..FAULT_ROUNDS {
         fault_us = fault_us.min(bare_faults(&bare, round, 8_000));
-        let d = differential(&home, &[], "pages", 1_000, 9_000);
-        page_us = page_us.min(d.us);
-        steps_per_page = d.per;
+        pages.round(&home);
     }
+    let (page_us, steps_per_page) = (pages.us(), pages.per());
 
     println!("(a) bare KVM exit round trip (syscall -> out -> sync regs):  {exit_us:7.2} us  = {:>9.0} exits/s", 1e6 / exit_us);
     println!("    bare demand page fault served by a minimal handler:      {fault_us:7.2} us  = {:>9.0} faults/s", 1e6 / fault_us);
@@ -109,12 +108,13 @@ fn main() {
 
     // A shared access under memory points: `counter N` adds to a shared
     // total from two threads; nearly every extra step is a memory point.
-    let (mut exit_us2, mut access_us) = (f64::MAX, f64::MAX);
+    let mut exit_us2 = f64::MAX;
+    let mut counter = Differential::new(&["--points", "memory"], "counter", 200, 2_000);
     for _ in 0..3 {
         exit_us2 = exit_us2.min(bare_syscalls(&bare, 20_000));
-        let d = differential(&home, &["--points", "memory"], "counter", 200, 2_000);
-        access_us = access_us.min(d.us / d.per);
+        counter.round(&home);
     }
+    let access_us = counter.us() / counter.per();
     println!(
         "(e) engine, a memory point (shared access, counter):        {access_us:7.2} us  = {:>9.0} accesses/s",
         1e6 / access_us
@@ -443,50 +443,70 @@ fn wall_of(line: &str) -> Option<f64> {
         .and_then(|n| n.parse().ok())
 }
 
-/// What `differential` measures, per unit of the guest's N.
+/// `rewind run RUN_ARGS -- guest N` at two sizes, over rounds: each size's
+/// fastest wall time and least CPU, and its steps. The per-unit figures
+/// come from the two sizes' best, each taken on its own: the best of the
+/// rounds' differences would reward a round whose small run was slow.
 struct Differential {
-    /// Wall microseconds.
-    us: f64,
-    /// Steps.
-    per: f64,
-    /// The `rewind` process's CPU time, per step.
-    cpu: Cpu,
+    run_args: Vec<String>,
+    guest: String,
+    sizes: [u64; 2],
+    wall: [f64; 2],
+    cpu: [Cpu; 2],
+    steps: [u64; 2],
 }
 
-/// Runs `rewind run RUN_ARGS -- guest N` at two sizes; returns wall
-/// microseconds and steps per unit of N, and CPU time per step, from the
-/// differences.
-fn differential(
-    home: &Home,
-    run_args: &[&str],
-    guest: &str,
-    small: u64,
-    large: u64,
-) -> Differential {
-    let prog = guest_arg(guest);
-    let measure = |n: u64| -> (f64, u64, Cpu) {
-        let n = n.to_string();
-        let mut args = vec!["run"];
-        args.extend_from_slice(run_args);
-        args.extend(["--", prog.as_str(), n.as_str()]);
-        let before = Cpu::children();
-        let (elapsed, out) = timed(home, Some("rewind"), &args);
-        let cpu = Cpu::children().minus(before);
-        let run = parse_status(&out).unwrap_or_else(|| panic!("rewind run {guest} {n}: {out}"));
-        assert_eq!(run.status, "exited:0", "{out}");
-        (
-            elapsed,
-            run.steps.expect("the status line gives steps"),
-            cpu,
-        )
-    };
-    let (t_small, s_small, c_small) = measure(small);
-    let (t_large, s_large, c_large) = measure(large);
-    let units = (large - small) as f64;
-    Differential {
-        us: (t_large - t_small) * 1e6 / units,
-        per: (s_large - s_small) as f64 / units,
-        cpu: c_large.minus(c_small).per(s_large - s_small),
+impl Differential {
+    fn new(run_args: &[&str], guest: &str, small: u64, large: u64) -> Differential {
+        Differential {
+            run_args: run_args.iter().map(|a| a.to_string()).collect(),
+            guest: guest.to_string(),
+            sizes: [small, large],
+            wall: [f64::MAX; 2],
+            cpu: [Cpu::MAX; 2],
+            steps: [0; 2],
+        }
+    }
+
+    /// One round: each size run once.
+    fn round(&mut self, home: &Home) {
+        let prog = guest_arg(&self.guest);
+        for i in 0..2 {
+            let n = self.sizes[i].to_string();
+            let mut args = vec!["run"];
+            args.extend(self.run_args.iter().map(String::as_str));
+            args.extend(["--", prog.as_str(), n.as_str()]);
+            let before = Cpu::children();
+            let (elapsed, out) = timed(home, Some("rewind"), &args);
+            let cpu = Cpu::children().minus(before);
+            let run = parse_status(&out)
+                .unwrap_or_else(|| panic!("rewind run {} {n}: {out}", self.guest));
+            assert_eq!(run.status, "exited:0", "{out}");
+            self.wall[i] = self.wall[i].min(elapsed);
+            self.cpu[i] = self.cpu[i].min(cpu);
+            self.steps[i] = run.steps.expect("the status line gives steps");
+        }
+    }
+
+    fn units(&self) -> f64 {
+        (self.sizes[1] - self.sizes[0]) as f64
+    }
+
+    /// Wall microseconds per unit of N.
+    fn us(&self) -> f64 {
+        (self.wall[1] - self.wall[0]) * 1e6 / self.units()
+    }
+
+    /// Steps per unit of N.
+    fn per(&self) -> f64 {
+        (self.steps[1] - self.steps[0]) as f64 / self.units()
+    }
+
+    /// The `rewind` process's CPU time per step.
+    fn cpu(&self) -> Cpu {
+        self.cpu[1]
+            .minus(self.cpu[0])
+            .per(self.steps[1] - self.steps[0])
     }
 }
 
