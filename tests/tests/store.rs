@@ -532,3 +532,56 @@ fn a_damaged_run_is_reported_by_ls_and_the_others_still_listed() {
     assert_eq!(shown.code, 2, "{shown}");
     assert_eq!(shown.stderr.lines().count(), 1, "{shown}");
 }
+
+/// Every file of the store with its size and time of change.
+fn store_files(home: &Home) -> BTreeMap<String, (u64, std::time::SystemTime)> {
+    fn walk(
+        root: &std::path::Path,
+        dir: &std::path::Path,
+        out: &mut BTreeMap<String, (u64, std::time::SystemTime)>,
+    ) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            if m.is_dir() {
+                walk(root, &e.path(), out);
+            } else {
+                let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+                out.insert(rel, (m.len(), m.modified().unwrap()));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(home.path(), home.path(), &mut out);
+    out.remove("lock");
+    out
+}
+
+/// Looking at a run (`show` compares its image with the host's, as a
+/// debug session and the language server do) writes nothing into the
+/// store, not even the file hashes a run would keep: here the program's
+/// were too new to keep when it ran, and have settled since.
+#[test]
+fn looking_at_a_run_writes_nothing_into_the_store() {
+    // The program outlives the home, whose runs are replayed when it goes.
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new();
+    let prog = dir.path().join("getpid");
+    std::fs::copy(guest_arg("getpid"), &prog).unwrap();
+    let run = home.run(&["-q", "--", prog.to_str().unwrap(), "3"]);
+    home.replay_identical(&run.id);
+    std::thread::sleep(vmm::image::RACY_MARGIN + std::time::Duration::from_secs(1));
+    let before = store_files(&home);
+    let shown = home.show_json(&run.id);
+    assert_eq!(shown["reproducible"], true, "{shown:#}");
+    assert_eq!(
+        store_files(&home),
+        before,
+        "`rewind show` changed the store"
+    );
+    // A run does keep them: the next one reads the program no more.
+    home.run(&["-q", "--", prog.to_str().unwrap(), "3"]);
+    assert!(
+        home.path().join(vmm::store::FILE_HASHES).exists(),
+        "a run keeps the settled program's hash"
+    );
+}

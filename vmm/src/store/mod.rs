@@ -185,14 +185,28 @@ type Scan = (Vec<Run>, Vec<(String, StoreError)>);
 /// files' `stat`, are kept, under the store's home.
 pub const FILE_HASHES: &str = "cache/file-hashes";
 
-fn image_hash_in(home: &Path, image: &crate::image::Image) -> Result<String, crate::EngineError> {
+/// Whether finding an image's hash may write the hashes it read into the
+/// store's cache: a run does; looking at a recorded one writes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeepHashes {
+    Yes,
+    No,
+}
+
+fn image_hash_in(
+    home: &Path,
+    image: &crate::image::Image,
+    keep: KeepHashes,
+) -> Result<String, crate::EngineError> {
     if matches!(image, crate::image::Image::Store(_)) {
         return image.hash();
     }
     let cache = crate::image::FileHashes::open(home.join(FILE_HASHES));
     let hash = image.hash_with(&cache)?;
-    // A cache that cannot be written costs the next run a read, nothing more.
-    let _ = cache.save();
+    if keep == KeepHashes::Yes {
+        // A cache that cannot be written costs the next run a read, nothing more.
+        let _ = cache.save();
+    }
     Ok(hash)
 }
 
@@ -246,7 +260,7 @@ impl Store {
     /// hash, are kept between runs in [`FILE_HASHES`], so that only new and
     /// changed files are read.
     pub fn image_hash(&self, image: &crate::image::Image) -> Result<String, crate::EngineError> {
-        image_hash_in(&self.home, image)
+        image_hash_in(&self.home, image, KeepHashes::Yes)
     }
 
     /// [`Store::image_hash`] on a thread of its own, for a run that starts
@@ -254,7 +268,9 @@ impl Store {
     /// [`StoreRecorder::set_image`]).
     pub fn image_hash_beside(&self, image: &crate::image::Image) -> ImageHashing {
         let (home, image) = (self.home.clone(), image.clone());
-        ImageHashing(std::thread::spawn(move || image_hash_in(&home, &image)))
+        ImageHashing(std::thread::spawn(move || {
+            image_hash_in(&home, &image, KeepHashes::Yes)
+        }))
     }
 
     pub fn pages(&self) -> pages::PageStore {
@@ -744,12 +760,14 @@ impl Run {
     }
 
     /// What its image hashes to on the host now (a root's unchanged files
-    /// by the store's kept hashes), to compare with the manifest's.
+    /// by the store's kept hashes), to compare with the manifest's. The
+    /// store is left as it was: a debugger, `show` or the language server
+    /// looking at a run write nothing.
     pub fn image_hash_now(&self) -> Result<String, crate::EngineError> {
         let image = self.meta.image.to_image();
         // The run's directory is `<home>/runs/<id>`.
         match self.dir.parent().and_then(Path::parent) {
-            Some(home) => image_hash_in(home, &image),
+            Some(home) => image_hash_in(home, &image, KeepHashes::No),
             None => image.hash(),
         }
     }
