@@ -402,6 +402,22 @@ impl Home {
             .unwrap_or_else(|e| panic!("`rewind show --json` is not JSON ({e}):\n{out}"))
     }
 
+    /// `rewind cat RUN STEP PATH`'s bytes as they are (`Output` is text).
+    #[track_caller]
+    pub fn cat_bytes(&self, run: &str, step: u64, path: &str) -> Vec<u8> {
+        let out = Command::new(rewind_bin())
+            .args(["cat", run, &step.to_string(), path])
+            .env("REWIND_HOME", self.path())
+            .output()
+            .expect("rewind cat runs");
+        assert!(
+            out.status.success(),
+            "rewind cat {run} {step} {path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    }
+
     /// The arguments after `rewind run` of the one command `rewind show
     /// --json` gives to make RUN again (a run with no parent).
     #[track_caller]

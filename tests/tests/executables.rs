@@ -6,9 +6,11 @@
 //! program and through execve);
 //! each compared with the same start natively. And Debian's `/usr/bin/java`, a link through
 //! /etc/alternatives whose loader finds `$ORIGIN/../lib` from
-//! /proc/self/exe, runs. Every recorded run is replayed (`Home` at drop).
+//! /proc/self/exe, runs; so does its keytool with the JIT compilers, writing
+//! a keystore the host's keytool reads. Every recorded run is replayed
+//! (`Home` at drop).
 
-use rewind_tests::roots::java_root;
+use rewind_tests::roots::{java_root, mirror_path};
 use rewind_tests::*;
 use std::os::unix::fs::symlink;
 use std::path::Path;
@@ -126,4 +128,118 @@ fn java_through_its_alternatives_link_runs() {
     assert_eq!(run.status, "exited:0", "{}", run.out);
     let version = native.stderr.lines().next().unwrap();
     assert!(run.out.stderr.contains(version), "{version}:\n{}", run.out);
+}
+
+/// The arguments of a keytool that makes an EC key pair and a self-signed
+/// certificate into the keystore `at`, listing what its JIT compiles.
+fn keytool_args(at: &str) -> Vec<&str> {
+    vec![
+        "-J-XX:+PrintCompilation",
+        "-genkeypair",
+        "-keyalg",
+        "EC",
+        "-storetype",
+        "JKS",
+        "-alias",
+        "rewind",
+        "-dname",
+        "CN=rewind",
+        "-storepass",
+        "rewind-test",
+        "-keystore",
+        at,
+        "-validity",
+        "30",
+    ]
+}
+
+/// How many methods a `-XX:+PrintCompilation` listing says were compiled
+/// at `tier` (4: C2): its lines are `ms id flags tier class::method (size)`.
+fn compiled_at(listing: &str, tier: &str) -> usize {
+    listing
+        .lines()
+        .filter(|l| l.contains("::"))
+        .filter(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let name = words.iter().position(|w| w.contains("::"));
+            name.is_some_and(|i| i > 0 && words[i - 1] == tier)
+        })
+        .count()
+}
+
+/// The JVM with its JIT compilers, as users run it (no `-Xint`): Debian's
+/// keytool makes a key pair and signs its certificate inside Rewind, C1 and
+/// C2 compile methods on the way (on the JVM's compiler threads), and the
+/// host's keytool reads the keystore the guest wrote.
+#[test]
+fn keytool_with_the_jit_writes_a_keystore_the_host_reads() {
+    let Some(java) = host_program("/usr/bin/java", "default-jre-headless") else {
+        return;
+    };
+    let root = java_root(&java);
+    let keytool = std::fs::canonicalize(&java)
+        .unwrap()
+        .with_file_name("keytool");
+    let keytool = keytool.to_str().unwrap();
+    mirror_path(root.path(), keytool);
+    std::fs::create_dir_all(root.path().join("tmp")).unwrap();
+    let host = tempfile::tempdir().unwrap();
+    let native_store = host.path().join("native.jks");
+    let (native, native_wall) = table::timed(|| {
+        native_with_env(
+            &[],
+            None,
+            keytool,
+            &keytool_args(native_store.to_str().unwrap()),
+            b"",
+        )
+    });
+    assert_eq!(native.code, 0, "{native}");
+
+    let home = Home::new();
+    let mut args = vec![
+        "--root",
+        root.path().to_str().unwrap(),
+        "--cwd",
+        "/tmp",
+        "--",
+        keytool,
+    ];
+    args.extend(keytool_args("/tmp/keystore.jks"));
+    let (run, wall) = table::timed(|| home.run(&args));
+    table::figures("keytool -genkeypair (the JIT)", &run, wall, native_wall);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    for tier in ["3", "4"] {
+        assert!(
+            compiled_at(&run.out.stdout, tier) > 0,
+            "no method compiled at tier {tier} inside Rewind:\n{}",
+            run.out
+        );
+    }
+
+    let steps = run.steps.unwrap();
+    let store = home.cat_bytes(&run.id, steps - 1, "/tmp/keystore.jks");
+    let guest_store = host.path().join("guest.jks");
+    std::fs::write(&guest_store, store).unwrap();
+    let listed = native_with_env(
+        &[],
+        None,
+        keytool,
+        &[
+            "-list",
+            "-v",
+            "-storepass",
+            "rewind-test",
+            "-keystore",
+            guest_store.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(
+        listed.code, 0,
+        "the host's keytool cannot read it: {listed}"
+    );
+    for want in ["Alias name: rewind", "Owner: CN=rewind", "SHA256withECDSA"] {
+        assert!(listed.stdout.contains(want), "{want}:\n{listed}");
+    }
 }

@@ -57,21 +57,6 @@ fn copy_project(dir: &Path) {
     }
 }
 
-/// `rewind cat RUN STEP PATH`'s bytes as they are (the tests' `Output` is text).
-fn cat_bytes(home: &Home, run: &str, step: u64, path: &str) -> Vec<u8> {
-    let out = std::process::Command::new(rewind_bin())
-        .args(["cat", run, &step.to_string(), path])
-        .env("REWIND_HOME", home.path())
-        .output()
-        .expect("rewind cat runs");
-    assert!(
-        out.status.success(),
-        "rewind cat {run} {step} {path}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
 /// The most `cc` processes of the run alive at one step (from the
 /// execve that made each to its exit_group): `-j2`'s two jobs at a time.
 fn most_compilers_at_once(home: &Home, run: &str) -> usize {
@@ -154,7 +139,7 @@ fn make_j2_builds_a_c_project_byte_identical_to_native() {
     let steps = run.steps.expect("a step count");
     for f in OUTPUTS {
         let native = std::fs::read(native_proj.join(f)).unwrap();
-        let inside = cat_bytes(&home, &run.id, steps - 1, &format!("{PROJ}/{f}"));
+        let inside = home.cat_bytes(&run.id, steps - 1, &format!("{PROJ}/{f}"));
         assert!(
             inside == native,
             "{f}: {} bytes inside Rewind, {} natively, not the same bytes",
