@@ -18,7 +18,26 @@ pub struct Raw {
 impl Raw {
     /// `rewind lsp` with this `REWIND_HOME`.
     pub fn start(home: &Path) -> Raw {
-        let mut child = Command::new(crate::rewind_bin())
+        Raw::start_with(home, Command::new(crate::rewind_bin()))
+    }
+
+    /// `rewind lsp` with SIGINT ignored, as a shell leaves it for a job it
+    /// starts in the background (`&`) and as the server's children inherit.
+    pub fn start_ignoring_sigint(home: &Path) -> Raw {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new(crate::rewind_bin());
+        // SAFETY: signal(2) is async-signal-safe; nothing else runs here.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+        Raw::start_with(home, cmd)
+    }
+
+    fn start_with(home: &Path, mut cmd: Command) -> Raw {
+        let mut child = cmd
             .arg("lsp")
             .env("REWIND_HOME", home)
             .stdin(Stdio::piped())

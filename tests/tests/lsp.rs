@@ -467,12 +467,15 @@ fn a_failed_always_is_an_error_on_its_call() {
 
 /// A Check lens started by a client that shows progress can be cancelled
 /// with window/workDoneProgress/cancel: the check stops as at Ctrl-C, the
-/// answer says so, and the store holds only whole runs.
+/// answer says so, and the store holds only whole runs. The server runs
+/// with SIGINT ignored (an editor started in the background): the check it
+/// starts must not inherit that, or a cancel before its handler is in
+/// place is lost and the check runs to its end.
 #[test]
 fn a_check_run_from_a_lens_stops_when_its_progress_is_cancelled() {
     let home = Home::new();
     let ws = tempfile::tempdir().unwrap();
-    let mut s = Raw::start(home.path());
+    let mut s = Raw::start_ignoring_sigint(home.path());
     s.initialize(
         ws.path(),
         serde_json::json!({"window": {"workDoneProgress": true}}),

@@ -160,6 +160,15 @@ fn command(exe: std::path::PathBuf, check: bool, target: &Target) -> tokio::proc
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
+    // A cancel is a SIGINT: the child must not inherit the server's SIG_IGN
+    // (an editor started in the background), or one sent before its handler
+    // is in place is lost. SAFETY: signal(2) is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     cmd
 }
 
