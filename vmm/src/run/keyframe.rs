@@ -9,8 +9,12 @@
 //! then (events, output bytes, thread switches).
 //!
 //! File `keyframes`: the magic `RWKF`, a u32 version, then records of
-//! (length u32, BLAKE3 of the body, body = zstd(postcard(Keyframe))).
+//! (length u32, BLAKE3 of the body, body = zstd(postcard(record))). In
+//! version 3 a record's page list is whole or the changes since the record
+//! before it (`record.rs`); version 2's were all whole, and are still read.
 //! A damaged record is reported, never trusted.
+
+mod record;
 
 use super::pages::PageHash;
 use crate::machine::memory::FrameAllocator;
@@ -20,9 +24,12 @@ use std::io::Write;
 use std::path::Path;
 
 const MAGIC: &[u8; 4] = b"RWKF";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
+/// Every record a whole `Keyframe` (runs recorded before page lists were
+/// written as changes).
+const VERSION_WHOLE: u32 = 2;
 pub const KEYFRAMES_FILE: &str = "keyframes";
-/// zstd level of a record. Most of one is the page list, 40 bytes a page
+/// zstd level of a record. Much of one is the page list, 40 bytes a page
 /// of which 32 are a hash that does not compress: level 3 shrank it 1.16x
 /// where level 1 shrinks it 1.12x at three times the speed, and compressing
 /// the record was 4 % of a JVM's recording. Any level reads back the same.
@@ -84,6 +91,7 @@ fn corrupt(path: &Path, what: impl Into<String>) -> KeyframeError {
 pub struct KeyframeWriter {
     file: std::fs::File,
     path: std::path::PathBuf,
+    encoder: record::Encoder,
 }
 
 impl KeyframeWriter {
@@ -98,11 +106,15 @@ impl KeyframeWriter {
         Ok(KeyframeWriter {
             file,
             path: path.to_path_buf(),
+            encoder: record::Encoder::default(),
         })
     }
 
     pub fn push(&mut self, kf: &Keyframe) -> Result<(), KeyframeError> {
-        let raw = postcard::to_allocvec(kf).map_err(|e| corrupt(&self.path, e.to_string()))?;
+        let raw = self
+            .encoder
+            .encode(kf)
+            .map_err(|e| corrupt(&self.path, e.to_string()))?;
         let body = zstd::bulk::compress(&raw, ZSTD_LEVEL).map_err(|source| KeyframeError::Io {
             path: self.path.clone(),
             source,
@@ -146,6 +158,7 @@ pub struct KeyframeFile {
     /// Each record's compressed body, in file order.
     bodies: Vec<std::ops::Range<usize>>,
     max: u64,
+    version: u32,
 }
 
 impl KeyframeFile {
@@ -158,6 +171,7 @@ impl KeyframeFile {
                 path: path.to_path_buf(),
                 bodies: Vec::new(),
                 max: MAX_KEYFRAME_BYTES,
+                version: VERSION,
             }),
             Err(source) => Err(KeyframeError::Io {
                 path: path.to_path_buf(),
@@ -177,7 +191,7 @@ impl KeyframeFile {
             return Err(corrupt(path, "not a keyframes file"));
         }
         let version = u32::from_le_bytes(bytes[4..8].try_into().unwrap());
-        if version != VERSION {
+        if version != VERSION && version != VERSION_WHOLE {
             return Err(corrupt(
                 path,
                 format!("keyframes version {version}; this rewind reads {VERSION}"),
@@ -205,6 +219,7 @@ impl KeyframeFile {
             path: path.to_path_buf(),
             bodies,
             max,
+            version,
         })
     }
 
@@ -216,8 +231,40 @@ impl KeyframeFile {
         self.bodies.is_empty()
     }
 
-    /// Record `i` decoded.
+    /// Record `i` decoded, its page list rebuilt from the records before
+    /// it back to a whole one.
     pub fn get(&self, i: usize) -> Result<Keyframe, KeyframeError> {
+        if self.version == VERSION_WHOLE {
+            return self.decode(i);
+        }
+        let mut chain: Vec<record::Record> = vec![self.decode(i)?];
+        while !chain.last().is_some_and(record::Record::is_whole) {
+            let Some(before) = (i + 1).checked_sub(chain.len() + 1) else {
+                return Err(self.no_whole_list());
+            };
+            chain.push(self.decode(before)?);
+        }
+        let mut frames = None;
+        let mut kf = None;
+        for r in chain.into_iter().rev() {
+            let k = r
+                .into_keyframe(frames.take())
+                .ok_or_else(|| self.no_whole_list())?;
+            frames = Some(k.frames.clone());
+            kf = Some(k);
+        }
+        kf.ok_or_else(|| self.no_whole_list())
+    }
+
+    fn no_whole_list(&self) -> KeyframeError {
+        corrupt(
+            &self.path,
+            "a keyframe's pages are changes to no keyframe before it",
+        )
+    }
+
+    /// Record `i`'s body decompressed (as far as the bound) and decoded.
+    fn decode<T: serde::de::DeserializeOwned>(&self, i: usize) -> Result<T, KeyframeError> {
         use std::io::Read;
         let body = &self.bytes[self.bodies[i].clone()];
         // Decompressed as far as the bound, growing with what comes out.
@@ -262,11 +309,19 @@ impl KeyframeFile {
         Ok(out)
     }
 
-    /// Every record decoded, in step order.
+    /// Every record decoded, in step order (each page list of changes
+    /// applied to the one before it).
     pub fn all(&self) -> Result<Vec<Keyframe>, KeyframeError> {
         let mut out: Vec<Keyframe> = Vec::with_capacity(self.len());
         for i in 0..self.len() {
-            let kf = self.get(i)?;
+            let kf = if self.version == VERSION_WHOLE {
+                self.decode(i)?
+            } else {
+                let r: record::Record = self.decode(i)?;
+                let before = out.last().map(|k| k.frames.clone());
+                r.into_keyframe(before)
+                    .ok_or_else(|| self.no_whole_list())?
+            };
             if out.last().is_some_and(|p| p.step >= kf.step) {
                 return Err(corrupt(&self.path, "keyframes out of order"));
             }
@@ -322,13 +377,96 @@ mod tests {
 
     /// A file of one record whose body is `raw`, compressed.
     fn file_of(raw: &[u8]) -> Vec<u8> {
-        let body = zstd::bulk::compress(raw, ZSTD_LEVEL).unwrap();
+        file_of_records(VERSION, &[raw.to_vec()])
+    }
+
+    /// A file of version `version` whose records' bodies are `raws`, compressed.
+    fn file_of_records(version: u32, raws: &[Vec<u8>]) -> Vec<u8> {
         let mut file = MAGIC.to_vec();
-        file.extend_from_slice(&VERSION.to_le_bytes());
-        file.extend_from_slice(&(body.len() as u32).to_le_bytes());
-        file.extend_from_slice(blake3::hash(&body).as_bytes());
-        file.extend_from_slice(&body);
+        file.extend_from_slice(&version.to_le_bytes());
+        for raw in raws {
+            let body = zstd::bulk::compress(raw, ZSTD_LEVEL).unwrap();
+            file.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            file.extend_from_slice(blake3::hash(&body).as_bytes());
+            file.extend_from_slice(&body);
+        }
         file
+    }
+
+    /// A keyframe at `step` of `pages` pages, of which the first `moved`
+    /// have contents that change with the step; page `pages` appears at
+    /// odd steps only (a page that comes and goes).
+    fn keyframe_of_pages(step: u64, pages: u64, moved: u64) -> Keyframe {
+        let mut kf = keyframe_at(step);
+        kf.frames = (0..pages)
+            .map(|p| {
+                let mut h = [p as u8; 32];
+                h[8..16].copy_from_slice(&p.to_le_bytes());
+                if p < moved {
+                    h[..8].copy_from_slice(&step.to_le_bytes());
+                }
+                (0x20_0000 + p * 4096, h)
+            })
+            .collect();
+        if step % 2 == 1 {
+            kf.frames.push((0x20_0000 + pages * 4096, [0xee; 32]));
+        }
+        kf
+    }
+
+    fn same(a: &Keyframe, b: &Keyframe) -> bool {
+        a.step == b.step
+            && a.frames == b.frames
+            && a.kernel == b.kernel
+            && a.file_pages == b.file_pages
+    }
+
+    /// A long run of a large memory writes its page list once in a while
+    /// (as changes between), and every keyframe reads back as it was taken,
+    /// alone or all together; a file written before (version 2, whole
+    /// lists) still reads; changes to nothing are an error.
+    #[test]
+    fn page_lists_are_written_as_changes_and_read_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(KEYFRAMES_FILE);
+        let kfs: Vec<Keyframe> = (1..=40).map(|s| keyframe_of_pages(s, 5_000, 20)).collect();
+        let mut w = KeyframeWriter::create(&path).unwrap();
+        for kf in &kfs {
+            w.push(kf).unwrap();
+        }
+        drop(w);
+        let whole: Vec<Vec<u8>> = kfs
+            .iter()
+            .map(|k| postcard::to_allocvec(k).unwrap())
+            .collect();
+        let v2 = file_of_records(VERSION_WHOLE, &whole);
+        let written = std::fs::metadata(&path).unwrap().len();
+        assert!(
+            written * 5 < v2.len() as u64,
+            "{written} bytes of changes against {} whole",
+            v2.len()
+        );
+        let f = KeyframeFile::open(&path).unwrap();
+        let all = f.all().unwrap();
+        assert_eq!(all.len(), kfs.len());
+        for (i, kf) in kfs.iter().enumerate() {
+            assert!(same(&all[i], kf), "keyframe {i} of all()");
+            assert!(same(&f.get(i).unwrap(), kf), "keyframe {i} alone");
+            let found = f.last_at_or_before(kf.step, |_| true).unwrap().unwrap();
+            assert!(same(&found, kf), "keyframe {i} found by its step");
+        }
+        let old = KeyframeFile::parse(v2, &path).unwrap().all().unwrap();
+        assert!(old.iter().zip(&kfs).all(|(a, b)| same(a, b)));
+
+        // The file without its first record: the next gives changes to nothing.
+        let bytes = std::fs::read(&path).unwrap();
+        let first = 8 + 36 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+        let mut cut = bytes[..8].to_vec();
+        cut.extend_from_slice(&bytes[first..]);
+        let f = KeyframeFile::parse(cut, &path).unwrap();
+        let err = f.get(0).expect_err("changes to nothing");
+        assert!(err.to_string().contains("changes to no keyframe"), "{err}");
+        assert!(f.all().is_err());
     }
 
     #[test]
