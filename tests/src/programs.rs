@@ -68,7 +68,9 @@ pub fn native_passing(name: &str) -> String {
 
 /// `prog ARGS` run natively with exactly the environment `env` (in that
 /// order: `env -i`, as the guest gets it), in `cwd` (None: the test's),
-/// `input` on standard input.
+/// `input` on standard input, and every signal at its default action, as
+/// the guest starts: a test run from a background job inherits SIGINT and
+/// SIGQUIT ignored, which a shell's `trap` cannot undo.
 pub fn native_with_env(
     env: &[&str],
     cwd: Option<&Path>,
@@ -76,8 +78,20 @@ pub fn native_with_env(
     args: &[&str],
     input: &[u8],
 ) -> Output {
+    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new("/usr/bin/env");
     cmd.arg("-i").args(env).arg(prog).args(args);
+    // SAFETY: signal(2) is async-signal-safe; nothing else runs here.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in 1..32 {
+                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+            }
+            Ok(())
+        });
+    }
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
