@@ -232,28 +232,27 @@ impl KeyframeFile {
     }
 
     /// Record `i` decoded, its page list rebuilt from the records before
-    /// it back to a whole one.
+    /// it back to a whole one (of which only the pages are decoded).
     pub fn get(&self, i: usize) -> Result<Keyframe, KeyframeError> {
         if self.version == VERSION_WHOLE {
             return self.decode(i);
         }
-        let mut chain: Vec<record::Record> = vec![self.decode(i)?];
-        while !chain.last().is_some_and(record::Record::is_whole) {
-            let Some(before) = (i + 1).checked_sub(chain.len() + 1) else {
-                return Err(self.no_whole_list());
-            };
-            chain.push(self.decode(before)?);
+        let r: record::Record = self.decode(i)?;
+        if r.is_whole() {
+            return r.into_keyframe(None).ok_or_else(|| self.no_whole_list());
         }
-        let mut frames = None;
-        let mut kf = None;
-        for r in chain.into_iter().rev() {
-            let k = r
-                .into_keyframe(frames.take())
-                .ok_or_else(|| self.no_whole_list())?;
-            frames = Some(k.frames.clone());
-            kf = Some(k);
+        let mut heads: Vec<record::Head> = Vec::new();
+        for before in (0..i).rev() {
+            let h: record::Head = self.decode_head(before)?;
+            let whole = h.is_whole();
+            heads.push(h);
+            if whole {
+                break;
+            }
         }
-        kf.ok_or_else(|| self.no_whole_list())
+        let before = record::rebuild(heads).ok_or_else(|| self.no_whole_list())?;
+        r.into_keyframe(Some(before))
+            .ok_or_else(|| self.no_whole_list())
     }
 
     fn no_whole_list(&self) -> KeyframeError {
@@ -265,6 +264,20 @@ impl KeyframeFile {
 
     /// Record `i`'s body decompressed (as far as the bound) and decoded.
     fn decode<T: serde::de::DeserializeOwned>(&self, i: usize) -> Result<T, KeyframeError> {
+        let raw = self.decompress(i)?;
+        postcard::from_bytes(&raw).map_err(|e| corrupt(&self.path, format!("bad keyframe: {e}")))
+    }
+
+    /// Record `i`'s first fields, the rest left undecoded.
+    fn decode_head(&self, i: usize) -> Result<record::Head, KeyframeError> {
+        let raw = self.decompress(i)?;
+        postcard::take_from_bytes(&raw)
+            .map(|(h, _)| h)
+            .map_err(|e| corrupt(&self.path, format!("bad keyframe: {e}")))
+    }
+
+    /// Record `i`'s body decompressed, as far as the bound.
+    fn decompress(&self, i: usize) -> Result<Vec<u8>, KeyframeError> {
         use std::io::Read;
         let body = &self.bytes[self.bodies[i].clone()];
         // Decompressed as far as the bound, growing with what comes out.
@@ -278,7 +291,7 @@ impl KeyframeFile {
                 "a keyframe decompresses to more than any run keeps",
             ));
         }
-        postcard::from_bytes(&raw).map_err(|e| corrupt(&self.path, format!("bad keyframe: {e}")))
+        Ok(raw)
     }
 
     /// The step of record `i`, from the first bytes of its body alone (the

@@ -35,29 +35,58 @@ enum PagesRef<'a> {
     },
 }
 
-/// A record as read. Its fields are a [`Keyframe`]'s, in the same order
-/// (the step first: `KeyframeFile::step_of` reads it alone).
+/// A record as read: a [`Keyframe`]'s fields, the step first
+/// (`KeyframeFile::step_of` reads it alone) and the pages next ([`Head`]).
 #[derive(Deserialize)]
 pub struct Record {
     step: u64,
+    pages: Pages,
     recorded: Recorded,
     vcpu: VcpuState,
     allocator: FrameAllocator,
-    pages: Pages,
     file_pages: Vec<PageHash>,
     kernel: Vec<u8>,
+}
+
+/// A record's first fields alone: what rebuilding a later record's pages
+/// needs of it, without decoding its kernel state.
+#[derive(Deserialize)]
+pub struct Head {
+    _step: u64,
+    pages: Pages,
 }
 
 /// A record as written, borrowing the keyframe.
 #[derive(Serialize)]
 struct RecordRef<'a> {
     step: u64,
+    pages: PagesRef<'a>,
     recorded: Recorded,
     vcpu: &'a VcpuState,
     allocator: &'a FrameAllocator,
-    pages: PagesRef<'a>,
     file_pages: &'a [PageHash],
     kernel: &'a [u8],
+}
+
+impl Head {
+    /// Whether its page list is whole (else it needs the one before it).
+    pub fn is_whole(&self) -> bool {
+        matches!(self.pages, Pages::Whole(_))
+    }
+}
+
+/// The page list of the newest of `heads` (newest first, back to a whole
+/// list); None when the oldest is not whole.
+pub fn rebuild(heads: Vec<Head>) -> Option<Frames> {
+    let mut frames: Option<Frames> = None;
+    for h in heads.into_iter().rev() {
+        frames = Some(match (h.pages, frames) {
+            (Pages::Whole(f), _) => f,
+            (Pages::Changed { set, gone }, Some(before)) => apply(before, set, gone),
+            (Pages::Changed { .. }, None) => return None,
+        });
+    }
+    frames
 }
 
 impl Record {
@@ -156,10 +185,10 @@ impl Encoder {
         };
         let raw = postcard::to_allocvec(&RecordRef {
             step: kf.step,
+            pages,
             recorded: kf.recorded,
             vcpu: &kf.vcpu,
             allocator: &kf.allocator,
-            pages,
             file_pages: &kf.file_pages,
             kernel: &kf.kernel,
         })?;
