@@ -53,8 +53,11 @@ func main() {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	timer := time.NewTimer(20 * time.Millisecond)
+	// The clock read before the timer is made: read after, the timer's
+	// 20 ms may have begun first, and natively it can fire under 20 ms
+	// after the read.
 	start := time.Now()
+	timer := time.NewTimer(20 * time.Millisecond)
 	<-timer.C
 	waited := time.Since(start) >= 20*time.Millisecond
 	fmt.Printf("sum %d doubled %d\n", sum, c.n)
