@@ -476,7 +476,31 @@ impl Drop for Home {
 /// Every file and directory under `dir` with its size (directories 0), but
 /// the lock file, which exists once any command has run.
 pub fn store_tree(dir: &Path) -> std::collections::BTreeMap<String, u64> {
-    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<String, u64>) {
+    store_entries(dir)
+        .into_iter()
+        .map(|(rel, m)| {
+            if m.is_dir() {
+                (format!("{rel}/"), 0)
+            } else {
+                (rel, m.len())
+            }
+        })
+        .collect()
+}
+
+/// Every file under `dir` with its size and time of change, but the lock
+/// file: what a command that must leave a store as it was may not move.
+pub fn store_files(dir: &Path) -> std::collections::BTreeMap<String, (u64, std::time::SystemTime)> {
+    store_entries(dir)
+        .into_iter()
+        .filter(|(_, m)| !m.is_dir())
+        .map(|(rel, m)| (rel, (m.len(), m.modified().unwrap())))
+        .collect()
+}
+
+/// Every entry under `dir` (its path from `dir`) with its `lstat`, but the lock file.
+fn store_entries(dir: &Path) -> Vec<(String, std::fs::Metadata)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, std::fs::Metadata)>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
@@ -484,16 +508,15 @@ pub fn store_tree(dir: &Path) -> std::collections::BTreeMap<String, u64> {
             let p = e.path();
             let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
             let m = std::fs::symlink_metadata(&p).unwrap();
-            if m.is_dir() {
-                out.insert(format!("{rel}/"), 0);
+            let is_dir = m.is_dir();
+            out.push((rel, m));
+            if is_dir {
                 walk(root, &p, out);
-            } else {
-                out.insert(rel, m.len());
             }
         }
     }
-    let mut out = std::collections::BTreeMap::new();
+    let mut out = Vec::new();
     walk(dir, dir, &mut out);
-    out.remove("lock");
+    out.retain(|(rel, _)| rel != "lock");
     out
 }

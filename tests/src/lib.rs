@@ -21,7 +21,7 @@ mod programs;
 pub mod roots;
 pub mod table;
 
-pub use home::{store_tree, Home};
+pub use home::{store_files, store_tree, Home};
 pub use output::{
     assert_lines, failing_run_in, has_event, killed_narrowed_run, last_run_id, parse_status,
     run_wall, without_wall_time, Output, Run,

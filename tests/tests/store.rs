@@ -3,8 +3,8 @@
 //! several commands on one store at once.
 
 use rewind_tests::{
-    failing_run_in, guest_arg, last_run_id, rewind_bin, run_command, store_tree as tree, Home,
-    Output, DEADLINE,
+    failing_run_in, guest_arg, last_run_id, rewind_bin, run_command, store_files,
+    store_tree as tree, Home, Output, DEADLINE,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -541,29 +541,6 @@ fn a_damaged_run_is_reported_by_ls_and_the_others_still_listed() {
     assert_eq!(shown.stderr.lines().count(), 1, "{shown}");
 }
 
-/// Every file of the store with its size and time of change.
-fn store_files(home: &Home) -> BTreeMap<String, (u64, std::time::SystemTime)> {
-    fn walk(
-        root: &std::path::Path,
-        dir: &std::path::Path,
-        out: &mut BTreeMap<String, (u64, std::time::SystemTime)>,
-    ) {
-        for e in std::fs::read_dir(dir).unwrap().flatten() {
-            let m = std::fs::symlink_metadata(e.path()).unwrap();
-            if m.is_dir() {
-                walk(root, &e.path(), out);
-            } else {
-                let rel = e.path().strip_prefix(root).unwrap().display().to_string();
-                out.insert(rel, (m.len(), m.modified().unwrap()));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(home.path(), home.path(), &mut out);
-    out.remove("lock");
-    out
-}
-
 /// Looking at a run (`show` compares its image with the host's, as a
 /// debug session and the language server do) writes nothing into the
 /// store, not even the file hashes a run would keep: here the program's
@@ -578,11 +555,11 @@ fn looking_at_a_run_writes_nothing_into_the_store() {
     let run = home.run(&["-q", "--", prog.to_str().unwrap(), "3"]);
     home.replay_identical(&run.id);
     std::thread::sleep(vmm::image::RACY_MARGIN + std::time::Duration::from_secs(1));
-    let before = store_files(&home);
+    let before = store_files(home.path());
     let shown = home.show_json(&run.id);
     assert_eq!(shown["reproducible"], true, "{shown:#}");
     assert_eq!(
-        store_files(&home),
+        store_files(home.path()),
         before,
         "`rewind show` changed the store"
     );

@@ -80,13 +80,19 @@ impl Head {
 pub fn rebuild(heads: Vec<Head>) -> Option<Frames> {
     let mut frames: Option<Frames> = None;
     for h in heads.into_iter().rev() {
-        frames = Some(match (h.pages, frames) {
-            (Pages::Whole(f), _) => f,
-            (Pages::Changed { set, gone }, Some(before)) => apply(before, set, gone),
-            (Pages::Changed { .. }, None) => return None,
-        });
+        frames = Some(resolve(h.pages, frames)?);
     }
     frames
+}
+
+/// A record's page list: its own, or `before`'s changed; None when it
+/// gives changes and there is no `before`.
+fn resolve(pages: Pages, before: Option<Frames>) -> Option<Frames> {
+    match (pages, before) {
+        (Pages::Whole(f), _) => Some(f),
+        (Pages::Changed { set, gone }, Some(before)) => Some(apply(before, set, gone)),
+        (Pages::Changed { .. }, None) => None,
+    }
 }
 
 impl Record {
@@ -98,11 +104,7 @@ impl Record {
     /// The keyframe, its pages the record's own or `before`'s changed;
     /// None when they are changes and there is no `before`.
     pub fn into_keyframe(self, before: Option<Frames>) -> Option<Keyframe> {
-        let frames = match (self.pages, before) {
-            (Pages::Whole(f), _) => f,
-            (Pages::Changed { set, gone }, Some(before)) => apply(before, set, gone),
-            (Pages::Changed { .. }, None) => return None,
-        };
+        let frames = resolve(self.pages, before)?;
         Some(Keyframe {
             step: self.step,
             recorded: self.recorded,
