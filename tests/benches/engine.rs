@@ -15,10 +15,12 @@
 //!   (g) a step of the JVM (`java -Xint -version` through /usr/bin/java, over
 //!       the --root tree `tests/tests/executables.rs` runs it in) likewise;
 //!       for both, the run's floor: its steps at a `getpid` step's CPU plus
-//!       the program's own CPU natively, and the run's CPU against it;
+//!       the program's own CPU natively, and the run's CPU against it, and
+//!       the same run with KVM's dirty log finding written pages instead
+//!       of the tables' Dirty bits (`REWIND_KVM_DIRTY_LOG`);
 //!   (h) the first touch of a page the guest's tables map (no exit: KVM's
-//!       shadow fault), with the memory slot's dirty log on, as the
-//!       engine's, and off.
+//!       shadow fault), with a dirty log on the memory slot and without,
+//!       as the engine's slot is (it reads its tables' Dirty bits).
 //!
 //! Wall time moves with whatever else the host runs, so (b), (f) and (g)
 //! also give CPU time: the `rewind` process's user and system time
@@ -134,7 +136,7 @@ fn main() {
 
     let mut native_lost = 0;
     let native = best(10, || {
-        let (t, out) = timed(&home, None, &[]);
+        let (t, out) = timed(&home, None, &[], &[]);
         // Natively the race is real: bank loses money now and then (exit 2).
         assert!(out.code == 0 || out.code == 2, "native bank: {out}");
         native_lost += usize::from(out.code == 2);
@@ -142,7 +144,7 @@ fn main() {
     });
     let mut engine_wall = f64::MAX;
     let rewind = best(10, || {
-        let (t, out) = timed(&home, Some("rewind"), &["run", "--example", "bank"]);
+        let (t, out) = timed(&home, Some("rewind"), &["run", "--example", "bank"], &[]);
         let run = parse_status(&out).unwrap_or_else(|| panic!("rewind run --example bank: {out}"));
         engine_wall = engine_wall.min(wall_of(&run.line).unwrap_or(f64::NAN));
         t
@@ -169,9 +171,10 @@ fn main() {
 }
 
 /// (h) The first touch of a page the guest's tables map: no exit, but KVM
-/// builds its own translation (a shadow fault on PVM). The engine's memory
-/// slot keeps a dirty log for keyframes; with one, KVM neither fills the
-/// neighbouring entries nor maps more than 4 KiB at a fault.
+/// builds its own translation (a shadow fault on PVM). With a dirty log on
+/// the memory slot KVM neither fills the neighbouring entries nor maps
+/// more than 4 KiB at a fault: the engine's slot keeps none, and finds
+/// written pages by its tables' Dirty bits (`machine::dirty`).
 fn shadow_faults(exit_us: f64) {
     let (logged, plain) = (Bare::with_dirty_log(true), Bare::with_dirty_log(false));
     let (mut on, mut off) = (f64::MAX, f64::MAX);
@@ -202,13 +205,14 @@ fn node_steps(home: &Home, step_us: f64, step_cpu: Cpu) {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("node/worker.js");
     let script = std::fs::read_to_string(script).expect("tests/node/worker.js");
     let native = native_best(node, &["-e", &script]);
-    let run = runtime_steps(home, &["run", "--", node, "-e", &script]);
+    let [run, logged] = runtime_steps(home, &["run", "--", node, "-e", &script]);
     println!(
         "(f) node with a worker: {} steps in {:.2} s (the run's wall), natively {:.2} s",
         run.steps, run.wall, native.wall
     );
     run.print("node", step_us, step_cpu);
     run.print_floor(step_cpu, native.cpu);
+    run.print_against(&logged);
 }
 
 /// (g) The JVM's steps against a `getpid` step: `java -Xint -version`
@@ -225,13 +229,14 @@ fn java_steps(home: &Home, step_us: f64, step_cpu: Cpu) {
     let root = rewind_tests::roots::java_root(java);
     let r = root.path().to_str().expect("UTF-8 path");
     let native = native_best(java, &["-Xint", "-version"]);
-    let run = runtime_steps(home, &["run", "--root", r, "--", java, "-Xint", "-version"]);
+    let [run, logged] = runtime_steps(home, &["run", "--root", r, "--", java, "-Xint", "-version"]);
     println!(
         "(g) java -Xint -version: {} steps in {:.2} s (the run's wall), natively {:.2} s",
         run.steps, run.wall, native.wall
     );
     run.print("JVM", step_us, step_cpu);
     run.print_floor(step_cpu, native.cpu);
+    run.print_against(&logged);
 }
 
 /// A native run of a big runtime: the best wall time and CPU time of three.
@@ -270,29 +275,54 @@ struct RuntimeRun {
     cpu: Cpu,
 }
 
-fn runtime_steps(home: &Home, args: &[&str]) -> RuntimeRun {
-    let mut best = RuntimeRun {
+/// How guest writes are found in a run: the page tables' Dirty bits (the
+/// engine's way) or KVM's dirty log (`REWIND_KVM_DIRTY_LOG`, the way
+/// before 2026-12-07), the baseline beside it.
+const WRITES: [(&str, &[(&str, &str)]); 2] = [
+    ("Dirty bits", &[]),
+    ("KVM's dirty log", &[("REWIND_KVM_DIRTY_LOG", "1")]),
+];
+
+/// The best of three runs of `rewind ARGS` each way of [`WRITES`], the
+/// ways alternating so that the host's load weighs on both alike.
+fn runtime_steps(home: &Home, args: &[&str]) -> [RuntimeRun; 2] {
+    let mut best = WRITES.map(|_| RuntimeRun {
         steps: 0,
         wall: f64::MAX,
         cpu: Cpu::MAX,
-    };
+    });
     // Not counted: the first run hashes a new root's files and fills the
     // store, which the runs after it find done.
-    timed(home, Some("rewind"), args);
+    timed(home, Some("rewind"), args, &[]);
     for _ in 0..3 {
-        let before = Cpu::children();
-        let (_, out) = timed(home, Some("rewind"), args);
-        let cpu = Cpu::children().minus(before);
-        let run = parse_status(&out).unwrap_or_else(|| panic!("rewind {args:?}: {out}"));
-        assert_eq!(run.status, "exited:0", "{out}");
-        best.wall = best.wall.min(wall_of(&run.line).unwrap_or(f64::NAN));
-        best.cpu = best.cpu.min(cpu);
-        best.steps = run.steps.expect("the status line gives steps");
+        for (best, (_, env)) in best.iter_mut().zip(WRITES) {
+            let before = Cpu::children();
+            let (_, out) = timed(home, Some("rewind"), args, env);
+            let cpu = Cpu::children().minus(before);
+            let run = parse_status(&out).unwrap_or_else(|| panic!("rewind {args:?}: {out}"));
+            assert_eq!(run.status, "exited:0", "{out}");
+            best.wall = best.wall.min(wall_of(&run.line).unwrap_or(f64::NAN));
+            best.cpu = best.cpu.min(cpu);
+            best.steps = run.steps.expect("the status line gives steps");
+        }
     }
     best
 }
 
 impl RuntimeRun {
+    /// This run (writes found by Dirty bits) against `logged`, the same
+    /// run with KVM's dirty log.
+    fn print_against(&self, logged: &RuntimeRun) {
+        println!(
+            "    the same with {} instead: {:7.1} us a step CPU, {:.2} s wall; {} / it: {:.2} x CPU",
+            WRITES[1].0,
+            logged.cpu.per(logged.steps).total(),
+            logged.wall,
+            WRITES[0].0,
+            self.cpu.total() / logged.cpu.total()
+        );
+    }
+
     /// The run's CPU against its floor: each step at a `getpid` step's CPU
     /// (the exit every step is) plus the program's own CPU natively (its
     /// work between two steps). A step's ratio to a `getpid` step cannot
@@ -414,13 +444,14 @@ fn best(n: usize, mut f: impl FnMut() -> f64) -> f64 {
 /// Runs `rewind ARGS` (or, with `None`, the native `bank`) to its end and
 /// returns its wall time in seconds. No deadline: a benchmark that hangs is
 /// stopped by hand.
-fn timed(home: &Home, rewind: Option<&str>, args: &[&str]) -> (f64, Output) {
+fn timed(home: &Home, rewind: Option<&str>, args: &[&str], env: &[(&str, &str)]) -> (f64, Output) {
     let mut cmd = match rewind {
         Some(_) => Command::new(rewind_tests::rewind_bin()),
         None => Command::new(guest_arg("bank")),
     };
     cmd.args(args)
         .env("REWIND_HOME", home.path())
+        .envs(env.iter().copied())
         .stdin(Stdio::null());
     let t = Instant::now();
     let out = cmd.output().expect("start the command");
@@ -477,7 +508,7 @@ impl Differential {
             args.extend(self.run_args.iter().map(String::as_str));
             args.extend(["--", prog.as_str(), n.as_str()]);
             let before = Cpu::children();
-            let (elapsed, out) = timed(home, Some("rewind"), &args);
+            let (elapsed, out) = timed(home, Some("rewind"), &args, &[]);
             let cpu = Cpu::children().minus(before);
             let run = parse_status(&out)
                 .unwrap_or_else(|| panic!("rewind run {} {n}: {out}", self.guest));

@@ -46,6 +46,8 @@ pub enum EngineError {
     OutOfRange(#[from] crate::machine::memory::OutOfRange),
     #[error("guest memory exhausted while loading the program")]
     OutOfMemory,
+    #[error("the page at {0:#x} was written and its page tables' Dirty bits did not say so (KVM's dirty log did)")]
+    MissedWrite(u64),
 }
 
 impl EngineError {

@@ -169,7 +169,12 @@ fn kvm_facts(facts: &mut Vec<Fact>) {
             )),
         }
         match dirty_log_works(kvm) {
-            Ok(()) => facts.push(fact(true, false, "dirty page log", "for keyframes")),
+            Ok(()) => facts.push(fact(
+                true,
+                false,
+                "dirty page log",
+                "debug builds check the Dirty bits against it; REWIND_KVM_DIRTY_LOG uses it alone",
+            )),
             Err(e) => facts.push(fact(false, false, "dirty page log", e)),
         }
     }

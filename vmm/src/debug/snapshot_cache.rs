@@ -197,7 +197,7 @@ impl Snapshots {
             return Ok(());
         }
         let t = Instant::now();
-        let mut dirty: BTreeSet<u64> = k.m.take_dirty_pages()?.into_iter().collect();
+        let mut dirty: BTreeSet<u64> = k.take_written()?.into_iter().collect();
         dirty.append(&mut self.stale);
         let mut mem = self.pages.mem.borrow_mut();
         let mut new_bytes = 0u64;
@@ -330,7 +330,7 @@ impl Snapshots {
         pages: &P,
         same_run: bool,
     ) -> Result<(), DebugError> {
-        let mut unsure: BTreeSet<u64> = k.m.take_dirty_pages()?.into_iter().collect();
+        let mut unsure: BTreeSet<u64> = k.take_written()?.into_iter().collect();
         unsure.append(&mut self.stale);
         let target: BTreeMap<u64, PageHash> = kf.frames.iter().copied().collect();
         let write: Vec<(u64, PageHash)> = kf

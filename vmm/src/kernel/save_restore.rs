@@ -196,6 +196,14 @@ impl KeyframeClock {
 }
 
 impl Kernel<'_> {
+    /// The pages written since the last look, by the guest or the monitor
+    /// (`machine::dirty`), sorted.
+    pub fn take_written(&mut self) -> Result<Vec<u64>, EngineError> {
+        let spaces: Vec<crate::machine::PageTables> =
+            self.procs.values().map(|p| p.mm.pt).collect();
+        self.m.take_dirty_pages(&spaces)
+    }
+
     /// Takes a keyframe when the policy says one is due.
     pub(super) fn maybe_keyframe(&mut self) {
         let due = match &self.keyframes {
@@ -215,7 +223,7 @@ impl Kernel<'_> {
             return Ok(());
         };
         let first = clock.pages.is_empty();
-        let dirty = self.m.take_dirty_pages()?;
+        let dirty = self.take_written()?;
         let mut new_pages: Vec<(PageHash, &[u8])> = Vec::new();
         for pa in &dirty {
             let bytes = self.m.ram.slice(*pa, PAGE)?;
@@ -364,7 +372,7 @@ impl<'r> Kernel<'r> {
         let st = restore_machine(&mut self.m, write, kf, pages, &inputs, same_run)?;
         // The page tables were written behind the MMU's back.
         self.m.flush_tlb()?;
-        self.m.take_dirty_pages()?;
+        self.m.forget_written()?;
         self.procs = st.procs;
         self.zombies = st.zombies;
         self.threads = st.threads;
@@ -435,7 +443,7 @@ fn restore_machine<P: PageSource + Clone + 'static>(
     }
     m.restore_vcpu(&kf.vcpu)?;
     // What was just written is the keyframe, not news for the next one.
-    m.take_dirty_pages()?;
+    m.forget_written()?;
     let mut st: KernelState =
         super::blobs::restoring(pages, || postcard::from_bytes(&kf.kernel))
             .map_err(|e| EngineError::BadKeyframe(format!("kernel state: {e}")))?;

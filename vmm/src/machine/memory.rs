@@ -54,7 +54,8 @@ pub struct GuestRam {
     /// pages), with how many references they have beyond the first: a free
     /// drops one reference, and only the last frees the frame.
     shares: BTreeMap<u64, u32>,
-    /// Pages the monitor wrote since the last `take_dirty` (KVM logs the guest's own writes).
+    /// Pages the monitor wrote since the last `take_dirty`, and those whose
+    /// leaves went with their Dirty bit set (`mark_written`).
     dirty: Vec<u64>,
     /// Frames a page table stopped mapping, or mapped with less access,
     /// whose translations KVM may still cache (`Machine::flush_stale`);
@@ -253,6 +254,15 @@ impl GuestRam {
             }
         }
         Ok(())
+    }
+
+    /// Counts the page at `pa` written (by the guest, as a page table's
+    /// Dirty bit said), for the next `take_dirty`.
+    pub fn mark_written(&mut self, pa: u64) {
+        if self.check(pa, 1).is_ok() {
+            let page = pa / PAGE_SIZE;
+            self.dirty[(page / 64) as usize] |= 1 << (page % 64);
+        }
     }
 
     /// Remembers KVM's dirty bitmap (the slot is about to lose it).

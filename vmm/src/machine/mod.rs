@@ -6,6 +6,7 @@
 //! resumes a thread by editing registers and calling [`Machine::run`] again.
 
 pub mod caps;
+pub mod dirty;
 pub mod gdt;
 pub mod insn;
 pub mod layout;
@@ -30,13 +31,18 @@ fn layout_page(va: u64) -> u64 {
     va & !(layout::PAGE_SIZE - 1)
 }
 
-/// The one memory slot: all of guest memory, dirty-logged for keyframes.
+/// The one memory slot: all of guest memory, with a dirty log where
+/// `dirty::LogUse` says.
 const MEMORY_SLOT: u32 = 0;
 
-fn memory_region(ram: &GuestRam) -> kvm_userspace_memory_region {
+fn memory_region(ram: &GuestRam, log: dirty::LogUse) -> kvm_userspace_memory_region {
     kvm_userspace_memory_region {
         slot: MEMORY_SLOT,
-        flags: KVM_MEM_LOG_DIRTY_PAGES,
+        flags: if log.slot_logs() {
+            KVM_MEM_LOG_DIRTY_PAGES
+        } else {
+            0
+        },
         guest_phys_addr: 0,
         memory_size: ram.size(),
         userspace_addr: ram.host_base(),
@@ -65,6 +71,8 @@ pub struct Machine {
     pub ram: GuestRam,
     /// XCR0 when the CPU has XSAVE.
     xcr0: Option<u64>,
+    /// How written pages are found, and what that keeps between looks.
+    written: dirty::Written,
 }
 
 impl Machine {
@@ -73,7 +81,8 @@ impl Machine {
         caps::check(&kvm)?;
         let vm = kvm.create_vm().map_err(EngineError::kvm("KVM_CREATE_VM"))?;
         let mut ram = GuestRam::new(mem_size)?;
-        let region = memory_region(&ram);
+        let log = dirty::LogUse::from_env();
+        let region = memory_region(&ram, log);
         // SAFETY: the region is ram's mapping, which outlives the VM (both owned by Machine,
         // and `vm` is dropped first as it is declared before `ram`).
         unsafe { vm.set_user_memory_region(region) }
@@ -112,6 +121,7 @@ impl Machine {
             vcpu,
             ram,
             xcr0,
+            written: dirty::Written::new(log),
         };
         // The sync register area is only filled by an exit; seed it from the ioctls once.
         let r = m
@@ -411,19 +421,21 @@ impl Machine {
     /// into the RAM's own dirty bitmap first.
     pub fn flush_tlb(&mut self) -> Result<(), EngineError> {
         let _ = self.ram.take_stale();
-        let log = self
-            .vm
-            .get_dirty_log(MEMORY_SLOT, self.ram.size() as usize)
-            .map_err(EngineError::kvm("KVM_GET_DIRTY_LOG"))?;
-        self.ram.take_dirty_into(&log);
-        let mut region = memory_region(&self.ram);
+        if self.written.log.slot_logs() {
+            let log = self.kvm_log()?;
+            self.ram.take_dirty_into(&log);
+        }
+        let mut region = memory_region(&self.ram, self.written.log);
         region.memory_size = 0;
         // SAFETY: deleting the slot, then adding ram's own mapping back as in `new`.
         unsafe { self.vm.set_user_memory_region(region) }
             .map_err(EngineError::kvm("KVM_SET_USER_MEMORY_REGION (delete)"))?;
         // SAFETY: as in `new`: the mapping outlives the VM.
-        unsafe { self.vm.set_user_memory_region(memory_region(&self.ram)) }
-            .map_err(EngineError::kvm("KVM_SET_USER_MEMORY_REGION"))?;
+        unsafe {
+            self.vm
+                .set_user_memory_region(memory_region(&self.ram, self.written.log))
+        }
+        .map_err(EngineError::kvm("KVM_SET_USER_MEMORY_REGION"))?;
         Ok(())
     }
 

@@ -21,9 +21,10 @@ const PTE_ACCESSED: u64 = 1 << 5;
 /// Set by the CPU at a page's first store. The monitor sets it on every
 /// writable leaf it maps, so that KVM's shadow entry is writable at the
 /// first fault instead of read-only until a store faults again to set it
-/// (about 3,600 shadow faults of the JVM's start). The monitor tracks
-/// writes by KVM's dirty log, never by this bit.
-const PTE_DIRTY: u64 = 1 << 6;
+/// (about 3,600 shadow faults of the JVM's start). A look for written
+/// pages (`dirty`) reads and clears it; an entry unmapped or narrowed
+/// hands it to `GuestRam::mark_written`.
+pub(super) const PTE_DIRTY: u64 = 1 << 6;
 const PTE_ADDR: u64 = 0x000f_ffff_ffff_f000;
 /// Flags of every non-leaf entry: the leaf decides.
 const TABLE_FLAGS: u64 = PTE_PRESENT | PTE_WRITE | PTE_USER;
@@ -87,6 +88,21 @@ pub fn init_direct_map(ram: &mut GuestRam) -> Result<(), OutOfRange> {
 /// Where guest ring-0 code reaches physical address `pa`.
 pub fn direct_map_va(pa: u64) -> u64 {
     DIRECT_MAP + pa
+}
+
+/// A leaf going away or changing with its Dirty bit set: its frame was
+/// written since the last look, which would not find the bit now.
+fn keep_dirty(ram: &mut GuestRam, pte: u64) {
+    if pte & PTE_DIRTY != 0 {
+        ram.mark_written(pte & PTE_ADDR);
+    }
+}
+
+/// Frees a table frame, which KVM may have written (Accessed and Dirty
+/// bits) since the last look for written pages: the next one counts it.
+fn free_table(ram: &mut GuestRam, t: u64) {
+    ram.mark_written(t);
+    ram.free_frame(t);
 }
 
 /// Whether a whole page at `pa` lies in guest memory.
@@ -167,6 +183,7 @@ impl PageTables {
         };
         if old & PTE_PRESENT != 0 {
             ram.note_stale(old & PTE_ADDR);
+            keep_dirty(ram, old);
         }
         ram.write_u64(e, frame | perm.bits() | PTE_ACCESSED).is_ok()
     }
@@ -237,6 +254,7 @@ impl PageTables {
         }
         ram.write_u64(e, 0).ok()?;
         ram.note_stale(pte & PTE_ADDR);
+        keep_dirty(ram, pte);
         Some(pte & PTE_ADDR)
     }
 
@@ -271,6 +289,7 @@ impl PageTables {
                 // The leaf is inside memory (`leaf` checked its table).
                 let _ = ram.write_u64(e, edit(pte));
                 ram.note_stale(pte & PTE_ADDR);
+                keep_dirty(ram, pte);
             }
         }
     }
@@ -327,6 +346,61 @@ impl PageTables {
         w.out
     }
 
+    /// Clears the Dirty bit of every user leaf that has it, calling
+    /// `written` with the leaf's frame, and calls `table` with every table
+    /// frame of this space's own (not the shared low table nor the direct
+    /// map): KVM writes their Accessed and Dirty bits. The caller must drop
+    /// KVM's translations of the frames `written` got before the guest
+    /// runs, or a store through one would not set the bit again.
+    pub fn take_dirty(
+        &self,
+        ram: &mut GuestRam,
+        written: &mut impl FnMut(u64),
+        table: &mut impl FnMut(u64),
+    ) {
+        struct Walk<'a, W, T> {
+            written: &'a mut W,
+            table: &'a mut T,
+            /// Tables left to visit (as in `present`).
+            budget: u64,
+        }
+        fn walk<W: FnMut(u64), T: FnMut(u64)>(
+            ram: &mut GuestRam,
+            w: &mut Walk<W, T>,
+            t: u64,
+            level: u32,
+        ) {
+            if !in_ram(ram, t) || w.budget == 0 {
+                return;
+            }
+            w.budget -= 1;
+            (w.table)(t);
+            for i in 0..512 {
+                let Ok(e) = ram.read_u64(t + i * 8) else {
+                    return;
+                };
+                if e & PTE_PRESENT == 0 {
+                    continue;
+                }
+                let next = e & PTE_ADDR;
+                if level > 0 {
+                    if next != LOW_PAGE_TABLE && next != DIRECT_MAP_PDPT {
+                        walk(ram, w, next, level - 1);
+                    }
+                } else if e & PTE_DIRTY != 0 && in_ram(ram, next) {
+                    let _ = ram.write_u64(t + i * 8, e & !PTE_DIRTY);
+                    (w.written)(next);
+                }
+            }
+        }
+        let mut w = Walk {
+            written,
+            table,
+            budget: ram.size() / PAGE_SIZE,
+        };
+        walk(ram, &mut w, self.pml4, 3);
+    }
+
     /// Frees the table frames (not the low table nor the direct map, which
     /// every space shares).
     /// The leaves must already be unmapped.
@@ -343,12 +417,12 @@ impl PageTables {
                 let shared = t == LOW_PAGE_TABLE || t == DIRECT_MAP_PDPT;
                 if e & PTE_PRESENT != 0 && !shared && in_ram(ram, t) {
                     walk(ram, t, level - 1);
-                    ram.free_frame(t);
+                    free_table(ram, t);
                 }
             }
         }
         walk(ram, self.pml4, 3);
-        ram.free_frame(self.pml4);
+        free_table(ram, self.pml4);
     }
 }
 

@@ -1,7 +1,7 @@
 //! The vCPU's state and guest memory's dirty log, as keyframes save and
 //! restore them (the kernel's part is `kernel::save_restore`).
 
-use super::Machine;
+use super::{Machine, PageTables};
 use crate::EngineError;
 use kvm_bindings::{kvm_regs, kvm_sregs, kvm_xsave};
 use kvm_ioctls::SyncReg;
@@ -68,13 +68,46 @@ impl Machine {
         Ok(())
     }
 
-    /// Pages written since the last call, guest and monitor writes both.
-    pub fn take_dirty_pages(&mut self) -> Result<Vec<u64>, EngineError> {
-        let log = self
-            .vm
+    /// Pages written since the last call, guest and monitor writes both,
+    /// sorted; `spaces` are every address space's tables (`dirty`).
+    pub fn take_dirty_pages(&mut self, spaces: &[PageTables]) -> Result<Vec<u64>, EngineError> {
+        use super::dirty::{missed, runs, LogUse};
+        if self.written.log == LogUse::Only {
+            let log = self.kvm_log()?;
+            return Ok(self.ram.take_dirty(&log));
+        }
+        let mut zap = Vec::new();
+        let found = self.written.look(&mut self.ram, spaces, &mut zap);
+        if self.written.log == LogUse::Check {
+            let log = self.kvm_log()?;
+            if let Some(pa) = missed(&log, &found) {
+                return Err(EngineError::MissedWrite(pa));
+            }
+        }
+        for (pa, len) in runs(&zap) {
+            if self.ram.renew_host_pages(pa, len).is_err() {
+                self.flush_tlb()?;
+                break;
+            }
+        }
+        Ok(found)
+    }
+
+    /// Forgets what was written (a machine just reset to a keyframe):
+    /// Dirty bits the restored tables hold count at the next look.
+    pub fn forget_written(&mut self) -> Result<(), EngineError> {
+        if self.written.log.slot_logs() {
+            self.kvm_log()?;
+        }
+        self.written.forget(&mut self.ram);
+        Ok(())
+    }
+
+    /// KVM's dirty bitmap of the slot, which it clears.
+    pub(super) fn kvm_log(&mut self) -> Result<Vec<u64>, EngineError> {
+        self.vm
             .get_dirty_log(super::MEMORY_SLOT, self.ram.size() as usize)
-            .map_err(EngineError::kvm("KVM_GET_DIRTY_LOG"))?;
-        Ok(self.ram.take_dirty(&log))
+            .map_err(EngineError::kvm("KVM_GET_DIRTY_LOG"))
     }
 }
 
