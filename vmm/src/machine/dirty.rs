@@ -24,7 +24,9 @@
 //!
 //! `REWIND_KVM_DIRTY_LOG` in the environment keeps KVM's log instead (to
 //! compare the two). Debug builds keep the log too, and fail a look that
-//! missed a page the log has: every test checks the bits against it.
+//! missed a page the log has: every test checks the bits against it
+//! (`REWIND_DIRTY_BITS_ALONE` turns that off, for the test of the bits
+//! with KVM as a release build has it, tests/tests/dirty_bits.rs).
 
 use std::collections::BTreeSet;
 
@@ -34,6 +36,9 @@ use super::paging::{PageTables, PTE_DIRTY, PTE_PRESENT};
 
 /// Set (to anything), guest writes are found by KVM's dirty log alone.
 pub const KVM_LOG_ENV: &str = "REWIND_KVM_DIRTY_LOG";
+/// Set (to anything), a debug build finds them by the bits alone, as a
+/// release build does: for a test of what KVM does without a log.
+pub const BITS_ALONE_ENV: &str = "REWIND_DIRTY_BITS_ALONE";
 
 /// What KVM's dirty log on the memory slot is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +55,7 @@ impl LogUse {
     pub fn from_env() -> LogUse {
         if std::env::var_os(KVM_LOG_ENV).is_some() {
             LogUse::Only
-        } else if cfg!(debug_assertions) {
+        } else if cfg!(debug_assertions) && std::env::var_os(BITS_ALONE_ENV).is_none() {
             LogUse::Check
         } else {
             LogUse::None
