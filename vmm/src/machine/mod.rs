@@ -454,16 +454,15 @@ impl Machine {
         let Some(frames) = self.ram.take_stale() else {
             return self.flush_tlb();
         };
-        let mut i = 0;
-        while i < frames.len() {
-            let start = frames[i];
-            let mut end = start + layout::PAGE_SIZE;
-            i += 1;
-            while i < frames.len() && frames[i] == end {
-                end += layout::PAGE_SIZE;
-                i += 1;
-            }
-            if self.ram.renew_host_pages(start, end - start).is_err() {
+        self.drop_translations(&frames)
+    }
+
+    /// Drops KVM's cached translations of `frames` (sorted, each once):
+    /// each run of adjacent frames has its host pages' write access taken
+    /// and given back; every translation goes when that fails.
+    pub(super) fn drop_translations(&mut self, frames: &[u64]) -> Result<(), EngineError> {
+        for (pa, len) in dirty::runs(frames) {
+            if self.ram.renew_host_pages(pa, len).is_err() {
                 return self.flush_tlb();
             }
         }

@@ -1,4 +1,4 @@
-//! The vCPU's state and guest memory's dirty log, as keyframes save and
+//! The vCPU's state and the look for written guest pages (`dirty`), as keyframes
 //! restore them (the kernel's part is `kernel::save_restore`).
 
 use super::{Machine, PageTables};
@@ -71,7 +71,7 @@ impl Machine {
     /// Pages written since the last call, guest and monitor writes both,
     /// sorted; `spaces` are every address space's tables (`dirty`).
     pub fn take_dirty_pages(&mut self, spaces: &[PageTables]) -> Result<Vec<u64>, EngineError> {
-        use super::dirty::{missed, runs, LogUse};
+        use super::dirty::{missed, LogUse};
         if self.written.log == LogUse::Only {
             let log = self.kvm_log()?;
             return Ok(self.ram.take_dirty(&log));
@@ -84,12 +84,7 @@ impl Machine {
                 return Err(EngineError::MissedWrite(pa));
             }
         }
-        for (pa, len) in runs(&zap) {
-            if self.ram.renew_host_pages(pa, len).is_err() {
-                self.flush_tlb()?;
-                break;
-            }
-        }
+        self.drop_translations(&zap)?;
         Ok(found)
     }
 
