@@ -1,4 +1,4 @@
-//! The vCPU's state and the look for written guest pages (`dirty`), as keyframes
+//! The vCPU's state and the look for written guest pages (`dirty`), as keyframes save and
 //! restore them (the kernel's part is `kernel::save_restore`).
 
 use super::{Machine, PageTables};
