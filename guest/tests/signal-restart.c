@@ -48,7 +48,29 @@ static void nap(int ms) {
     }
 }
 
+// Waits until thread `tid` of process `pid` sleeps in a call (its state in
+// /proc is S), for up to 4 s: a fixed nap was not enough natively at load 2
+// with a dozen copies running. Inside Rewind, /proc gives the same state.
+static void await_blocked(pid_t pid, pid_t tid) {
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+    for (int i = 0; i < 1000; i++) {
+        int fd = open(path, O_RDONLY);
+        ssize_t n = fd < 0 ? -1 : read(fd, stat, sizeof stat - 1);
+        if (fd >= 0)
+            close(fd);
+        if (n > 0) {
+            stat[n] = 0;
+            const char *end = strrchr(stat, ')');
+            if (end && end[1] == ' ' && end[2] == 'S')
+                return;
+        }
+        nap(4);
+    }
+}
+
 static pthread_t main_thread;
+static pid_t main_tid;
 static volatile sig_atomic_t hits;
 static void on_usr1(int sig) {
     (void)sig;
@@ -413,9 +435,13 @@ static const struct blocking *current;
 // Signals the main thread once its call blocks, then releases the call.
 static void *sender(void *arg) {
     (void)arg;
-    nap(DELAY_MS);
+    await_blocked(getpid(), main_tid);
     pthread_kill(main_thread, SIGUSR1);
-    nap(DELAY_MS);
+    // Released only once the handler ran and the call restarted or ended:
+    // a release first would let the call complete without seeing EINTR.
+    for (int i = 0; i < 1000 && hits == 0; i++)
+        nap(4);
+    await_blocked(getpid(), main_tid);
     current->release();
     return NULL;
 }
@@ -548,13 +574,18 @@ static void stop_and_continue(void) {
         struct epoll_event ev = {.events = EPOLLIN};
         epoll_ctl(efd_child, EPOLL_CTL_ADD, p[0], &ev);
         futex_word = 0;
+        pipe(rel);
         pid_t pid = fork();
         if (pid == 0) {
             long r = c->call();
+            // Ends only when told: a call that ends at SIGCONT must not
+            // exit before the parent's WCONTINUED wait sees the continue.
+            char x;
+            read(rel[0], &x, 1);
             _exit(r == c->want ? 0 : 1);
         }
         int st;
-        nap(DELAY_MS);
+        await_blocked(pid, pid);
         kill(pid, SIGSTOP);
         int stopped = waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st);
         nap(DELAY_MS);
@@ -562,6 +593,7 @@ static void stop_and_continue(void) {
         int continued = waitpid(pid, &st, WCONTINUED) == pid && WIFCONTINUED(st);
         nap(DELAY_MS / 2);
         write(p[1], "x", 1);
+        write(rel[1], "x", 1);
         // Nothing wakes the child's futex word (its own copy): it must
         // still be waiting, and is killed.
         if (c->call == sc_futex) {
@@ -575,6 +607,8 @@ static void stop_and_continue(void) {
               c->call == sc_futex ? "still waiting" : outcome(c->want));
         close(p[0]);
         close(p[1]);
+        close(rel[0]);
+        close(rel[1]);
         close(efd_child);
     }
 }
@@ -737,7 +771,7 @@ static void job_control(int nocldstop) {
         }
         setpgid(pid, pid);
         int st, before = chld_hits;
-        nap(DELAY_MS);
+        await_blocked(pid, pid);
         kill(pid, stops[i]);
         int r = waitpid(pid, &st, WUNTRACED);
         CHECK(r == pid && WIFSTOPPED(st) && WSTOPSIG(st) == stops[i],
@@ -799,6 +833,7 @@ static void process_group(void) {
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     main_thread = pthread_self();
+    main_tid = gettid();
     mkdtemp(dir);
     sigset_t u2 = usr2_set();
     sigprocmask(SIG_BLOCK, &u2, NULL);

@@ -59,9 +59,16 @@ pub fn cpu_has(flag: &str) -> bool {
 /// should give too.
 pub fn native_passing(name: &str) -> String {
     let out = run_command(Command::new(guest(name)), DEADLINE);
+    // The failing lines first: a long output is cut in its middle.
+    let failed: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("FAIL"))
+        .collect();
     assert!(
         out.code == 0 && out.stdout.contains("all passed"),
-        "{name} natively:\n{out}"
+        "{name} natively:\n{}\n{out}",
+        failed.join("\n")
     );
     out.stdout
 }
