@@ -74,6 +74,9 @@ pub struct Written {
     pub log: LogUse,
     /// Pages of the monitor's region ever written, read at every look.
     monitor: BTreeSet<u64>,
+    /// KVM's log as the slot lost it at a re-add (`Machine::flush_tlb`),
+    /// kept for the next look's check (`LogUse::Check`).
+    held: Vec<u64>,
 }
 
 impl Written {
@@ -81,7 +84,27 @@ impl Written {
         Written {
             log,
             monitor: BTreeSet::new(),
+            held: Vec::new(),
         }
+    }
+
+    /// Keeps `log`, KVM's bitmap of a slot about to be re-added, for the
+    /// next look's check.
+    pub fn hold(&mut self, log: &[u64]) {
+        if self.held.len() < log.len() {
+            self.held.resize(log.len(), 0);
+        }
+        for (h, l) in self.held.iter_mut().zip(log) {
+            *h |= l;
+        }
+    }
+
+    /// `log` with what was held since the last look, which it clears.
+    pub fn with_held(&mut self, mut log: Vec<u64>) -> Vec<u64> {
+        for (l, h) in log.iter_mut().zip(self.held.drain(..)) {
+            *l |= h;
+        }
+        log
     }
 
     /// The pages written since the last look, by the Dirty bits of
@@ -133,6 +156,7 @@ impl Written {
     /// but not which pages of the monitor's region were.
     pub fn forget(&mut self, ram: &mut GuestRam) {
         self.take_own(ram);
+        self.held.clear();
     }
 }
 
@@ -244,5 +268,16 @@ mod tests {
         assert_eq!(missed(&log, &[pa(1), pa(3), pa(67)]), None);
         assert_eq!(missed(&log, &[pa(1), pa(3)]), Some(pa(67)));
         assert_eq!(missed(&log, &[pa(3), pa(67)]), Some(pa(1)));
+    }
+
+    #[test]
+    fn a_log_held_at_a_re_add_is_checked_at_the_next_look_only() {
+        let mut w = Written::new(LogUse::Check);
+        w.hold(&[0b10]);
+        w.hold(&[0b100, 1]);
+        let log = w.with_held(vec![1, 0]);
+        assert_eq!(log, [0b111, 1]);
+        assert_eq!(missed(&log, &[0, PAGE_SIZE]), Some(2 * PAGE_SIZE));
+        assert_eq!(w.with_held(vec![0, 0]), [0, 0], "held once");
     }
 }

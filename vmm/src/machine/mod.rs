@@ -421,9 +421,17 @@ impl Machine {
     /// into the RAM's own dirty bitmap first.
     pub fn flush_tlb(&mut self) -> Result<(), EngineError> {
         let _ = self.ram.take_stale();
-        if self.written.log.slot_logs() {
-            let log = self.kvm_log()?;
-            self.ram.take_dirty_into(&log);
+        match self.written.log {
+            dirty::LogUse::None => {}
+            dirty::LogUse::Only => {
+                let log = self.kvm_log()?;
+                self.ram.take_dirty_into(&log);
+            }
+            // Checked at the next look, not counted as found.
+            dirty::LogUse::Check => {
+                let log = self.kvm_log()?;
+                self.written.hold(&log);
+            }
         }
         let mut region = memory_region(&self.ram, self.written.log);
         region.memory_size = 0;

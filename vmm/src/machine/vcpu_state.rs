@@ -80,6 +80,7 @@ impl Machine {
         let found = self.written.look(&mut self.ram, spaces, &mut zap);
         if self.written.log == LogUse::Check {
             let log = self.kvm_log()?;
+            let log = self.written.with_held(log);
             if let Some(pa) = missed(&log, &found) {
                 return Err(EngineError::MissedWrite(pa));
             }
