@@ -76,6 +76,18 @@ static int file_says(int fd, off_t at, char want)
     return pread(fd, &c, 1, at) == 1 && c == want;
 }
 
+/* The files' directory, its own (natively, other copies of this program
+ * may run at once), and a name in it. */
+static char dir[] = "/tmp/file-mapsXXXXXX";
+static const char *in_dir(const char *name)
+{
+    static char path[3][64];
+    static int i;
+    char *p = path[i++ % 3];
+    snprintf(p, sizeof path[0], "%s/%s", dir, name);
+    return p;
+}
+
 /* A file of `len` bytes of 'x'. */
 static int file_of(const char *path, size_t len)
 {
@@ -89,7 +101,7 @@ static int file_of(const char *path, size_t len)
 
 static void validate(void)
 {
-    int fd = file_of("/tmp/file-maps-validate", PAGE);
+    int fd = file_of(in_dir("validate"), PAGE);
     void *m = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | UNKNOWN_FLAG, fd, 0);
     CHECK(m == MAP_FAILED && errno == EOPNOTSUPP,
           "MAP_SHARED_VALIDATE with a flag it does not know: EOPNOTSUPP");
@@ -131,13 +143,13 @@ static void validate(void)
     CHECK(s != MAP_FAILED && s[0] == 'x', "so does MAP_PRIVATE");
     munmap(s, PAGE);
     close(fd);
-    unlink("/tmp/file-maps-validate");
+    unlink(in_dir("validate"));
 }
 
 static void past_end(int shared)
 {
     const char *kind = shared ? "shared" : "private";
-    const char *path = "/tmp/file-maps-end";
+    const char *path = in_dir("end");
     /* A page and 100 bytes, mapped over three pages. */
     int fd = file_of(path, PAGE + 100);
     char *p = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE, shared ? MAP_SHARED : MAP_PRIVATE,
@@ -205,7 +217,7 @@ static void nap(void)
 
 static void times(void)
 {
-    const char *path = "/tmp/file-maps-times";
+    const char *path = in_dir("times");
     int fd = file_of(path, 2 * PAGE);
     char *m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     char b[4];
@@ -273,10 +285,15 @@ int main(void)
     sa.sa_sigaction = on_bus;
     sa.sa_flags = SA_SIGINFO;
     sigaction(SIGBUS, &sa, NULL);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 2;
+    }
     validate();
     past_end(0);
     past_end(1);
     times();
+    rmdir(dir);
     if (!failures)
         printf("all passed\n");
     return failures != 0;
