@@ -121,3 +121,38 @@ fn walk_files(dir: &Path) -> usize {
         })
         .sum()
 }
+
+/// A first run over a tree reads every file of it for the image's
+/// identity, beside the run. When that is still going a second after the
+/// run ended, the command says why it has not returned, on its own line
+/// after the guest's unfinished one; a second run, which reads nothing
+/// new, says nothing and gets the same id.
+#[test]
+fn a_long_first_read_of_a_root_is_said_and_a_later_run_is_quiet() {
+    const NOTE: &str = "rewind: finding the image's identity: reading what is new or changed in";
+    let home = Home::new();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::copy(guest("hello"), root.path().join("hello")).unwrap();
+    // 16 GiB of a hole: seconds of reading, no disk.
+    let big = std::fs::File::create(root.path().join("big")).unwrap();
+    big.set_len(16 << 30).unwrap();
+    // Files changed this close to a read are read again (the racy margin).
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let r = root.path().to_str().unwrap();
+    let first = home.run(&["--root", r, "--", "/hello"]);
+    assert_eq!(first.status, "exited:0", "{}", first.out);
+    let err = &first.out.stderr;
+    let note = err.lines().find(|l| l.starts_with(NOTE));
+    assert!(note.is_some_and(|l| l.contains(r)), "{}", first.out);
+    assert!(
+        err.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("rewind: run ")),
+        "the status line stays the last: {}",
+        first.out
+    );
+    let second = home.run(&["--root", r, "--", "/hello"]);
+    assert_eq!(second.id, first.id, "{}", second.out);
+    assert!(!second.out.stderr.contains(NOTE), "{}", second.out);
+    home.replay_identical(&first.id);
+}

@@ -24,7 +24,7 @@ mod host_map;
 mod linked;
 mod view;
 mod walk;
-pub use cache::{Digest, FileHashes, RACY_MARGIN};
+pub use cache::{Digest, FileHashes, Progress, RACY_MARGIN};
 pub use linked::{dyn_info, linked_files, DynInfo, LinkError};
 pub use view::{stored_path, Recorded, Seen, Sight, View, VIEW_VERSION};
 

@@ -99,6 +99,40 @@ pub struct Prepared {
 /// The image hash of a manifest whose image is still being hashed.
 pub const PENDING_IMAGE: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
+/// How long a run's end waits for its image's hash, still being found,
+/// before it says why it has not returned (a first run over a large tree
+/// reads every file of it).
+pub const IMAGE_NOTE_AFTER: Duration = Duration::from_secs(1);
+
+/// The hash `hashing` finds for `image`. When it is still reading files
+/// `after` this call, `note` gets one line once: what is being read, and
+/// how much so far.
+pub fn wait_for_image(
+    hashing: vmm::store::ImageHashing,
+    image: &Image,
+    after: Duration,
+    note: &mut dyn FnMut(String),
+) -> Result<String> {
+    let until = std::time::Instant::now() + after;
+    while !hashing.is_finished() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if !hashing.is_finished() {
+        let (files, bytes) = hashing.read_so_far();
+        let tree = match image {
+            Image::Root { dir, .. } => dir.display().to_string(),
+            _ => "the image".to_string(),
+        };
+        let plural = if files == 1 { "" } else { "s" };
+        note(format!(
+            "finding the image's identity: reading what is new or changed in {tree} since a run \
+             last read it ({files} file{plural}, {:.1} MB so far); later runs read only what changes",
+            bytes as f64 / 1e6
+        ));
+    }
+    hashing.wait().context("cannot read the image")
+}
+
 impl Prepared {
     /// Makes `stdin` the run's standard input (an input: it is hashed into the id).
     pub fn set_stdin(&mut self, stdin: Vec<u8>) {

@@ -1,10 +1,13 @@
 //! `rewind run`: record a program's run.
 
-use crate::app::record::{prepare_beside, summary, Prepared, RunSpec, DEFAULT_CORES, DEFAULT_CWD};
+use crate::app::record::{
+    prepare_beside, summary, wait_for_image, Prepared, RunSpec, DEFAULT_CORES, DEFAULT_CWD,
+    IMAGE_NOTE_AFTER,
+};
 use crate::app::{store, warn_all};
 use crate::examples;
 use crate::util::{parse_secs, parse_size};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use std::io::Read;
 use std::path::PathBuf;
@@ -211,17 +214,23 @@ pub fn record(
     rec.set_echo(!quiet);
     rec.set_keyframes(!args.no_keyframes);
     let outcome = runner::run(inputs, limits, &mut rec)?;
-    if let Some(hashing) = hashing {
-        let hash = hashing.wait().context("cannot read the image")?;
-        rec.set_image(hash)?;
-    }
-    // Start the summary on its own line where the guest left one open.
-    let newline = !quiet
+    // Start what follows on its own line where the guest left one open.
+    let mut newline = !quiet
         && match rec.unfinished_line() {
             Some(2) => true,
             Some(_) => same_sink(1, 2),
             None => false,
         };
+    if let Some(hashing) = hashing {
+        let note = &mut |line: String| {
+            if std::mem::take(&mut newline) {
+                eprintln!();
+            }
+            eprintln!("rewind: {line}");
+        };
+        let hash = wait_for_image(hashing, &inputs.image, IMAGE_NOTE_AFTER, note)?;
+        rec.set_image(hash)?;
+    }
     let details = RunDetails {
         name: prepared.name.clone(),
         image: inputs.image.clone(),

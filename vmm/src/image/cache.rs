@@ -21,7 +21,7 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 /// Changes this close to the read (or after it) leave a file uncached.
@@ -138,9 +138,25 @@ pub struct FileHashes {
     added: Mutex<Vec<(Key, Stamp, [u8; 32])>>,
     /// Changes this close to a read leave the file uncached.
     margin: Duration,
-    /// Files read and hashed by this walk, and found in the cache.
-    hashed: AtomicU64,
+    /// Files read and hashed by this walk, and their bytes.
+    read: Arc<Progress>,
+    /// Files found in the cache.
     reused: AtomicU64,
+}
+
+/// What a walk has read so far: files new or changed since the cache
+/// last saw them, and their bytes (for a note while a walk takes long).
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub files: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+impl Progress {
+    /// Files and bytes read so far.
+    pub fn so_far(&self) -> (u64, u64) {
+        (self.files.load(Relaxed), self.bytes.load(Relaxed))
+    }
 }
 
 impl FileHashes {
@@ -166,7 +182,13 @@ impl FileHashes {
 
     /// Files read and hashed so far, and found in the cache.
     pub fn counts(&self) -> (u64, u64) {
-        (self.hashed.load(Relaxed), self.reused.load(Relaxed))
+        (self.read.files.load(Relaxed), self.reused.load(Relaxed))
+    }
+
+    /// The cache, counting what it reads in `read` (shared with whoever
+    /// waits for the walk).
+    pub fn counting_in(self, read: Arc<Progress>) -> FileHashes {
+        FileHashes { read, ..self }
     }
 
     /// The kept BLAKE3 of the file whose `lstat` is `meta`, if its key is
@@ -231,7 +253,8 @@ impl FileHashes {
         let mut h = blake3::Hasher::new();
         h.update_reader(&mut f)?;
         let hash: [u8; 32] = h.finalize().into();
-        self.hashed.fetch_add(1, Relaxed);
+        self.read.files.fetch_add(1, Relaxed);
+        self.read.bytes.fetch_add(before.len(), Relaxed);
         let (k1, s1) = Stamp::of(&before);
         let (k2, s2) = Stamp::of(&f.metadata()?);
         if k1 == k2 && s1 == s2 && !racy(s1, read_at, self.margin) && self.file.is_some() {

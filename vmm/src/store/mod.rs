@@ -50,6 +50,7 @@ use crate::record::trace::{TraceError, TraceReader};
 use crate::run::Manifest;
 use crate::run::RunInputs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 #[derive(Debug, thiserror::Error)]
@@ -197,11 +198,12 @@ fn image_hash_in(
     home: &Path,
     image: &crate::image::Image,
     keep: KeepHashes,
+    read: Arc<crate::image::Progress>,
 ) -> Result<String, crate::EngineError> {
     if matches!(image, crate::image::Image::Store(_)) {
         return image.hash();
     }
-    let cache = crate::image::FileHashes::open(home.join(FILE_HASHES));
+    let cache = crate::image::FileHashes::open(home.join(FILE_HASHES)).counting_in(read);
     let hash = image.hash_with(&cache)?;
     if keep == KeepHashes::Yes {
         // A cache that cannot be written costs the next run a read, nothing more.
@@ -211,14 +213,28 @@ fn image_hash_in(
 }
 
 /// An image's hash being found beside the run (`Store::image_hash_beside`).
-pub struct ImageHashing(std::thread::JoinHandle<Result<String, crate::EngineError>>);
+pub struct ImageHashing {
+    thread: std::thread::JoinHandle<Result<String, crate::EngineError>>,
+    read: Arc<crate::image::Progress>,
+}
 
 impl ImageHashing {
     /// Waits for the hash.
     pub fn wait(self) -> Result<String, crate::EngineError> {
-        self.0
+        self.thread
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+
+    /// Whether the hash is found (`wait` returns at once).
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
+    /// The files new or changed since the store's cache saw them that the
+    /// walk has read so far, and their bytes.
+    pub fn read_so_far(&self) -> (u64, u64) {
+        self.read.so_far()
     }
 }
 
@@ -260,7 +276,7 @@ impl Store {
     /// hash, are kept between runs in [`FILE_HASHES`], so that only new and
     /// changed files are read.
     pub fn image_hash(&self, image: &crate::image::Image) -> Result<String, crate::EngineError> {
-        image_hash_in(&self.home, image, KeepHashes::Yes)
+        image_hash_in(&self.home, image, KeepHashes::Yes, Arc::default())
     }
 
     /// [`Store::image_hash`] on a thread of its own, for a run that starts
@@ -268,9 +284,14 @@ impl Store {
     /// [`StoreRecorder::set_image`]).
     pub fn image_hash_beside(&self, image: &crate::image::Image) -> ImageHashing {
         let (home, image) = (self.home.clone(), image.clone());
-        ImageHashing(std::thread::spawn(move || {
-            image_hash_in(&home, &image, KeepHashes::Yes)
-        }))
+        let read = Arc::<crate::image::Progress>::default();
+        let counted = Arc::clone(&read);
+        ImageHashing {
+            thread: std::thread::spawn(move || {
+                image_hash_in(&home, &image, KeepHashes::Yes, counted)
+            }),
+            read,
+        }
     }
 
     pub fn pages(&self) -> pages::PageStore {
@@ -767,7 +788,7 @@ impl Run {
         let image = self.meta.image.to_image();
         // The run's directory is `<home>/runs/<id>`.
         match self.dir.parent().and_then(Path::parent) {
-            Some(home) => image_hash_in(home, &image, KeepHashes::No),
+            Some(home) => image_hash_in(home, &image, KeepHashes::No, Arc::default()),
             None => image.hash(),
         }
     }
