@@ -129,15 +129,8 @@ fn walk_files(dir: &Path) -> usize {
 /// new, says nothing and gets the same id.
 #[test]
 fn a_long_first_read_of_a_root_is_said_and_a_later_run_is_quiet() {
-    const NOTE: &str = "rewind: finding the image's identity: reading what is new or changed in";
     let home = Home::new();
-    let root = tempfile::tempdir().unwrap();
-    std::fs::copy(guest("hello"), root.path().join("hello")).unwrap();
-    // 16 GiB of a hole: seconds of reading, no disk.
-    let big = std::fs::File::create(root.path().join("big")).unwrap();
-    big.set_len(16 << 30).unwrap();
-    // Files changed this close to a read are read again (the racy margin).
-    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let root = slow_root();
     let r = root.path().to_str().unwrap();
     let first = home.run(&["--root", r, "--", "/hello"]);
     assert_eq!(first.status, "exited:0", "{}", first.out);
@@ -155,4 +148,31 @@ fn a_long_first_read_of_a_root_is_said_and_a_later_run_is_quiet() {
     assert_eq!(second.id, first.id, "{}", second.out);
     assert!(!second.out.stderr.contains(NOTE), "{}", second.out);
     home.replay_identical(&first.id);
+}
+
+const NOTE: &str = "rewind: finding the image's identity: reading what is new or changed in";
+
+/// A root of a static program, `/hello`, and 16 GiB of a hole: seconds
+/// of reading for a first run, no disk. Its files are older than the
+/// racy margin, within which a file read is read again at the next run.
+fn slow_root() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::copy(guest("hello"), root.path().join("hello")).unwrap();
+    let big = std::fs::File::create(root.path().join("big")).unwrap();
+    big.set_len(16 << 30).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    root
+}
+
+/// `rewind check` finds its image's identity before schedule 0, and says
+/// so when that takes long, then checks as ever (nothing to find: exit 0).
+#[test]
+fn a_check_over_a_root_it_reads_long_says_so_first() {
+    let home = Home::new();
+    let root = slow_root();
+    let r = root.path().to_str().unwrap();
+    let out = home.rewind(&["check", "--schedules", "2", "--root", r, "--", "/hello"]);
+    assert_eq!(out.code, 0, "{out}");
+    let first = out.stderr.lines().next().unwrap_or("");
+    assert!(first.starts_with(NOTE) && first.contains(r), "{out}");
 }

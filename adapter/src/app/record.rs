@@ -266,6 +266,13 @@ fn prepare_with(spec: &RunSpec, store: &Store, beside: bool) -> Result<Prepared>
             PENDING_IMAGE.to_string(),
             Some(store.image_hash_beside(&image)),
         ),
+        // Hashed before the run starts, saying so when that takes long.
+        Image::Root { .. } => {
+            let hashing = store.image_hash_beside(&image);
+            let note = &mut |line: String| eprintln!("rewind: {line}");
+            let hash = wait_for_image(hashing, &image, IMAGE_NOTE_AFTER, note)?;
+            (hash, None)
+        }
         _ => (
             store.image_hash(&image).context("cannot read the image")?,
             None,
