@@ -166,12 +166,14 @@ fn slow_root() -> tempfile::TempDir {
 
 /// `rewind check` finds its image's identity before schedule 0, and says
 /// so when that takes long, then checks as ever (nothing to find: exit 0).
+/// Its runs are kept, so that the home replays them all.
 #[test]
 fn a_check_over_a_root_it_reads_long_says_so_first() {
     let home = Home::new();
     let root = slow_root();
     let r = root.path().to_str().unwrap();
-    let out = home.rewind(&["check", "--schedules", "2", "--root", r, "--", "/hello"]);
+    let check = ["check", "--keep", "all", "--schedules", "2", "--root", r];
+    let out = home.rewind(&[&check[..], &["--", "/hello"]].concat());
     assert_eq!(out.code, 0, "{out}");
     let first = out.stderr.lines().next().unwrap_or("");
     assert!(first.starts_with(NOTE) && first.contains(r), "{out}");

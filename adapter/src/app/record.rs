@@ -262,16 +262,16 @@ fn prepare_with(spec: &RunSpec, store: &Store, beside: bool) -> Result<Prepared>
         None => file_program(spec, &cwd, &env)?,
     };
     let (hash, hashing) = match &image {
-        Image::Root { .. } if beside => (
-            PENDING_IMAGE.to_string(),
-            Some(store.image_hash_beside(&image)),
-        ),
-        // Hashed before the run starts, saying so when that takes long.
+        // A root's walk: beside the run, or before it, saying so when long.
         Image::Root { .. } => {
             let hashing = store.image_hash_beside(&image);
-            let note = &mut |line: String| eprintln!("rewind: {line}");
-            let hash = wait_for_image(hashing, &image, IMAGE_NOTE_AFTER, note)?;
-            (hash, None)
+            if beside {
+                (PENDING_IMAGE.to_string(), Some(hashing))
+            } else {
+                let note = &mut |line: String| eprintln!("rewind: {line}");
+                let hash = wait_for_image(hashing, &image, IMAGE_NOTE_AFTER, note)?;
+                (hash, None)
+            }
         }
         _ => (
             store.image_hash(&image).context("cannot read the image")?,

@@ -148,8 +148,8 @@ pub struct FileHashes {
 /// last saw them, and their bytes (for a note while a walk takes long).
 #[derive(Debug, Default)]
 pub struct Progress {
-    pub files: AtomicU64,
-    pub bytes: AtomicU64,
+    files: AtomicU64,
+    bytes: AtomicU64,
 }
 
 impl Progress {
