@@ -38,6 +38,37 @@ impl Output {
     }
 }
 
+impl Output {
+    /// Asserts that `node --test --test-reporter=tap` (`what`) passed every
+    /// test; the message starts with each `not ok` and its detail, which the
+    /// clipped whole output could cut (a first failure that the rest follow).
+    #[track_caller]
+    pub fn assert_tap_passed(&self, what: &str) {
+        if self.code != 0 || !self.stdout.contains("# fail 0") {
+            panic!("{what} failed:\n{}\n{self}", tap_failures(&self.stdout));
+        }
+    }
+}
+
+/// Each `not ok` line of a TAP report with its indented detail block.
+fn tap_failures(tap: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in tap.lines() {
+        let bare = line.trim_start();
+        if bare.starts_with("not ok ") {
+            inside = true;
+        } else if inside && !line.starts_with(' ') {
+            inside = false;
+        }
+        if inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 impl std::fmt::Display for Output {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let clip = |s: &str| -> String {
@@ -189,4 +220,16 @@ pub fn without_wall_time(report: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tap {
+    #[test]
+    fn a_failure_and_its_detail_come_out_of_a_report_and_passes_do_not() {
+        let report = "TAP version 13\n# Subtest: one\nok 1 - one\n  ---\n  duration_ms: 1\n  ...\n# Subtest: two\nnot ok 2 - two\n  ---\n  error: 'no webview'\n  ...\n# Subtest: three\nok 3 - three\n1..3\n";
+        assert_eq!(
+            super::tap_failures(report),
+            "not ok 2 - two\n  ---\n  error: 'no webview'\n  ...\n"
+        );
+    }
 }
