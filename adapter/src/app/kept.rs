@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use vmm::check::Report;
 use vmm::store::checks::CheckRecord;
-use vmm::store::{Run, Store};
+use vmm::store::{Created, Run, Store};
 
 /// The runs a check keeps.
 fn kept(r: &Report) -> BTreeSet<&str> {
@@ -41,16 +41,18 @@ pub fn drop_unkept(store: &Store, r: &Report, remake: Remake) -> Result<Vec<Gone
 }
 
 /// Removes the runs of `made` not in `keep` (a run another was forked from
-/// stays); those removed, with the command that makes each again.
+/// stays, and so does one another command recorded again since: it may be
+/// that command's to keep); those removed, with the command that makes
+/// each again.
 pub fn drop_runs(
     store: &Store,
-    made: &[String],
+    made: &[Created],
     keep: &BTreeSet<&str>,
     remake: Remake,
 ) -> Result<Vec<Gone>> {
-    let doomed: Vec<&String> = made
+    let doomed: Vec<&Created> = made
         .iter()
-        .filter(|id| !keep.contains(id.as_str()))
+        .filter(|c| !keep.contains(c.id.as_str()))
         .collect();
     let mut removed: Vec<Gone> = Vec::new();
     if !doomed.is_empty() {
@@ -58,14 +60,15 @@ pub fn drop_runs(
             eprintln!("rewind: waiting for the runs being recorded in this store to finish...")
         })?;
         let all = store.list()?;
-        for id in doomed {
+        for made in doomed {
+            let id = &made.id;
             let forked = all
                 .iter()
                 .any(|o| o.manifest.fork_of.as_ref().is_some_and(|f| f.parent == *id));
             let Some(run) = all.iter().find(|o| o.id == *id) else {
                 continue;
             };
-            if forked {
+            if forked || !made.is_in(&run.dir) {
                 continue;
             }
             let line = remake(store, run);

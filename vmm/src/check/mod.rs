@@ -24,7 +24,7 @@ use crate::run::keyframe::Keyframe;
 use crate::run::{Event, ExitStatus, Perturbed, Points};
 use crate::run::{Limits, Outcome, RunInputs};
 use crate::runner;
-use crate::store::{RunDetails, Store, StoreError};
+use crate::store::{Created, RunDetails, Store, StoreError};
 use crate::EngineError;
 use property::{Judged, Property, Verdict};
 use std::sync::Mutex;
@@ -232,9 +232,10 @@ pub struct Report {
     pub tried: Vec<Tried>,
     /// Said when the budget ran out before every schedule was tried.
     pub out_of_budget: Option<String>,
-    /// Every run the check recorded that was not in the store before it,
-    /// narrowing's included: what a front end may drop again.
-    pub made: Vec<String>,
+    /// Every run the check put in the store where none had its id,
+    /// narrowing's included: what a front end may drop again (while no
+    /// other recording has replaced it: `Created::is_in`).
+    pub made: Vec<Created>,
     /// Said when a bounded search ran out of schedules.
     pub exhausted: Option<String>,
     pub narrowed: Option<Narrowed>,
@@ -327,8 +328,8 @@ pub struct Checker<'a> {
     parent_keyframe: std::sync::OnceLock<Option<Keyframe>>,
     /// What the store went on without (`Report::warnings`).
     warnings: Mutex<Vec<String>>,
-    /// Every run recorded (`Report::made`).
-    made: Mutex<Vec<String>>,
+    /// Every run this check created (`Report::made`).
+    made: Mutex<Vec<Created>>,
     /// With `--points races`: the pages every run traps from the start,
     /// learned by the check's first run (`learn`).
     race_pages: Vec<u64>,
@@ -482,8 +483,6 @@ impl<'a> Checker<'a> {
         limits: &Limits,
         start: Option<(crate::store::Run, Keyframe)>,
     ) -> Result<Recorded, CheckError> {
-        // A run already in the store is not the check's to drop (`Report::made`).
-        let fresh = !self.store.runs_dir().join(inputs.manifest.id()).exists();
         let mut rec = self.store.begin(&inputs.manifest, &inputs.stdin)?;
         rec.set_echo(false);
         let outcome = match start {
@@ -493,7 +492,8 @@ impl<'a> Checker<'a> {
         for w in rec.take_warnings() {
             self.warn(w.to_string());
         }
-        let run = rec.finish(
+        // A run already in the store is not the check's to drop (`Report::made`).
+        let (run, created) = rec.finish_created(
             &outcome,
             &RunDetails {
                 name: self.spec.name.clone(),
@@ -501,16 +501,25 @@ impl<'a> Checker<'a> {
                 timeout: self.recorded_timeout(limits, outcome.status),
             },
         )?;
-        if fresh {
-            self.made
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(run.id.clone());
-        }
+        self.claim(&run, created);
         let events = run
             .events()
             .map_err(|e| CheckError::Trace(run.id.clone(), e.to_string()))?;
         Ok((run.id, outcome, events))
+    }
+
+    /// Counts `run` as the check's to drop when its recording created it,
+    /// or when the check had created it and recorded it again.
+    fn claim(&self, run: &crate::store::Run, created: Option<Created>) {
+        let mut made = self.made.lock().unwrap_or_else(|e| e.into_inner());
+        match created {
+            Some(c) => made.push(c),
+            None => {
+                if let Some(c) = made.iter_mut().find(|c| c.id == run.id) {
+                    c.renew(&run.dir);
+                }
+            }
+        }
     }
 
     fn judge(&self, label: String, id: String, o: &Outcome, events: &[Event]) -> Tried {
@@ -754,7 +763,7 @@ impl<'a> Checker<'a> {
     }
 
     /// The runs recorded since the last call (`Report::made`).
-    pub(super) fn take_made(&self) -> Vec<String> {
+    pub(super) fn take_made(&self) -> Vec<Created> {
         std::mem::take(&mut *self.made.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }

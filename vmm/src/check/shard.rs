@@ -438,8 +438,8 @@ pub struct ShardRun {
     /// The whole plan's length and this shard's share of it.
     pub planned: usize,
     pub share: usize,
-    /// Every run the shard recorded (not those already in the store).
-    pub made: Vec<String>,
+    /// Every run the shard put in the store (`Report::made`).
+    pub made: Vec<crate::store::Created>,
 }
 
 impl ShardRun {

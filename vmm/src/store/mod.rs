@@ -44,7 +44,7 @@ mod writer;
 pub use meta::{ImageLocation, Meta};
 pub use output::OutputChunk;
 pub use pending::abandon_unfinished;
-pub use writer::{RunDetails, StoreRecorder};
+pub use writer::{Created, RunDetails, StoreRecorder};
 
 use crate::record::trace::{TraceError, TraceReader};
 use crate::run::Manifest;

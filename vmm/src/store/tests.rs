@@ -65,6 +65,16 @@ fn outcome(steps: u64) -> Outcome {
 }
 
 fn record(store: &Store, image: &Image, seed: u64, name: &str, stdin: &[u8]) -> Run {
+    record_created(store, image, seed, name, stdin).0
+}
+
+fn record_created(
+    store: &Store,
+    image: &Image,
+    seed: u64,
+    name: &str,
+    stdin: &[u8],
+) -> (Run, Option<Created>) {
     let m = manifest(image, seed, stdin);
     let mut rec = store.begin(&m, stdin).unwrap();
     assert!(rec.temp_dir().is_dir());
@@ -89,7 +99,7 @@ fn record(store: &Store, image: &Image, seed: u64, name: &str, stdin: &[u8]) -> 
         image: image.clone(),
         timeout: None,
     };
-    rec.finish(&outcome(300), &details).unwrap()
+    rec.finish_created(&outcome(300), &details).unwrap()
 }
 
 #[test]
@@ -177,6 +187,34 @@ fn same_inputs_replace_the_run() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names, vec![a.id]);
+}
+
+#[test]
+fn a_run_recorded_again_is_no_longer_its_first_recordings_to_drop() {
+    let tmp = Tmp::new("created");
+    let store = Store::at(tmp.0.join("home"));
+    let image = program(&tmp);
+    let (run, first) = record_created(&store, &image, 1, "first", b"");
+    let first = first.expect("the store had no run with its id");
+    assert_eq!(first.id, run.id);
+    assert!(first.is_in(&run.dir));
+    // Another command records the same inputs (two checks at once): the run
+    // is replaced, created by neither, and no longer the first one's.
+    let (again, second) = record_created(&store, &image, 1, "second", b"");
+    assert_eq!(again.id, run.id);
+    assert_eq!(second, None);
+    assert!(!first.is_in(&again.dir));
+    // Unless the first one recorded it again itself.
+    let mut mine = first.clone();
+    mine.renew(&again.dir);
+    assert!(mine.is_in(&again.dir));
+    // Another run's creation is its own until it is removed.
+    let (other, created) = record_created(&store, &image, 2, "other", b"");
+    let created = created.expect("a new id");
+    assert!(created.is_in(&other.dir));
+    let lock = store.lock_exclusive(&mut || {}).unwrap();
+    store.remove_run(&lock, &other).unwrap();
+    assert!(!created.is_in(&other.dir));
 }
 
 #[test]

@@ -191,6 +191,18 @@ impl StoreRecorder {
     /// `meta.json`, then moves the directory to `runs/<id>`, replacing a run
     /// with the same id.
     pub fn finish(self, outcome: &Outcome, details: &RunDetails) -> Result<Run, StoreError> {
+        self.finish_created(outcome, details).map(|(run, _)| run)
+    }
+
+    /// [`finish`](Self::finish), and whether this recording put the run in
+    /// the store: [`Created`] when no run had its id when it was moved in
+    /// (not when it replaced one, which another command may have made and
+    /// may keep).
+    pub fn finish_created(
+        self,
+        outcome: &Outcome,
+        details: &RunDetails,
+    ) -> Result<(Run, Option<Created>), StoreError> {
         let home = self.runs.parent().unwrap_or(&self.runs).to_path_buf();
         let id = self.id.clone();
         self.finish_writing(outcome, details)
@@ -201,7 +213,7 @@ impl StoreRecorder {
         mut self,
         outcome: &Outcome,
         details: &RunDetails,
-    ) -> Result<Run, StoreError> {
+    ) -> Result<(Run, Option<Created>), StoreError> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -250,28 +262,77 @@ impl StoreRecorder {
         let json = serde_json::to_vec_pretty(&meta).expect("meta serializes");
         write_file(&self.tmp.join("meta.json"), &json)?;
         let dest = self.runs.join(&self.id);
-        {
+        let created = {
             let mut pending = pending::lock();
-            install(&self.tmp, &dest, &self.runs, &self.id)?;
+            let fresh = install(&self.tmp, &dest, &self.runs, &self.id)?;
             self.finished = true;
             pending.retain(|p| p != &self.tmp);
-        }
-        Ok(Run {
+            fresh
+        };
+        let created = match created {
+            Installed::Created => Created::of(&self.id, &dest),
+            Installed::Replaced => None,
+        };
+        let run = Run {
             id: self.id.clone(),
             dir: dest,
             manifest: self.manifest.clone(),
             meta,
+        };
+        Ok((run, created))
+    }
+}
+
+/// A run a recording put in the store where none had its id, with its
+/// directory's inode: a later recording of the same id replaces the
+/// directory (a new inode), and the run is that recording's from then on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Created {
+    pub id: String,
+    ino: u64,
+}
+
+impl Created {
+    fn of(id: &str, dir: &Path) -> Option<Created> {
+        use std::os::unix::fs::MetadataExt;
+        let ino = std::fs::metadata(dir).ok()?.ino();
+        Some(Created {
+            id: id.to_string(),
+            ino,
         })
     }
+
+    /// Whether the run in `dir` is still the one this recording created
+    /// (not removed, not replaced by another recording since).
+    pub fn is_in(&self, dir: &Path) -> bool {
+        Created::of(&self.id, dir).is_some_and(|now| now.ino == self.ino)
+    }
+
+    /// The command that created the run recorded it again (into `dir`):
+    /// the run there now is still its own.
+    pub fn renew(&mut self, dir: &Path) {
+        if let Some(now) = Created::of(&self.id, dir) {
+            self.ino = now.ino;
+        }
+    }
+}
+
+/// What [`install`] did.
+enum Installed {
+    /// No run had the id.
+    Created,
+    /// It replaced a run with the same id.
+    Replaced,
 }
 
 /// Moves `tmp` to `dest`. When `dest` exists, swaps them atomically where
 /// the file system can (renameat2 RENAME_EXCHANGE), else moves the old run
 /// aside first; then removes the old run.
-fn install(tmp: &Path, dest: &Path, runs: &Path, id: &str) -> Result<(), StoreError> {
+fn install(tmp: &Path, dest: &Path, runs: &Path, id: &str) -> Result<Installed, StoreError> {
     for _ in 0..3 {
+        // rename(2) replaces only an empty directory, and a run's never is.
         match std::fs::rename(tmp, dest) {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(Installed::Created),
             Err(e)
                 if e.raw_os_error() == Some(libc::ENOTEMPTY)
                     || e.raw_os_error() == Some(libc::EEXIST)
@@ -281,7 +342,7 @@ fn install(tmp: &Path, dest: &Path, runs: &Path, id: &str) -> Result<(), StoreEr
         // dest exists: exchange, then tmp holds the old run.
         if exchange(tmp, dest).is_ok() {
             let _ = std::fs::remove_dir_all(tmp);
-            return Ok(());
+            return Ok(Installed::Replaced);
         }
         let aside = runs.join(format!(".old-{id}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&aside);
@@ -293,7 +354,7 @@ fn install(tmp: &Path, dest: &Path, runs: &Path, id: &str) -> Result<(), StoreEr
         match std::fs::rename(tmp, dest) {
             Ok(()) => {
                 let _ = std::fs::remove_dir_all(&aside);
-                return Ok(());
+                return Ok(Installed::Replaced);
             }
             Err(_) => continue,
         }
