@@ -202,7 +202,8 @@ fn runs_and_bytes(home: &Path) -> (usize, u64) {
 /// A passing check keeps its two schedule 0s (not the learning run);
 /// `--keep all` keeps every run. A schedule not kept is in the check's record, and
 /// `rewind show` of its id prints the command that makes it again, which
-/// makes the same run; `rewind gc` frees the pages the removed runs used.
+/// makes the same run (another command taking the id says so and exits 2);
+/// `rewind gc` frees the pages the removed runs used.
 #[test]
 fn a_check_keeps_what_it_found_and_remakes_the_rest() {
     let args = ["--example", "counter-fixed", "--schedules", "16"];
@@ -248,6 +249,18 @@ fn a_check_keeps_what_it_found_and_remakes_the_rest() {
     assert!(
         show.starts_with(&format!("run {id} was not kept: it is schedule ")),
         "{show}"
+    );
+    // A command that takes the run says it was not kept, and where to look.
+    let events = h.rewind(&["events", id]);
+    assert_eq!(events.code, 2, "{events}");
+    assert!(
+        events
+            .stderr
+            .contains("was not kept: it passed in the check of run ")
+            && events
+                .stderr
+                .contains(&format!("`rewind show {id}` prints the command")),
+        "{events}"
     );
     let remake = h.show_json(id)["remake"].as_str().unwrap().to_string();
     let argv: Vec<&str> = remake

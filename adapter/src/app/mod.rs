@@ -12,18 +12,32 @@ pub mod record;
 mod report_json;
 pub mod runs;
 
-use anyhow::{Context, Result};
-use vmm::store::{Run, Store};
+use anyhow::Result;
+use vmm::store::{Run, Store, StoreError};
 
 /// The store of runs, from the environment.
 pub fn store() -> Result<Store> {
     Ok(Store::from_env()?)
 }
 
-/// Resolves a RUN argument.
+/// Resolves a RUN argument. A run a check recorded and did not keep is
+/// named as such, with where to find the command that makes it again.
 pub fn resolve(spec: &str) -> Result<Run> {
     let store = store()?;
-    store.resolve(spec).with_context(|| format!("run `{spec}`"))
+    store.resolve(spec).map_err(|e| {
+        let removed = match e {
+            StoreError::NotFound(_) => kept::find(&store, spec),
+            _ => None,
+        };
+        match removed {
+            Some(n) => anyhow::anyhow!(
+                "run `{spec}` was not kept: it passed in the check of run {} and was removed \
+                 when the check ended; `rewind show {spec}` prints the command that makes it again",
+                n.check.base
+            ),
+            None => anyhow::Error::new(e).context(format!("run `{spec}`")),
+        }
+    })
 }
 
 /// Prints what the store went on without, one `rewind: warning:` line each.
