@@ -20,23 +20,26 @@ pub fn store() -> Result<Store> {
     Ok(Store::from_env()?)
 }
 
-/// Resolves a RUN argument. A run a check recorded and did not keep is
-/// named as such, with where to find the command that makes it again.
+/// Resolves a RUN argument (`resolve_in` the store of the environment).
 pub fn resolve(spec: &str) -> Result<Run> {
-    let store = store()?;
-    store.resolve(spec).map_err(|e| {
-        let removed = match e {
-            StoreError::NotFound(_) => kept::find(&store, spec),
-            _ => None,
-        };
-        match removed {
+    resolve_in(&store()?, spec)
+}
+
+/// Resolves a RUN argument in `store`. A run a check recorded and did not
+/// keep is named as such, with where to find the command that makes it
+/// again.
+pub fn resolve_in(store: &Store, spec: &str) -> Result<Run> {
+    store.resolve(spec).map_err(|e| match e {
+        // The store's own words name the run: no context repeats it.
+        StoreError::NotFound(_) => match kept::find(store, spec) {
             Some(n) => anyhow::anyhow!(
                 "run `{spec}` was not kept: it passed in the check of run {} and was removed \
                  when the check ended; `rewind show {spec}` prints the command that makes it again",
                 n.check.base
             ),
-            None => anyhow::Error::new(e).context(format!("run `{spec}`")),
-        }
+            None => e.into(),
+        },
+        e => anyhow::Error::new(e).context(format!("run `{spec}`")),
     })
 }
 

@@ -156,7 +156,7 @@ fn fork_request(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
 fn compare(s: &mut Session, _seq: i64, a: &Args) -> Result<Value> {
     if let Some(spec) = a.str("run")? {
         let store = crate::app::store()?;
-        let other = store.resolve(spec).map_err(|e| anyhow!("`run`: {e}"))?;
+        let other = crate::app::resolve_in(&store, spec).map_err(|e| anyhow!("`run`: {e:#}"))?;
         s.open.as_mut().expect("checked").compare = Some(other);
     }
     let o = s.open.as_ref().expect("checked");

@@ -282,9 +282,7 @@ fn resolve(store: &Store, field: &str, v: &Value) -> Result<Run> {
     let Some(spec) = v.as_str() else {
         bail!("launch argument `{field}` must be a run id, prefix, @ or name");
     };
-    store
-        .resolve(spec)
-        .map_err(|e| anyhow!("launch argument `{field}`: {e}"))
+    crate::app::resolve_in(store, spec).map_err(|e| anyhow!("launch argument `{field}`: {e:#}"))
 }
 
 fn open_recorded(store: &Store, m: &Map<String, Value>) -> Result<Opened> {
