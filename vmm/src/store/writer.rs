@@ -262,15 +262,18 @@ impl StoreRecorder {
         let json = serde_json::to_vec_pretty(&meta).expect("meta serializes");
         write_file(&self.tmp.join("meta.json"), &json)?;
         let dest = self.runs.join(&self.id);
-        let created = {
+        let installed = {
             let mut pending = pending::lock();
-            let fresh = install(&self.tmp, &dest, &self.runs, &self.id)?;
+            let installed = install(&self.tmp, &dest, &self.runs, &self.id)?;
             self.finished = true;
             pending.retain(|p| p != &self.tmp);
-            fresh
+            installed
         };
-        let created = match created {
-            Installed::Created => Created::of(&self.id, &dest),
+        let created = match installed {
+            Installed::Created => inode(&dest).map(|ino| Created {
+                id: self.id.clone(),
+                ino,
+            }),
             Installed::Replaced => None,
         };
         let run = Run {
@@ -293,28 +296,25 @@ pub struct Created {
 }
 
 impl Created {
-    fn of(id: &str, dir: &Path) -> Option<Created> {
-        use std::os::unix::fs::MetadataExt;
-        let ino = std::fs::metadata(dir).ok()?.ino();
-        Some(Created {
-            id: id.to_string(),
-            ino,
-        })
-    }
-
     /// Whether the run in `dir` is still the one this recording created
     /// (not removed, not replaced by another recording since).
     pub fn is_in(&self, dir: &Path) -> bool {
-        Created::of(&self.id, dir).is_some_and(|now| now.ino == self.ino)
+        inode(dir) == Some(self.ino)
     }
 
     /// The command that created the run recorded it again (into `dir`):
     /// the run there now is still its own.
     pub fn renew(&mut self, dir: &Path) {
-        if let Some(now) = Created::of(&self.id, dir) {
-            self.ino = now.ino;
+        if let Some(ino) = inode(dir) {
+            self.ino = ino;
         }
     }
+}
+
+/// A run directory's inode, which a replacement of the run changes.
+fn inode(dir: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir).ok().map(|m| m.ino())
 }
 
 /// What [`install`] did.
