@@ -178,3 +178,38 @@ fn a_check_over_a_root_it_reads_long_says_so_first() {
     let first = out.stderr.lines().next().unwrap_or("");
     assert!(first.starts_with(NOTE) && first.contains(r), "{out}");
 }
+
+/// A Rewind store inside the root (as `--root /` holds the store a run is
+/// recorded into) is left out of the image: the guest does not see it, and
+/// the same command run again after the store changed (the first run was
+/// written into it) is the same run, with the same id.
+#[test]
+fn a_store_inside_the_root_is_left_out_and_a_run_made_again_keeps_its_id() {
+    let root = tempfile::tempdir().unwrap();
+    make_root(root.path());
+    let home = Home::kept_at(&root.path().join("data/store"));
+    let r = root.path().to_str().unwrap();
+    let args = [
+        "--root",
+        r,
+        "--",
+        "/bin/fs-tool", //
+        "ls",
+        "/data", //
+        "stat",
+        "/data/store/runs",
+    ];
+    let first = home.run(&args);
+    assert_lines(
+        &first.out.stdout,
+        &[
+            "/data: ./ ../ a b",
+            "/data/store/runs: error: No such file or directory",
+        ],
+    );
+    assert!(home.path().join(".rewind-store").is_file(), "{}", first.out);
+    let second = home.run(&args);
+    assert_eq!(second.id, first.id, "{}", second.out);
+    assert_eq!(second.out.stdout, first.out.stdout);
+    home.replay_identical(&second.id);
+}

@@ -31,6 +31,14 @@ pub use view::{stored_path, Recorded, Seen, Sight, View, VIEW_VERSION};
 /// Top-level directories of a root the monitor replaces with its own.
 pub const HIDDEN_TOP: &[&str] = &["dev", "proc", "sys"];
 
+/// The file that marks a directory as a Rewind store (its home). A root
+/// image leaves such a directory out, below its top: the guest does not
+/// see it and the image's identity does not cover it, so a run over a tree
+/// that holds the store it is recorded into (`--root /`) neither reads the
+/// store's own churn on every walk nor gets a new id because the last run
+/// was written there.
+pub const STORE_MARKER: &str = ".rewind-store";
+
 /// Symbolic links followed in one lookup before ELOOP (Linux's MAXSYMLINKS),
 /// here and in the guest's file system.
 pub const MAX_SYMLINKS: u32 = 40;

@@ -101,20 +101,31 @@ pub const PENDING_IMAGE: &str = "00000000000000000000000000000000000000000000000
 
 /// How long a run's end waits for its image's hash, still being found,
 /// before it says why it has not returned (a first run over a large tree
-/// reads every file of it).
+/// reads every file of it), when the walk has read [`IMAGE_NOTE_BYTES`].
 pub const IMAGE_NOTE_AFTER: Duration = Duration::from_secs(1);
 
+/// What the walk must have read by [`IMAGE_NOTE_AFTER`] for the note. A
+/// warm walk reads almost nothing: over the host's `/` it takes about a
+/// second of `lstat`s on every run, which is not worth a line each time;
+/// it is said only when it lasts five times as long.
+pub const IMAGE_NOTE_BYTES: u64 = 16 << 20;
+
 /// The hash `hashing` finds for `image`. When it is still reading files
-/// `after` this call, `note` gets one line once: what is being read, and
-/// how much so far.
+/// `after` this call (having read [`IMAGE_NOTE_BYTES`]), or at all five
+/// times as long after, `note` gets one line once: what is being read,
+/// and how much so far.
 pub fn wait_for_image(
     hashing: vmm::store::ImageHashing,
     image: &Image,
     after: Duration,
     note: &mut dyn FnMut(String),
 ) -> Result<String> {
-    let until = std::time::Instant::now() + after;
-    while !hashing.is_finished() && std::time::Instant::now() < until {
+    let start = std::time::Instant::now();
+    let due = || {
+        let waited = start.elapsed();
+        waited >= after * 5 || (waited >= after && hashing.read_so_far().1 >= IMAGE_NOTE_BYTES)
+    };
+    while !hashing.is_finished() && !due() {
         std::thread::sleep(Duration::from_millis(10));
     }
     if !hashing.is_finished() {

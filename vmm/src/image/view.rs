@@ -159,6 +159,24 @@ impl View {
         seen
     }
 
+    /// Whether directory `dir` is a Rewind store (it holds a regular file
+    /// `STORE_MARKER`), which a root image leaves out. Only a marker found
+    /// is noted: a recorded view lacking it answers no, as it should.
+    pub fn holds_store(&self, dir: &Path) -> bool {
+        let marker = dir.join(super::STORE_MARKER);
+        if let View::Recorded(r) = self {
+            return matches!(r.sight.entries.get(&marker), Some(Some(Seen::File { .. })));
+        }
+        let seen = Seen::of(&marker);
+        let found = matches!(seen, Some(Seen::File { .. }));
+        if found {
+            self.note(|s| {
+                s.entries.insert(marker, seen);
+            });
+        }
+        found
+    }
+
     /// The names in directory `dir` (`host` lists them from the host).
     pub fn listing(&self, dir: &Path, host: impl FnOnce() -> Vec<String>) -> Vec<String> {
         if let View::Recorded(r) = self {

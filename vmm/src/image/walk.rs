@@ -7,7 +7,7 @@
 //! entries) is a `stat` of each entry; each is made relative to its open
 //! directory (`DirEntry::metadata`), without resolving the whole path again.
 
-use super::{hash_entry_head, unless_gone, FileHashes, HIDDEN_TOP};
+use super::{hash_entry_head, unless_gone, FileHashes, HIDDEN_TOP, STORE_MARKER};
 
 /// `r` for entry `e`, or None when `e` was removed meanwhile.
 fn or_gone<T>(r: std::io::Result<T>, e: &std::fs::DirEntry) -> Result<Option<T>, EngineError> {
@@ -36,6 +36,14 @@ enum What {
 /// A directory's entries the hash covers, in name order.
 type Listing = Vec<(String, What)>;
 
+/// What listing a directory found.
+enum Listed {
+    /// Its entries.
+    Dir(Listing),
+    /// A Rewind store (`STORE_MARKER`): left out with all it holds.
+    Store,
+}
+
 /// Directories to list (index of their listing, host path), and how many
 /// are being listed.
 #[derive(Default)]
@@ -50,7 +58,7 @@ struct Walk<'a> {
     queue: Mutex<Queue>,
     wake: Condvar,
     /// By index; `None` until listed (and for one gone meanwhile).
-    listings: Mutex<Vec<Option<Listing>>>,
+    listings: Mutex<Vec<Option<Listed>>>,
 }
 
 /// The tree under `root` into `h`, in name order, each file by its own
@@ -93,11 +101,16 @@ pub(super) fn hash_tree(
 }
 
 /// Listing `at`'s entries into `h` under guest path `guest`, depth first.
-fn feed(h: &mut blake3::Hasher, listings: &[Option<Listing>], at: usize, guest: &mut String) {
-    let Some(Some(listing)) = listings.get(at) else {
+fn feed(h: &mut blake3::Hasher, listings: &[Option<Listed>], at: usize, guest: &mut String) {
+    let Some(Some(Listed::Dir(listing))) = listings.get(at) else {
         return;
     };
     for (name, what) in listing {
+        if let What::Dir { at, .. } = what {
+            if let Some(Some(Listed::Store)) = listings.get(*at) {
+                continue;
+            }
+        }
         let len = guest.len();
         guest.push('/');
         guest.push_str(name);
@@ -159,7 +172,7 @@ impl Walk<'_> {
     /// Lists directory `dir` as listing `at`; returns its subdirectories
     /// to list, each with the index its listing will have.
     fn list(&self, at: usize, dir: &Path) -> Result<Vec<(usize, PathBuf)>, EngineError> {
-        let mut listing = Vec::new();
+        let mut named = Vec::new();
         if let Some(entries) = unless_gone(std::fs::read_dir(dir), dir)? {
             for e in entries {
                 let Some(e) = unless_gone(e, dir)? else {
@@ -171,9 +184,17 @@ impl Walk<'_> {
                 if at == 0 && HIDDEN_TOP.contains(&name.as_str()) {
                     continue;
                 }
-                if let Some(what) = self.entry(&e)? {
-                    listing.push((name, what));
+                if at != 0 && name == STORE_MARKER && e.file_type().is_ok_and(|t| t.is_file()) {
+                    self.set(at, Listed::Store);
+                    return Ok(Vec::new());
                 }
+                named.push((name, e));
+            }
+        }
+        let mut listing = Vec::with_capacity(named.len());
+        for (name, e) in named {
+            if let Some(what) = self.entry(&e)? {
+                listing.push((name, what));
             }
         }
         listing.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -187,8 +208,16 @@ impl Walk<'_> {
         }
         let len = listings.len() + todo.len();
         listings.resize_with(len, || None);
-        listings[at] = Some(listing);
+        listings[at] = Some(Listed::Dir(listing));
         Ok(todo)
+    }
+
+    /// Listing `at` is `listed`.
+    fn set(&self, at: usize, listed: Listed) {
+        let mut listings = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = listings.get_mut(at) {
+            *slot = Some(listed);
+        }
     }
 
     /// What the hash covers of entry `e` (None: not covered, or gone); a
@@ -219,5 +248,40 @@ impl Walk<'_> {
             None => or_gone(self.cache.hash(&e.path(), &meta), e)?.flatten(),
         };
         Ok(sum.map(|sum| What::File { mode, sum }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::image::{Image, STORE_MARKER};
+    use std::fs;
+
+    #[test]
+    fn a_store_in_the_tree_is_left_out_of_its_hash_and_nothing_else_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("var/lib")).unwrap();
+        fs::write(root.join("var/lib/data"), b"data").unwrap();
+        let image = Image::root(root.to_path_buf());
+        let plain = image.hash().unwrap();
+
+        let store = root.join("var/lib/rewind");
+        fs::create_dir_all(store.join("runs/a")).unwrap();
+        fs::write(store.join("runs/a/events"), b"one").unwrap();
+        fs::write(store.join(STORE_MARKER), b"").unwrap();
+        assert_eq!(image.hash().unwrap(), plain, "a store is left out");
+        fs::write(store.join("runs/a/events"), b"two").unwrap();
+        fs::create_dir_all(store.join("runs/b")).unwrap();
+        assert_eq!(image.hash().unwrap(), plain, "what it holds is too");
+
+        // A marker that is not a regular file marks nothing.
+        fs::remove_file(store.join(STORE_MARKER)).unwrap();
+        fs::create_dir(store.join(STORE_MARKER)).unwrap();
+        assert_ne!(image.hash().unwrap(), plain);
+        // The root itself is never left out: its marker is a file like any.
+        fs::remove_dir_all(&store).unwrap();
+        assert_eq!(image.hash().unwrap(), plain);
+        fs::write(root.join(STORE_MARKER), b"").unwrap();
+        assert_ne!(image.hash().unwrap(), plain);
     }
 }

@@ -203,6 +203,9 @@ fn image_hash_in(
     if matches!(image, crate::image::Image::Store(_)) {
         return image.hash();
     }
+    if keep == KeepHashes::Yes {
+        mark_home(home);
+    }
     let cache = crate::image::FileHashes::open(home.join(FILE_HASHES)).counting_in(read);
     let hash = image.hash_with(&cache)?;
     if keep == KeepHashes::Yes {
@@ -210,6 +213,19 @@ fn image_hash_in(
         let _ = cache.save();
     }
     Ok(hash)
+}
+
+/// Marks `home` as a store (`image::STORE_MARKER`), so that a root image
+/// over a tree holding it leaves it out. Best effort: a store that cannot
+/// be written records nothing, and says so where it tries.
+fn mark_home(home: &Path) {
+    let marker = home.join(crate::image::STORE_MARKER);
+    if !marker.exists() && std::fs::create_dir_all(home).is_ok() {
+        let _ = std::fs::write(
+            marker,
+            "A Rewind store: root images (rewind run --root) leave this directory out.\n",
+        );
+    }
 }
 
 /// An image's hash being found beside the run (`Store::image_hash_beside`).
@@ -313,6 +329,7 @@ impl Store {
             source,
         };
         std::fs::create_dir_all(&runs).map_err(unwritable)?;
+        mark_home(&self.home);
         let mut probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
         if probed.contains(&runs) {
             return Ok(runs);

@@ -13,10 +13,12 @@ pub(super) enum HostEntry {
 }
 
 impl HostEntry {
-    /// What the guest may see of the host's `path`: a directory, regular
-    /// file or symbolic link with a UTF-8 target (as `view` answers).
+    /// What the guest may see of the host's `path`: a directory (but a
+    /// Rewind store's), regular file or symbolic link with a UTF-8 target
+    /// (as `view` answers).
     pub(super) fn at(view: &View, path: PathBuf) -> Option<HostEntry> {
         Some(match view.lstat(&path)? {
+            Seen::Dir { .. } if view.holds_store(&path) => return None,
             Seen::Dir { perm } => HostEntry::Dir { perm, path },
             Seen::File { perm, size } => HostEntry::File { perm, size, path },
             Seen::Symlink(target) => HostEntry::Symlink(target),
