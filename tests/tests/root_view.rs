@@ -207,7 +207,11 @@ fn a_store_inside_the_root_is_left_out_and_a_run_made_again_keeps_its_id() {
             "/data/store/runs: error: No such file or directory",
         ],
     );
-    assert!(home.path().join(".rewind-store").is_file(), "{}", first.out);
+    assert!(
+        home.path().join("REWIND-STORE.TAG").is_file(),
+        "{}",
+        first.out
+    );
     let second = home.run(&args);
     assert_eq!(second.id, first.id, "{}", second.out);
     assert_eq!(second.out.stdout, first.out.stdout);

@@ -37,7 +37,7 @@ pub const HIDDEN_TOP: &[&str] = &["dev", "proc", "sys"];
 /// that holds the store it is recorded into (`--root /`) neither reads the
 /// store's own churn on every walk nor gets a new id because the last run
 /// was written there.
-pub const STORE_MARKER: &str = ".rewind-store";
+pub const STORE_MARKER: &str = "REWIND-STORE.TAG";
 
 /// Symbolic links followed in one lookup before ELOOP (Linux's MAXSYMLINKS),
 /// here and in the guest's file system.
