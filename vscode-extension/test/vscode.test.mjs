@@ -109,6 +109,20 @@ async function statusStep() {
 	return Number(/step (\d+)\//.exec(await item.textContent())[1]);
 }
 
+/**
+ * Waits for the status bar's step to be `step`: it follows the session a
+ * moment after the Timeline's playhead (each hears the session on its own).
+ */
+async function statusStepIs(step, what) {
+	const start = Date.now();
+	let now = await statusStep();
+	while (now !== step && Date.now() - start < 30000) {
+		await new Promise((r) => setTimeout(r, 100));
+		now = await statusStep();
+	}
+	assert.equal(now, step, `${what}: the status bar's step`);
+}
+
 /** The line of the editor's cursor, from the status bar. */
 async function cursorLine() {
 	const item = page.locator('.statusbar-item', { hasText: /Ln \d+/ }).first();
@@ -153,7 +167,7 @@ async function sessionAt(run, step, what) {
 		await shot(`failed-${what}`);
 		throw e;
 	}
-	assert.equal(await statusStep(), step, `${what}: the status bar's step`);
+	await statusStepIs(step, what);
 	return timelineData();
 }
 
@@ -230,7 +244,7 @@ test('a rewind session opens the failing run: the toolbar has Step Back and Reve
 	opened = await timelineData();
 	assert.match(opened.run, /^[0-9a-f]{16}$/);
 	assert.match(opened.compare, /^[0-9a-f]{16}$/);
-	assert.equal(await statusStep(), Number(opened.deciding), 'the session stops at the deciding step');
+	await statusStepIs(Number(opened.deciding), 'the session stops at the deciding step');
 	await shot('1-session-at-deciding-step');
 });
 
@@ -273,7 +287,7 @@ test('clicking a lane bar moves the session: the step, the stack and the line ch
 	// The first lane's bar: ruler 34, section title, then the lane.
 	await timelineFrame.click('#timeline', { position: { x, y: 34 + 4 + 12 + 8 } });
 	await timelineFrame.waitForFunction((s) => document.querySelector('#timeline').dataset.playhead === String(s), target, { timeout: 30000 });
-	assert.equal(await statusStep(), target);
+	await statusStepIs(target, 'a lane bar clicked');
 	assert.notEqual(target, before);
 	await page.waitForFunction(
 		(old) => {
@@ -318,7 +332,7 @@ test('Go to Step from the palette moves the session there', async () => {
 	await page.keyboard.press('Enter');
 	timelineFrame = await webviewFrame('#timeline');
 	await timelineFrame.waitForFunction((s) => document.querySelector('#timeline').dataset.playhead === String(s), target, { timeout: 30000 });
-	assert.equal(await statusStep(), target);
+	await statusStepIs(target, 'Go to Step');
 	await shot('6b-go-to-step');
 });
 
@@ -408,7 +422,7 @@ test('the Problems panel lists what the check found on bank.c:26; its code actio
 
 test('Swap in the Compare view opens the compared run at the matching step', async () => {
 	const deciding = Number(opened.deciding);
-	assert.equal(await statusStep(), deciding);
+	await statusStepIs(deciding, 'the swap starts at the deciding step');
 	assert.ok(deciding < Number(opened.firstDifference), 'the deciding step is before the first difference: the same step in both runs');
 	await palette('Rewind: Focus on Compare View');
 	const compare = await webviewFrame('#compare #swap');
