@@ -34,7 +34,7 @@ static uint64_t next(void)
 static unsigned char *code; /* the page being written */
 static size_t at;
 static unsigned char *data; /* 64 KiB of scratch, 64-aligned, below 4 GiB */
-static char label[16];      /* what the round's output calls it: its class, or `int N` */
+static char label[24];      /* what the round's output calls it: its class, or `int N` */
 
 static void b(int n, ...)
 {
@@ -139,6 +139,10 @@ static void syscall_random(void)
     b(2, 0x0f, 0x05);
 }
 
+/* Whether the round made a far transfer through memory with REX.W: AMD
+ * CPUs ignore it (m16:32), Intel's read m16:64. Its label says so. */
+static int rexw;
+
 static void far(void)
 {
     uint64_t *ptr = (uint64_t *)(data + 256);
@@ -147,9 +151,10 @@ static void far(void)
     ((uint16_t *)ptr)[next() % 2 ? 4 : 2] = selector();
     movabs(0, (uintptr_t)ptr);                           /* 10 bytes */
     static const unsigned char modrm[] = { 0x18, 0x28 }; /* call far, jmp far [rax] */
-    if (next() % 2)
+    if (next() % 2) {
         b(3, 0x48, 0xff, modrm[next() % 2]);
-    else
+        rexw = 1;
+    } else
         b(3, 0x90, 0xff, modrm[next() % 2]);
     /* here() + 16 from the movabs lands after this padding */
     b(3, 0x90, 0x90, 0x90);
@@ -311,6 +316,7 @@ static void build(int round)
     int class = round % NCLASS;
     snprintf(label, sizeof label, "%s", names[class]);
     compat = 0;
+    rexw = 0;
     random_registers();
     int n = 1 + (int)(next() % 3);
     for (int i = 0; i < n && at < 3800; i++) {
@@ -332,8 +338,9 @@ static void build(int round)
         }
     }
     b(2, 0x0f, 0x0b); /* ud2: every stream ends in a signal */
-    if (compat)
-        snprintf(label, sizeof label, "%s compat", names[class]);
+    if (rexw || compat)
+        snprintf(label, sizeof label, "%s%s%s", names[class], rexw ? " rex.w" : "",
+                 compat ? " compat" : "");
 }
 
 int main(int argc, char **argv)
