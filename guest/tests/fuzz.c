@@ -1,4 +1,5 @@
-/* fuzz: calls every system call number from 0 to 335, ROUNDS times each,
+/* fuzz [SEED [ROUNDS]]: calls every system call number from 0 to 335,
+ * ROUNDS times each (default 24),
  * with garbage arguments: NULL, unaligned, kernel-half and non-canonical
  * pointers, a buffer whose end runs into a guard page, huge and negative
  * lengths, random words. Whatever comes back, it goes on; it exits 0 when it
@@ -9,6 +10,7 @@
  * it forever, or destroy this program's own memory, descriptors or TLS. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -16,7 +18,7 @@
 #include <unistd.h>
 
 #define LAST 335
-#define ROUNDS 24
+static int rounds = 24;
 #define BUF 65536
 
 static unsigned char *buf; /* BUF bytes of 'A', then a PROT_NONE guard page */
@@ -86,16 +88,22 @@ static int skip(long nr, const uint64_t *a)
     return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1)
+        rng ^= strtoull(argv[1], 0, 0) * 0x2545f4914f6cdd1d;
+    if (rng == 0) /* xorshift's one fixed point */
+        rng = 1;
+    if (argc > 2)
+        rounds = atoi(argv[2]);
     buf = mmap(NULL, BUF + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (buf == MAP_FAILED || mprotect(buf + BUF, 4096, PROT_NONE) != 0)
         return 1;
-    printf("fuzz: system calls 0..%d, %d rounds each\n", LAST, ROUNDS);
+    printf("fuzz: system calls 0..%d, %d rounds each\n", LAST, rounds);
     fflush(stdout);
     long calls = 0;
     for (long nr = 0; nr <= LAST; nr++) {
-        for (int round = 0; round < ROUNDS; round++) {
+        for (int round = 0; round < rounds; round++) {
             uint64_t a[6];
             for (int i = 0; i < 6; i++)
                 a[i] = garbage();
@@ -116,7 +124,7 @@ int main(void)
         _exit(0);
     static const long procs[] = {SYS_wait4, SYS_waitid, SYS_setpgid, SYS_getpgid, SYS_getsid,
                                  SYS_prlimit64, SYS_getppid, SYS_setsid};
-    for (int round = 0; round < ROUNDS; round++) {
+    for (int round = 0; round < rounds; round++) {
         for (unsigned i = 0; i < sizeof procs / sizeof procs[0]; i++) {
             uint64_t a[6];
             for (int j = 0; j < 6; j++)

@@ -1,4 +1,4 @@
-//! Naming runs: ids, prefixes, `@`, `@2`, names; `rewind ls`.
+//! Naming runs: ids, prefixes, `@`, `@2`, names; `rewind ls`; the status line.
 
 use rewind_tests::Home;
 
@@ -63,4 +63,23 @@ fn host_environment_does_not_leak() {
     assert_eq!(a.id, b.id, "the host environment changed the run");
     let c = home.run(&["--env", "GREETING=hi", "--", &prog]);
     assert_ne!(c.id, a.id, "--env did not change the run");
+}
+
+/// The status line is always a line of its own on stderr, however the
+/// guest left its streams: a half line on stderr followed by a whole one
+/// on stdout (stdout and stderr captured apart, as a script does) used to
+/// glue the status line to the guest's half line.
+#[test]
+fn the_status_line_starts_a_line_after_a_half_line_on_stderr() {
+    let Some(busybox) = rewind_tests::host_program("/usr/bin/busybox", "busybox-static") else {
+        return;
+    };
+    let home = Home::new();
+    let run = home.run(&["--", &busybox, "sh", "-c", "printf half >&2; echo whole"]);
+    assert_eq!(run.status, "exited:0", "{}", run.out);
+    assert_eq!(run.out.stdout, "whole\n");
+    let lines: Vec<&str> = run.out.stderr.lines().collect();
+    assert_eq!(lines.first(), Some(&"half"), "{}", run.out);
+    assert!(lines[1].starts_with("rewind: run "), "{}", run.out);
+    home.replay_identical(&run.id);
 }

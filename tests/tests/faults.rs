@@ -198,10 +198,15 @@ fn spinning_thread_times_out_naming_where() {
     assert!(short.stdout.starts_with("different: "), "{short}");
 }
 
+/// `REWIND_FUZZ_CALLS_SEED` runs another seed (default: the program's own)
+/// and `REWIND_FUZZ_CALLS_ROUNDS` more rounds a call (default 24).
 #[test]
 fn garbage_to_every_call_never_crashes_the_monitor() {
     let home = Home::new();
-    let run = home.run_guest("fuzz", &[]);
+    let var = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+    let seed = var("REWIND_FUZZ_CALLS_SEED").unwrap_or_else(|| "0".into());
+    let rounds = var("REWIND_FUZZ_CALLS_ROUNDS").unwrap_or_else(|| "24".into());
+    let run = home.run_guest("fuzz", &[&seed, &rounds]);
     assert_eq!(run.status, "exited:0", "{}", run.out);
     assert_eq!(run.out.code, 0, "{}", run.out);
     assert!(

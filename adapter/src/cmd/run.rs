@@ -215,12 +215,7 @@ pub fn record(
     rec.set_keyframes(!args.no_keyframes);
     let outcome = runner::run(inputs, limits, &mut rec)?;
     // Start what follows on its own line where the guest left one open.
-    let mut newline = !quiet
-        && match rec.unfinished_line() {
-            Some(2) => true,
-            Some(_) => same_sink(1, 2),
-            None => false,
-        };
+    let mut newline = !quiet && rec.stderr_line_open(same_sink(1, 2));
     if let Some(hashing) = hashing {
         let note = &mut |line: String| {
             if std::mem::take(&mut newline) {

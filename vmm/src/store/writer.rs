@@ -40,6 +40,8 @@ pub struct StoreRecorder {
     finished: bool,
     /// The last byte of output and the descriptor it went to.
     last_byte: Option<(i32, u8)>,
+    /// The last byte of output to stderr.
+    last_stderr: Option<u8>,
     switches: Vec<crate::record::switches::Switch>,
     keyframes: Option<KeyframeWriter>,
     pages: super::pages::PageStore,
@@ -83,6 +85,7 @@ impl Store {
             started: SystemTime::now(),
             finished: false,
             last_byte: None,
+            last_stderr: None,
             switches: Vec::new(),
             keyframes: None,
             pages: self.pages(),
@@ -158,14 +161,17 @@ impl StoreRecorder {
         self.echo = echo;
     }
 
-    /// The descriptor whose output left a line unfinished, when the guest's
-    /// last output did not end with a newline: a line the host prints next
-    /// on the same terminal should start with one.
-    pub fn unfinished_line(&self) -> Option<i32> {
-        match self.last_byte {
-            Some((fd, b)) if b != b'\n' => Some(fd),
-            _ => None,
-        }
+    /// Whether a line the host prints next on its stderr should start with
+    /// a newline, the guest's output having left one open there: its last
+    /// output to either stream when the host's stdout and stderr are one
+    /// sink (`shared`), else its last output to stderr.
+    pub fn stderr_line_open(&self, shared: bool) -> bool {
+        let last = if shared {
+            self.last_byte.map(|(_, b)| b)
+        } else {
+            self.last_stderr
+        };
+        last.is_some_and(|b| b != b'\n')
     }
 
     /// A problem that costs the run its keyframes but not the run itself.
@@ -435,6 +441,9 @@ impl Recorder for StoreRecorder {
     fn output(&mut self, fd: i32, bytes: &[u8]) {
         if let Some(&b) = bytes.last() {
             self.last_byte = Some((fd, b));
+            if fd == 2 {
+                self.last_stderr = Some(b);
+            }
         }
         if self.echo {
             let ok = match fd {
