@@ -329,11 +329,11 @@ impl Store {
             source,
         };
         std::fs::create_dir_all(&runs).map_err(unwritable)?;
-        mark_home(&self.home);
         let mut probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
         if probed.contains(&runs) {
             return Ok(runs);
         }
+        mark_home(&self.home);
         let probe = runs.join(format!(".probe-{}", std::process::id()));
         std::fs::write(&probe, b"").map_err(unwritable)?;
         let _ = std::fs::remove_file(&probe);

@@ -38,8 +38,8 @@ pub struct StoreRecorder {
     error: Option<StoreError>,
     started: SystemTime,
     finished: bool,
-    /// The last byte of output and the descriptor it went to.
-    last_byte: Option<(i32, u8)>,
+    /// The last byte of output, to either stream.
+    last_byte: Option<u8>,
     /// The last byte of output to stderr.
     last_stderr: Option<u8>,
     switches: Vec<crate::record::switches::Switch>,
@@ -167,7 +167,7 @@ impl StoreRecorder {
     /// sink (`shared`), else its last output to stderr.
     pub fn stderr_line_open(&self, shared: bool) -> bool {
         let last = if shared {
-            self.last_byte.map(|(_, b)| b)
+            self.last_byte
         } else {
             self.last_stderr
         };
@@ -440,7 +440,7 @@ impl Recorder for StoreRecorder {
 
     fn output(&mut self, fd: i32, bytes: &[u8]) {
         if let Some(&b) = bytes.last() {
-            self.last_byte = Some((fd, b));
+            self.last_byte = Some(b);
             if fd == 2 {
                 self.last_stderr = Some(b);
             }
